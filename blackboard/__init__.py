@@ -1,0 +1,1 @@
+"""blackboard package."""
