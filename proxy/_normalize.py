@@ -1,0 +1,221 @@
+"""Normalisation of an Anthropic Messages request, shared by both upstream kinds (pure functions).
+
+What it does (each point is a known way gateways break Claude Code):
+- validates the shape (clear ``InvalidRequestError`` naming the field);
+- strips Claude Code's per-request billing-header system block (``x-anthropic-billing-header: ...``),
+  whose hash changes every request and would defeat the upstream's prefix cache;
+- folds ``role: "system"`` items found inside ``messages`` (leading ones into the system prompt, later ones
+  into the nearest user turn, after its tool results) or keeps them in place (``keep`` mode);
+- drops ``thinking``/``redacted_thinking`` blocks echoed back in history (never forwarded);
+- drops server tools without ``input_schema`` (with a warning) and a ``tool_choice`` left with no tools;
+- resolves ``thinking`` into one boolean.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .errors import InvalidRequestError
+
+BILLING_HEADER_PREFIX = "x-anthropic-billing-header"
+_DROPPED_BLOCKS = frozenset({"thinking", "redacted_thinking"})
+
+
+@dataclass
+class Prepared:
+    """A validated, normalised request. ``messages`` hold only user/assistant (and, in keep mode,
+    system) items, each with ``content`` as a list of blocks."""
+
+    model: str
+    system: list[str]
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]]
+    tool_choice: dict[str, Any] | None
+    max_tokens: int
+    stop_sequences: list[str]
+    stream: bool
+    thinking: bool | None
+    sampling: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+    def has_tool(self, name: str) -> bool:
+        return any(t.get("name") == name for t in self.tools)
+
+
+def _blocks(content: Any, where: str) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    if isinstance(content, list):
+        out = []
+        for i, b in enumerate(content):
+            if isinstance(b, str):
+                b = {"type": "text", "text": b}
+            if not isinstance(b, dict) or not isinstance(b.get("type"), str):
+                raise InvalidRequestError(f"{where}.content[{i}]: each content block must be an object with a 'type'")
+            out.append(b)
+        return out
+    if content is None:
+        return []
+    raise InvalidRequestError(f"{where}.content must be a string or a list of content blocks")
+
+
+def _text_of(blocks: list[dict[str, Any]]) -> str:
+    return "\n".join(b.get("text", "") for b in blocks if b.get("type") == "text" and b.get("text"))
+
+
+def _system_texts(system: Any) -> list[str]:
+    if system is None:
+        return []
+    if isinstance(system, str):
+        if system.lstrip().startswith(BILLING_HEADER_PREFIX):
+            system = system.split("\n", 1)[1] if "\n" in system else ""
+        return [system] if system else []
+    if not isinstance(system, list):
+        raise InvalidRequestError("system must be a string or a list of text blocks")
+    out = []
+    for i, b in enumerate(system):
+        if isinstance(b, str):
+            b = {"type": "text", "text": b}
+        if not isinstance(b, dict) or b.get("type") != "text" or not isinstance(b.get("text"), str):
+            raise InvalidRequestError(f"system[{i}] must be a text block {{'type': 'text', 'text': ...}}")
+        text = b["text"]
+        if text.lstrip().startswith(BILLING_HEADER_PREFIX) or not text:
+            continue
+        out.append(text)
+    return out
+
+
+def _fold_into_user(messages: list[dict[str, Any]], pos: int, text: str) -> bool:
+    """Insert ``text`` into the first user message at or after ``pos`` (after its tool results), else
+    append it to the last user message before ``pos``. False when there is no user message at all."""
+    block = {"type": "text", "text": text}
+    for m in messages[pos:]:
+        if m["role"] == "user":
+            k = 0
+            while k < len(m["content"]) and m["content"][k].get("type") == "tool_result":
+                k += 1
+            m["content"].insert(k, block)
+            return True
+    for m in reversed(messages[:pos]):
+        if m["role"] == "user":
+            m["content"].append(block)
+            return True
+    return False
+
+
+def prepare(body: Any, *, system_mode: Literal["fold", "keep"] = "fold") -> Prepared:
+    """Validate and normalise an Anthropic Messages request body (a parsed JSON object).
+
+    Raises InvalidRequestError naming the offending field.
+    """
+    if not isinstance(body, dict):
+        raise InvalidRequestError("request body must be a JSON object")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise InvalidRequestError("model: required, a non-empty string")
+    max_tokens = body.get("max_tokens")
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+        raise InvalidRequestError("max_tokens: required, an integer >= 1")
+    raw_messages = body.get("messages")
+    if not isinstance(raw_messages, list):
+        raise InvalidRequestError("messages: required, a list of {role, content} objects")
+    warnings: list[str] = []
+    system = _system_texts(body.get("system"))
+
+    messages: list[dict[str, Any]] = []
+    late_system: list[tuple[int, str]] = []
+    for i, m in enumerate(raw_messages):
+        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant", "system"):
+            raise InvalidRequestError(f"messages[{i}].role must be 'user', 'assistant' or 'system'")
+        blocks = [b for b in _blocks(m.get("content"), f"messages[{i}]") if b["type"] not in _DROPPED_BLOCKS]
+        blocks = [b for b in blocks if not (b["type"] == "text" and not b.get("text"))]
+        if m["role"] == "system":
+            text = _text_of(blocks)
+            if not text:
+                continue
+            if system_mode == "keep" and messages:
+                messages.append({"role": "system", "content": [{"type": "text", "text": text}]})
+            elif not messages:
+                system.append(text)
+            else:
+                late_system.append((len(messages), text))
+            continue
+        if not blocks and m["role"] == "assistant":
+            continue  # an assistant turn that held only thinking
+        messages.append({"role": m["role"], "content": blocks})
+    for pos, text in reversed(late_system):
+        if not _fold_into_user(messages, pos, text):
+            system.append(text)
+
+    tools: list[dict[str, Any]] = []
+    raw_tools = body.get("tools") or []
+    if not isinstance(raw_tools, list):
+        raise InvalidRequestError("tools must be a list")
+    for i, t in enumerate(raw_tools):
+        if not isinstance(t, dict) or not isinstance(t.get("name"), str):
+            raise InvalidRequestError(f"tools[{i}] must be an object with a 'name'")
+        if not isinstance(t.get("input_schema"), dict):
+            warnings.append(f"dropped server tool {t['name']!r} (type {t.get('type')!r}): no input_schema")
+            continue
+        tools.append(t)
+
+    tool_choice = body.get("tool_choice")
+    if tool_choice is not None:
+        if not isinstance(tool_choice, dict) or tool_choice.get("type") not in ("auto", "any", "none", "tool"):
+            raise InvalidRequestError("tool_choice.type must be one of auto, any, none, tool")
+        if tool_choice["type"] == "tool":
+            name = tool_choice.get("name")
+            if not isinstance(name, str):
+                raise InvalidRequestError("tool_choice.name is required when tool_choice.type is 'tool'")
+            if not any(t["name"] == name for t in tools):
+                if any(isinstance(t, dict) and t.get("name") == name for t in raw_tools):
+                    warnings.append(f"tool_choice named dropped server tool {name!r}; using auto")
+                    tool_choice = {"type": "auto"}
+                else:
+                    raise InvalidRequestError(f"tool_choice names tool {name!r}, which is not in tools")
+        if not tools:
+            tool_choice = None
+
+    stop = body.get("stop_sequences") or []
+    if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
+        raise InvalidRequestError("stop_sequences must be a list of strings")
+
+    thinking_cfg = body.get("thinking")
+    thinking: bool | None = None
+    if isinstance(thinking_cfg, dict):
+        thinking = thinking_cfg.get("type") in ("enabled", "adaptive")
+
+    sampling = {k: body[k] for k in ("temperature", "top_p", "top_k") if body.get(k) is not None}
+    return Prepared(
+        model=model, system=system, messages=messages, tools=tools, tool_choice=tool_choice,
+        max_tokens=max_tokens, stop_sequences=list(stop), stream=bool(body.get("stream", False)),
+        thinking=thinking, sampling=sampling, warnings=warnings,
+    )
+
+
+def estimate_tokens(text: str) -> int:
+    """Rough token count of ``text``: ceil(chars / 4) (the common rule of thumb for BPE tokenizers on
+    English; an estimate, never presented as exact)."""
+    return math.ceil(len(text) / 4)
+
+
+def estimate_request_tokens(p: Prepared) -> int:
+    """Estimated prompt tokens of a prepared request (system + messages + tools), via estimate_tokens."""
+    import json
+
+    parts = ["\n".join(p.system), json.dumps(p.messages, ensure_ascii=False), json.dumps(p.tools, ensure_ascii=False)]
+    return estimate_tokens("".join(parts)) + 4 * len(p.messages)
+
+
+def clamp_max_tokens(p: Prepared, *, context_window: int | None, max_output_tokens: int | None) -> int:
+    """max_tokens clamped to the pool's output cap and to what fits in its context after the (estimated,
+    padded by 10%) prompt; never below 1."""
+    mt = p.max_tokens
+    if max_output_tokens is not None:
+        mt = min(mt, max_output_tokens)
+    if context_window is not None:
+        room = context_window - math.ceil(estimate_request_tokens(p) * 1.1)
+        mt = min(mt, max(room, 1))
+    return max(mt, 1)
