@@ -1,0 +1,185 @@
+"""The facade the MCP server and the supervisor use: turns, validated agent writes, collection."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ._arbitration import SPECIALISTS, build_brief, validate_synthesis
+from ._brief import Brief
+from ._keys import check_part, profile_key, session_key, turn_entry_key, turn_prefix
+from ._records import TurnRecord, UserProfile, merge_profile
+from ._registry import validate_output
+from ._schema_agents import SynthesisOutput
+from ._sequencer import Sequencer, WaitResult
+from ._sqlite import open_store
+from ._store import Entry, Store
+from .config import Thresholds
+from .errors import InvalidValueError, SchemaValidationError, TurnNotOpenError, VersionConflictError
+
+__all__ = ["Blackboard"]
+
+_CAS_ATTEMPTS = 1000
+
+
+class Blackboard:
+    """Turns, schema-validated agent outputs and collection over a Store and a Sequencer.
+
+    Construct with a data directory (``SQLiteStore`` in ``data_dir/blackboard.sqlite3`` plus a
+    ``Sequencer`` in ``data_dir/sequencer``), or pass ``store`` and ``sequencer`` explicitly.
+    Thread-safe if the store is. All methods are synchronous; async callers use ``anyio.to_thread``.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str] | None = None,
+        *,
+        store: Store | None = None,
+        sequencer: Sequencer | None = None,
+        thresholds: Thresholds | None = None,
+    ) -> None:
+        if data_dir is None and (store is None or sequencer is None):
+            raise InvalidValueError("Blackboard needs a data_dir, or both store and sequencer")
+        self.store: Store = store if store is not None else open_store(data_dir)  # type: ignore[arg-type]
+        self.sequencer = sequencer if sequencer is not None else Sequencer(data_dir)  # type: ignore[arg-type]
+        self.thresholds = thresholds or Thresholds()
+
+    @staticmethod
+    def turn_id(user: str, session: str, turn: str) -> str:
+        """The sequencer's id of a turn: ``{user}/{session}/{turn}``."""
+        return f"{check_part(user, 'user')}/{check_part(session, 'session')}/{check_part(turn, 'turn')}"
+
+    def begin_turn(
+        self, user: str, session: str, *, crisis_tier: int = 0, required: Sequence[str] = ("shadow",)
+    ) -> str:
+        """Allocate the session's next turn id (``t000001``, ``t000002``, ...; CAS on the session
+        record, so concurrent callers get distinct ids), store the turn's ``meta`` entry and open its
+        barrier for ``required``. Returns the turn id.
+
+        Raises InvalidKeyError, InvalidValueError (crisis_tier not 0-3), StoreUnavailableError.
+        """
+        if isinstance(crisis_tier, bool) or not isinstance(crisis_tier, int) or not 0 <= crisis_tier <= 3:
+            raise InvalidValueError(f"crisis_tier must be an int 0-3, got {crisis_tier!r}")
+        key = session_key(user, session)
+        for _ in range(_CAS_ATTEMPTS):
+            current = self.store.read(key)
+            value: dict[str, Any] = dict(current.value) if current else {"user": user, "session": session}
+            count = int(value.get("turn_count", 0)) + 1
+            value["turn_count"] = count
+            try:
+                self.store.write(
+                    key, value, expected_version=current.version if current else 0, author="blackboard"
+                )
+            except VersionConflictError:
+                continue
+            turn = f"t{count:06d}"
+            meta = {
+                "index": count,
+                "crisis_tier": crisis_tier,
+                "required": list(required),
+                "opened_at": time.time(),
+            }
+            self.store.write(
+                turn_entry_key(user, session, turn, "meta"), meta, expected_version=0, author="blackboard"
+            )
+            self.sequencer.open_turn(self.turn_id(user, session, turn), required)
+            return turn
+        raise InvalidValueError(
+            f"could not allocate a turn id after {_CAS_ATTEMPTS} attempts"
+        )  # pragma: no cover
+
+    def _meta(self, user: str, session: str, turn: str) -> dict[str, Any]:
+        e = self.store.read(turn_entry_key(user, session, turn, "meta"))
+        return e.value if e else {}
+
+    def write_output(self, user: str, session: str, turn: str, agent: str, payload: dict[str, Any]) -> Entry:
+        """Validate ``payload`` against ``agent``'s schema (Stability's gate applied; Pineal's synthesis
+        also checked against the turn's brief), store it create-only at
+        ``users/{u}/sessions/{s}/turns/{t}/{agent}`` and release waiters for ``agent``.
+
+        Raises SchemaValidationError (every problem listed), TurnNotOpenError, VersionConflictError
+        (the agent already wrote this turn), InvalidKeyError, StoreUnavailableError.
+        """
+        tid = self.turn_id(user, session, turn)
+        model = validate_output(agent, payload, self.thresholds)
+        if not self.sequencer.is_open(tid):
+            raise TurnNotOpenError(f"turn {turn} of session {session} was never begun; call begin_turn first")
+        if isinstance(model, SynthesisOutput):
+            problems = validate_synthesis(model, self.brief(user, session, turn))
+            if problems:
+                raise SchemaValidationError([f"{p.code}: {p.detail}" for p in problems], what="synthesis")
+        entry = self.store.write(
+            turn_entry_key(user, session, turn, agent),
+            model.model_dump(mode="json"),
+            expected_version=0,
+            author=agent,
+        )
+        self.sequencer.mark_written(tid, agent)
+        return entry
+
+    def read_turn(self, user: str, session: str, turn: str) -> dict[str, Entry]:
+        """Every entry of a turn, by kind (agent name, ``meta``, ``record``...)."""
+        prefix = turn_prefix(user, session, turn)
+        return {e.key[len(prefix) :]: e for e in self.store.list(prefix)}
+
+    def brief(self, user: str, session: str, turn: str, *, expected: Sequence[str] = SPECIALISTS) -> Brief:
+        """The arbitrated brief of a turn as it stands now (no waiting)."""
+        entries = self.read_turn(user, session, turn)
+        tier = int(entries["meta"].value.get("crisis_tier", 0)) if "meta" in entries else 0
+        return build_brief(entries, crisis_tier=tier, thresholds=self.thresholds, expected=expected)
+
+    def collect(
+        self, user: str, session: str, turn: str, agents: Sequence[str], deadline_s: float
+    ) -> tuple[Brief, WaitResult]:
+        """Wait (at most ``deadline_s`` s) for the turn's required agents and ``agents``, then build the
+        brief from what has been written; ``brief.missing_agents`` lists the absent ones.
+
+        Raises TurnNotOpenError, InvalidKeyError, InvalidValueError.
+        """
+        result = self.sequencer.wait(self.turn_id(user, session, turn), agents, deadline_s)
+        expected = tuple(dict.fromkeys([*result.arrived, *result.missing]))
+        return self.brief(user, session, turn, expected=expected), result
+
+    def write_turn_record(self, record: TurnRecord) -> Entry:
+        """Store a turn's record (create-only) at ``.../turns/{t}/record``."""
+        key = turn_entry_key(record.user, record.session, record.turn, "record")
+        return self.store.write(key, record.model_dump(mode="json"), expected_version=0, author="supervisor")
+
+    def read_profile(self, user: str) -> UserProfile | None:
+        """The user's compacted profile, or None."""
+        e = self.store.read(profile_key(user))
+        return (
+            None
+            if e is None
+            else UserProfile.model_validate(e.value, context={"thresholds": self.thresholds})
+        )
+
+    def update_profile(self, user: str, session: str, session_outputs: Mapping[str, Any]) -> Entry:
+        """Fold one session's outputs into the profile with :func:`merge_profile` (CAS, retried)."""
+        key = profile_key(user)
+        for _ in range(_CAS_ATTEMPTS):
+            current = self.store.read(key)
+            old = (
+                UserProfile.model_validate(current.value, context={"thresholds": self.thresholds})
+                if current
+                else UserProfile(user=user)
+            )
+            new = merge_profile(old, session_outputs, self.thresholds, session=session)
+            try:
+                return self.store.write(
+                    key,
+                    new.model_dump(mode="json"),
+                    expected_version=current.version if current else 0,
+                    author="blackboard",
+                )
+            except VersionConflictError:
+                continue
+        raise InvalidValueError(
+            f"could not update profile after {_CAS_ATTEMPTS} attempts"
+        )  # pragma: no cover
+
+    def close(self) -> None:
+        """Close the store."""
+        self.store.close()

@@ -1,0 +1,125 @@
+"""Persona, Plasticity, Coach and Pineal (synthesis) output schemas (COACHING.md)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from ._keys import parse_key
+from ._schema_common import (
+    AgentName,
+    FollowThroughStats,
+    OceanTraits,
+    ShortText,
+    StrictModel,
+    Text,
+    TraitName,
+    thresholds_of,
+)
+
+__all__ = [
+    "Citation",
+    "CoachOutput",
+    "Goal",
+    "PersonaOutput",
+    "PlasticityOutput",
+    "ReadinessStage",
+    "SynthesisOutput",
+    "TailoringChoice",
+]
+
+ReadinessStage = Literal["precontemplation", "contemplation", "preparation", "action", "maintenance"]
+
+
+class Goal(StrictModel):
+    """A recurring goal and how often it was stated."""
+
+    description: ShortText = Field(min_length=1)
+    mentions: int = Field(default=1, ge=1, le=100_000)
+
+
+class PersonaOutput(StrictModel):
+    """Persona's entry: OCEAN traits (POMP + band + confidence + evidence), goals, follow-through
+    (percent consistent with counts), growth areas, optional readiness stage (soft feature)."""
+
+    traits: OceanTraits
+    goals: list[Goal] = Field(default_factory=list, max_length=20)
+    follow_through: FollowThroughStats
+    growth_areas: list[ShortText] = Field(default_factory=list, max_length=10)
+    readiness_stage: ReadinessStage | None = None
+    summary: Text = ""
+
+
+class TailoringChoice(StrictModel):
+    """One trait-based adaptation, with the Persona confidence/evidence it relies on.
+
+    COACHING.md (Plasticity): tailor only when confidence >= 0.5 with >= 5 evidence items; the schema
+    refuses choices below that bar and arbitration re-checks them against this turn's Persona entry.
+    """
+
+    trait: TraitName
+    level: Literal["high", "low"]
+    adaptation: ShortText = Field(min_length=1)
+    confidence: float = Field(ge=0, le=1)
+    evidence_count: int = Field(ge=0, le=100_000)
+
+
+class PlasticityOutput(StrictModel):
+    """Plasticity's entry: coaching strategy, tone, framing, do/don't lists and trait tailoring."""
+
+    strategy: Text = Field(min_length=1)
+    tone: ShortText = ""
+    framing: ShortText = ""
+    do: list[ShortText] = Field(default_factory=list, max_length=10)
+    dont: list[ShortText] = Field(default_factory=list, max_length=10)
+    tailoring: list[TailoringChoice] = Field(default_factory=list, max_length=5)
+    readiness_stage: ReadinessStage | None = None
+
+    @model_validator(mode="after")
+    def _tailoring_bar(self, info: ValidationInfo) -> PlasticityOutput:
+        t = thresholds_of(info)
+        bad = [
+            f"tailoring[{i}] ({c.trait}): confidence {c.confidence} / evidence {c.evidence_count} is below "
+            f"the bar (>= {t.tailoring_min_confidence} with >= {t.tailoring_min_evidence}); drop it"
+            for i, c in enumerate(self.tailoring)
+            if c.confidence < t.tailoring_min_confidence or c.evidence_count < t.tailoring_min_evidence
+        ]
+        if bad:
+            raise ValueError("; ".join(bad))
+        return self
+
+
+class CoachOutput(StrictModel):
+    """The Coach's immediate reply (MI style), 1-4000 characters."""
+
+    reply: str = Field(min_length=1, max_length=4000)
+
+
+class Citation(StrictModel):
+    """A blackboard entry the synthesis relies on: ``key`` or ``agent`` (at least one) and the
+    ``version`` used (>= 1)."""
+
+    key: str | None = Field(default=None, max_length=400)
+    agent: AgentName | None = None
+    version: int = Field(ge=1, le=1_000_000)
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_key(v)
+        return v
+
+    @model_validator(mode="after")
+    def _one(self) -> Citation:
+        if self.key is None and self.agent is None:
+            raise ValueError("a citation needs a key or an agent")
+        return self
+
+
+class SynthesisOutput(StrictModel):
+    """Pineal's synthesis: the text shown to the user plus the entries (and versions) it used."""
+
+    text: str = Field(min_length=1, max_length=8000)
+    citations: list[Citation] = Field(default_factory=list, max_length=30)

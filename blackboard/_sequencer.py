@@ -1,0 +1,225 @@
+"""Per-turn barrier across processes: file locks (filelock) in the data directory, watchfiles to wake
+waiters, polling as the fallback.
+
+Layout: ``{data_dir}/sequencer/{turn_id parts...}/`` holds ``lock`` (an OS advisory lock via filelock:
+the kernel releases it when the holder dies, so a writer killed while holding it leaves no stale
+lock), ``state.json`` (required agents, written atomically by ``open_turn``) and one
+``written.{agent}`` marker per agent, created atomically (write + rename) by ``mark_written``.
+Callers mark an agent only after its blackboard write committed (``Blackboard.write_output`` does),
+so a waiter that sees the marker can read the entry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import filelock
+
+from ._keys import check_part
+from .errors import (
+    InvalidKeyError,
+    InvalidValueError,
+    LockTimeoutError,
+    TurnAlreadyOpenError,
+    TurnNotOpenError,
+)
+
+__all__ = ["Sequencer", "WaitResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class WaitResult:
+    """Outcome of :meth:`Sequencer.wait`: ``arrived`` and ``missing`` agents (in request order),
+    ``timed_out`` (the deadline passed before all arrived), ``waited_s`` (seconds spent)."""
+
+    arrived: tuple[str, ...]
+    missing: tuple[str, ...]
+    timed_out: bool
+    waited_s: float
+
+
+_Check = Callable[[], "WaitResult | None"]
+
+
+class Sequencer:
+    """File-lock barrier per turn (see module docstring). Safe across processes and threads.
+
+    Args:
+        data_dir: the data directory (``sequencer/`` is created inside it).
+        lock_timeout_s: how long to wait for a turn's lock before LockTimeoutError (s).
+        use_watchfiles: wake waiters with watchfiles (inotify); False (or watchfiles failing) = polling.
+        poll_interval_s: polling period of the fallback and the re-check period with watchfiles (s).
+    """
+
+    def __init__(
+        self,
+        data_dir: str | os.PathLike[str],
+        *,
+        lock_timeout_s: float = 10.0,
+        use_watchfiles: bool = True,
+        poll_interval_s: float = 0.05,
+    ) -> None:
+        self.root = Path(data_dir) / "sequencer"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.lock_timeout_s = lock_timeout_s
+        self.use_watchfiles = use_watchfiles
+        self.poll_interval_s = poll_interval_s
+
+    # -- paths and locks ---------------------------------------------------------------------------
+    def turn_dir(self, turn_id: str) -> Path:
+        """Directory of a turn. ``turn_id`` is 1-4 key parts joined by ``/`` (e.g. ``u1/s1/t000001``)."""
+        if not isinstance(turn_id, str) or not turn_id:
+            raise InvalidKeyError("turn_id must be a non-empty string")
+        parts = turn_id.split("/")
+        if len(parts) > 4:
+            raise InvalidKeyError("turn_id has more than 4 parts")
+        for p in parts:
+            check_part(p, "turn_id part")
+        return self.root.joinpath(*parts)
+
+    @contextmanager
+    def _locked(self, turn_dir: Path) -> Iterator[None]:
+        lock = filelock.FileLock(str(turn_dir / "lock"), timeout=self.lock_timeout_s)
+        try:
+            lock.acquire()
+        except filelock.Timeout:
+            raise LockTimeoutError(
+                f"sequencer lock {turn_dir.name} still held after {self.lock_timeout_s}s; retry"
+            ) from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    @staticmethod
+    def _atomic_write(path: Path, text: str) -> None:
+        fd, tmp = tempfile.mkstemp(prefix=".tmp.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+
+    def _required(self, d: Path, turn_id: str) -> list[str]:
+        try:
+            state = json.loads((d / "state.json").read_text())
+        except FileNotFoundError:
+            raise TurnNotOpenError(f"turn {turn_id} is not open; call open_turn (begin_turn) first") from None
+        return list(state["required"])
+
+    # -- API ------------------------------------------------------------------------------------------
+    def open_turn(self, turn_id: str, required: Sequence[str] = ("shadow",)) -> None:
+        """Open the barrier of ``turn_id``: ``wait`` will also wait for ``required`` agents.
+
+        Raises TurnAlreadyOpenError if it was opened before (by any process; never a reset),
+        InvalidKeyError, LockTimeoutError.
+        """
+        if isinstance(required, str):
+            raise InvalidValueError("required must be a sequence of agent names, not a string")
+        req = [check_part(a, "agent") for a in dict.fromkeys(required)]
+        d = self.turn_dir(turn_id)
+        d.mkdir(parents=True, exist_ok=True)
+        with self._locked(d):
+            if (d / "state.json").exists():
+                raise TurnAlreadyOpenError(f"turn {turn_id} is already open; reopening is not allowed")
+            self._atomic_write(d / "state.json", json.dumps({"required": req, "opened_at": time.time()}))
+
+    def is_open(self, turn_id: str) -> bool:
+        """True once ``open_turn`` has completed for ``turn_id``."""
+        return (self.turn_dir(turn_id) / "state.json").exists()
+
+    def mark_written(self, turn_id: str, agent: str) -> None:
+        """Record that ``agent`` committed its write for ``turn_id`` (idempotent) and wake waiters.
+
+        Raises TurnNotOpenError, InvalidKeyError, LockTimeoutError.
+        """
+        check_part(agent, "agent")
+        d = self.turn_dir(turn_id)
+        self._required(d, turn_id)
+        with self._locked(d):
+            marker = d / f"written.{agent}"
+            if not marker.exists():
+                self._atomic_write(marker, json.dumps({"agent": agent, "at": time.time()}))
+
+    def arrived(self, turn_id: str, agents: Sequence[str]) -> list[str]:
+        """The subset of ``agents`` already marked for ``turn_id`` (no waiting)."""
+        d = self.turn_dir(turn_id)
+        return [a for a in agents if (d / f"written.{check_part(a, 'agent')}").exists()]
+
+    def wait(self, turn_id: str, agents: Sequence[str], deadline_s: float) -> WaitResult:
+        """Wait until every agent in ``agents`` plus the turn's required agents has been marked, or
+        ``deadline_s`` seconds passed; never blocks past the deadline by more than one poll period.
+
+        Raises TurnNotOpenError, InvalidKeyError, InvalidValueError (negative deadline).
+        """
+        if isinstance(agents, str):
+            raise InvalidValueError("agents must be a sequence of agent names, not a string")
+        if not isinstance(deadline_s, (int, float)) or deadline_s < 0:
+            raise InvalidValueError(f"deadline_s must be a number >= 0, got {deadline_s!r}")
+        start = time.monotonic()
+        end = start + float(deadline_s)
+        d = self.turn_dir(turn_id)
+        wanted = list(dict.fromkeys([*self._required(d, turn_id), *(check_part(a, "agent") for a in agents)]))
+
+        def done() -> WaitResult | None:
+            got = set(self.arrived(turn_id, wanted))
+            now = time.monotonic()
+            if len(got) == len(wanted) or now >= end:
+                return WaitResult(
+                    arrived=tuple(a for a in wanted if a in got),
+                    missing=tuple(a for a in wanted if a not in got),
+                    timed_out=len(got) < len(wanted),
+                    waited_s=now - start,
+                )
+            return None
+
+        result = done()
+        if result is not None:
+            return result
+        if self.use_watchfiles:
+            result = self._wait_watchfiles(d, end, done)
+            if result is not None:
+                return result
+        while True:  # polling fallback
+            result = done()
+            if result is not None:
+                return result
+            pause = min(self.poll_interval_s, max(0.0, end - time.monotonic()))
+            time.sleep(pause)
+
+    def _wait_watchfiles(self, d: Path, end: float, done: _Check) -> WaitResult | None:
+        try:
+            import watchfiles
+
+            step_ms = max(1, int(self.poll_interval_s * 1000))
+            for _changes in watchfiles.watch(
+                d,
+                watch_filter=None,
+                debounce=step_ms,
+                step=1,
+                rust_timeout=step_ms,
+                yield_on_timeout=True,
+                recursive=False,
+                raise_interrupt=True,
+                force_polling=False,
+            ):
+                result = done()
+                if result is not None:
+                    return result
+                if time.monotonic() >= end:  # pragma: no cover - done() returns at the deadline
+                    break
+        except (OSError, RuntimeError):
+            return None  # watcher unavailable (e.g. inotify limits): fall back to polling
+        return None
