@@ -1,0 +1,441 @@
+"""The runner boundary: one agent's model turn, run by a real headless Claude Code process.
+
+:class:`AgentRunner` is the protocol the supervisor calls (a test double replaces it at this boundary);
+:class:`ClaudeAgentRunner` is the real implementation over claude-agent-sdk. Each agent process gets:
+
+* ``system_prompt`` = the agent file's prompt body (Claude Code's default prompt replaced),
+  ``tools=[]`` (no built-in tools) and only its own MCP tools allowed (``mcp__coachboard__<tool>``);
+* ``permission_mode="bypassPermissions"`` (``IS_SANDBOX=1``: we run as root);
+* env: ``ANTHROPIC_BASE_URL`` = the proxy, ``ANTHROPIC_API_KEY``, ``ANTHROPIC_CUSTOM_HEADERS`` naming
+  agent/user/session (and the turn for one-shot processes), the settings DESIGN.md lists that make the
+  request plain, ``CLAUDE_CODE_MAX_OUTPUT_TOKENS`` from the agent file, ``CLAUDE_CODE_MAX_RETRIES=0``
+  (the supervisor retries once itself, within the deadline);
+* a strict MCP config (``--strict-mcp-config``) naming only the shared streamable-HTTP MCP server, with
+  the ``x-coach-*`` headers fixed by us: the model can never choose another user or session.
+
+Processes are kept warm per (user, session, agent) through the session (a persistent
+``ClaudeSDKClient`` whose conversation holds that agent's session history), at most ``max_warm`` at a
+time (about 200 MiB RSS each, DESIGN.md); beyond the limit a one-shot process is used. A warm process
+whose conversation outgrew the agent's context budget, or whose agent file changed, is replaced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import re
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anyio
+
+from launcher.errors import AgentFailedError
+
+__all__ = [
+    "PLAIN_REQUEST_ENV",
+    "AgentEvents",
+    "AgentInvocation",
+    "AgentOutcome",
+    "AgentRunner",
+    "ClaudeAgentRunner",
+    "RunnerConfig",
+    "ToolCallRecord",
+]
+
+log = logging.getLogger(__name__)
+
+#: DESIGN.md "Verified facts": these make Claude Code's requests plain (model, messages, system, tools,
+#: metadata, max_tokens, stream) and cacheable (no per-request billing header, no thinking, no betas).
+PLAIN_REQUEST_ENV: dict[str, str] = {
+    "CLAUDE_CODE_MODEL_CAPABILITIES": "-mid_conv_system,-effort",
+    "ENABLE_TOOL_SEARCH": "false",
+    "CLAUDE_CODE_ATTRIBUTION_HEADER": "0",
+    "CLAUDE_CODE_DISABLE_THINKING": "1",
+    "CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS": "1",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+}
+
+_API_ERROR = re.compile(r"API Error: (\d{3})")
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    """How agent processes are started.
+
+    Attributes:
+        proxy_url: the Anthropic-compatible proxy (``ANTHROPIC_BASE_URL``).
+        mcp_url: the shared streamable-HTTP MCP server (e.g. ``http://127.0.0.1:PORT/mcp``).
+        api_key: sent as ``ANTHROPIC_API_KEY`` (the proxy ignores or checks it).
+        max_warm: most warm processes kept at once (about 200 MiB each); 0 => always one-shot.
+        mcp_turn_header: send ``x-coach-turn`` to the MCP server. Warm processes cannot change their
+            headers between turns, so with True every process is one-shot; with False (the default) the
+            MCP server must resolve the turn server-side (see :mod:`launcher._turn_scope`).
+        mcp_server_name: the MCP server's name in the config (tool names ``mcp__<name>__<tool>``).
+        cli_path: the ``claude`` binary; None => the SDK's bundled one.
+        cwd: the processes' working directory (no project settings are loaded from it).
+        extra_env: added to every process's environment (after ours).
+    """
+
+    proxy_url: str
+    mcp_url: str
+    api_key: str = "coachboard-local"
+    max_warm: int = 6
+    mcp_turn_header: bool = False
+    mcp_server_name: str = "coachboard"
+    cli_path: str | None = None
+    cwd: str | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AgentInvocation:
+    """One agent's work for one turn.
+
+    ``prompt`` is the full context pack (for a process that starts a conversation); ``followup`` is what
+    a warm process, whose conversation already holds the session, is sent instead.
+    """
+
+    agent: str
+    user: str
+    session: str
+    turn: str
+    system_prompt: str
+    model: str
+    tools: tuple[str, ...]
+    max_output_tokens: int
+    context_budget_tokens: int
+    prompt: str
+    followup: str
+    tool_timeout_s: float = 60.0
+
+
+@dataclass
+class ToolCallRecord:
+    """One MCP tool call the agent made: bare tool name, its input, and whether it succeeded."""
+
+    name: str
+    input: dict[str, Any]
+    ok: bool
+    result: str = ""
+
+
+@dataclass
+class AgentOutcome:
+    """What one agent's run produced. Token counts are summed over the run's model calls."""
+
+    text: str = ""
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    warm: bool = False
+
+
+class AgentEvents(Protocol):
+    """Callbacks the runner makes while an agent runs (called from the runner's task)."""
+
+    def on_first_token(self) -> None: ...
+
+    def on_tool_result(self, call: ToolCallRecord) -> None: ...
+
+
+class AgentRunner(Protocol):
+    """Runs one agent's turn. The supervisor applies deadlines by cancelling :meth:`run`.
+
+    ``run`` raises :class:`~launcher.errors.AgentFailedError` on failure (``retryable`` says whether one
+    retry may help); on cancellation the process is discarded so no late write can land in a later turn.
+    """
+
+    async def run(self, invocation: AgentInvocation, events: AgentEvents) -> AgentOutcome: ...
+
+    async def close_session(self, user: str, session: str) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass
+class _Warm:
+    client: Any
+    fingerprint: str
+    busy: bool = False
+    last_input_tokens: int = 0
+    stderr: deque[str] = field(default_factory=lambda: deque(maxlen=20))
+
+
+def _fingerprint(inv: AgentInvocation) -> str:
+    h = hashlib.sha256()
+    for part in (inv.system_prompt, inv.model, ",".join(inv.tools), str(inv.max_output_tokens)):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+class ClaudeAgentRunner:
+    """:class:`AgentRunner` over real ``claude`` processes (claude-agent-sdk). Use as an async context
+    manager or call :meth:`aclose`: every process it started is stopped."""
+
+    def __init__(self, config: RunnerConfig) -> None:
+        self.config = config
+        self._warm: OrderedDict[tuple[str, str, str], _Warm] = OrderedDict()
+        self._lock = anyio.Lock()
+        self.started_processes = 0
+
+    async def __aenter__(self) -> ClaudeAgentRunner:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- options -------------------------------------------------------------------------------
+
+    def _headers(self, inv: AgentInvocation, *, with_turn: bool) -> dict[str, str]:
+        h = {"x-coach-agent": inv.agent, "x-coach-user": inv.user, "x-coach-session": inv.session}
+        if with_turn:
+            h["x-coach-turn"] = inv.turn
+        return h
+
+    def options(self, inv: AgentInvocation, *, one_shot: bool, stderr: Callable[[str], None]) -> Any:
+        """The ``ClaudeAgentOptions`` for this agent (public for tests and for ``coach agents show``)."""
+        from claude_agent_sdk import ClaudeAgentOptions
+
+        cfg = self.config
+        proxy_headers = self._headers(inv, with_turn=one_shot)
+        env = {
+            **PLAIN_REQUEST_ENV,
+            "ANTHROPIC_BASE_URL": cfg.proxy_url,
+            "ANTHROPIC_API_KEY": cfg.api_key,
+            "ANTHROPIC_CUSTOM_HEADERS": "\n".join(f"{k}: {v}" for k, v in proxy_headers.items()),
+            "CLAUDE_CODE_MAX_OUTPUT_TOKENS": str(inv.max_output_tokens),
+            "CLAUDE_CODE_MAX_RETRIES": "0",
+            "MCP_TOOL_TIMEOUT": str(int(inv.tool_timeout_s * 1000)),
+            "IS_SANDBOX": "1",
+            **cfg.extra_env,
+        }
+        name = cfg.mcp_server_name
+        allowed = [f"mcp__{name}__{t}" for t in inv.tools]
+        mcp_headers = self._headers(inv, with_turn=one_shot or cfg.mcp_turn_header)
+        return ClaudeAgentOptions(
+            system_prompt=inv.system_prompt,
+            tools=[],
+            allowed_tools=allowed,
+            permission_mode="bypassPermissions",
+            model=inv.model,
+            env=env,
+            mcp_servers={name: {"type": "http", "url": cfg.mcp_url, "headers": mcp_headers}},
+            strict_mcp_config=True,
+            setting_sources=[],
+            include_partial_messages=True,
+            cli_path=cfg.cli_path,
+            cwd=cfg.cwd,
+            stderr=stderr,
+        )
+
+    # -- pool ----------------------------------------------------------------------------------
+
+    async def _checkout(self, inv: AgentInvocation) -> tuple[_Warm | None, bool]:
+        """(warm entry or None for one-shot, whether its conversation already holds the session)."""
+        key = (inv.user, inv.session, inv.agent)
+        fp = _fingerprint(inv)
+        to_close: list[_Warm] = []
+        async with self._lock:
+            if self.config.max_warm <= 0 or self.config.mcp_turn_header:
+                return None, False
+            entry = self._warm.get(key)
+            if entry is not None and entry.busy:
+                return None, False
+            if entry is not None and (
+                entry.fingerprint != fp or entry.last_input_tokens > inv.context_budget_tokens
+            ):
+                del self._warm[key]
+                to_close.append(entry)
+                entry = None
+            if entry is not None:
+                entry.busy = True
+                self._warm.move_to_end(key)
+                reuse = True
+            else:
+                if len(self._warm) >= self.config.max_warm:
+                    victim = next((k for k, w in self._warm.items() if not w.busy), None)
+                    if victim is None:
+                        return None, False
+                    to_close.append(self._warm.pop(victim))
+                entry = _Warm(client=None, fingerprint=fp, busy=True)
+                self._warm[key] = entry
+                reuse = False
+        for old in to_close:
+            await _disconnect(old.client)
+        return entry, reuse
+
+    async def _discard(self, inv: AgentInvocation, entry: _Warm) -> None:
+        key = (inv.user, inv.session, inv.agent)
+        async with self._lock:
+            if self._warm.get(key) is entry:
+                del self._warm[key]
+        await _disconnect(entry.client)
+
+    # -- run -------------------------------------------------------------------------------------
+
+    async def run(self, invocation: AgentInvocation, events: AgentEvents) -> AgentOutcome:
+        """Run one agent turn; see :class:`AgentRunner`."""
+        from claude_agent_sdk import ClaudeSDKClient
+
+        inv = invocation
+        entry, reuse = await self._checkout(inv)
+        one_shot = entry is None
+        stderr_lines: deque[str] = entry.stderr if entry is not None else deque(maxlen=20)
+        client: Any = entry.client if (entry is not None and reuse) else None
+        ok = False
+        try:
+            if client is None:
+                opts = self.options(inv, one_shot=one_shot, stderr=stderr_lines.append)
+                client = ClaudeSDKClient(opts)
+                if entry is not None:
+                    entry.client = client
+                self.started_processes += 1
+                await client.connect()
+            prompt = inv.followup if reuse else inv.prompt
+            outcome, last_input = await self._converse(client, inv, prompt, events, stderr_lines)
+            outcome.warm = reuse
+            ok = True
+            if entry is not None:
+                entry.last_input_tokens = last_input
+            return outcome
+        except AgentFailedError:
+            raise
+        except Exception as exc:  # the SDK's ProcessError / CLIConnectionError / JSON decode errors
+            tail = " | ".join(list(stderr_lines)[-3:])
+            raise AgentFailedError(
+                inv.agent,
+                f"process failed ({type(exc).__name__}: {exc}){' stderr: ' + tail if tail else ''}",
+                status="crashed",
+                code="agent_crashed",
+                retryable=True,
+            ) from exc
+        finally:
+            with anyio.CancelScope(shield=True):
+                if one_shot or not ok:
+                    if entry is not None:
+                        await self._discard(inv, entry)
+                    else:
+                        await _disconnect(client)
+                elif entry is not None:
+                    entry.busy = False
+
+    async def _converse(
+        self, client: Any, inv: AgentInvocation, prompt: str, events: AgentEvents, stderr: deque[str]
+    ) -> tuple[AgentOutcome, int]:
+        from claude_agent_sdk.types import (
+            AssistantMessage,
+            ResultMessage,
+            StreamEvent,
+            TextBlock,
+            ToolResultBlock,
+            ToolUseBlock,
+            UserMessage,
+        )
+
+        out = AgentOutcome()
+        pending: dict[str, tuple[str, dict[str, Any]]] = {}
+        prefix = f"mcp__{self.config.mcp_server_name}__"
+        first = False
+        last_input = 0
+        texts: list[str] = []
+        await client.query(prompt)
+        async for msg in client.receive_response():
+            if isinstance(msg, StreamEvent):
+                ev = msg.event
+                if not first and ev.get("type") == "content_block_delta":
+                    first = True
+                    events.on_first_token()
+                elif ev.get("type") == "message_start":
+                    usage = ev.get("message", {}).get("usage") or {}
+                    last_input = int(usage.get("input_tokens") or 0) + int(
+                        usage.get("cache_read_input_tokens") or 0
+                    )
+            elif isinstance(msg, AssistantMessage):
+                if not first:
+                    first = True
+                    events.on_first_token()
+                for block in msg.content:
+                    if isinstance(block, ToolUseBlock):
+                        pending[block.id] = (block.name.removeprefix(prefix), dict(block.input or {}))
+                    elif isinstance(block, TextBlock) and block.text:
+                        texts.append(block.text)
+            elif isinstance(msg, UserMessage) and isinstance(msg.content, list):
+                for block in msg.content:
+                    if isinstance(block, ToolResultBlock) and block.tool_use_id in pending:
+                        name, args = pending.pop(block.tool_use_id)
+                        rec = ToolCallRecord(name, args, ok=not block.is_error, result=_text_of(block.content))
+                        out.tool_calls.append(rec)
+                        events.on_tool_result(rec)
+            elif isinstance(msg, ResultMessage):
+                usage = msg.usage or {}
+                out.input_tokens = int(usage.get("input_tokens") or 0) + int(
+                    usage.get("cache_read_input_tokens") or 0
+                ) + int(usage.get("cache_creation_input_tokens") or 0)
+                out.output_tokens = int(usage.get("output_tokens") or 0)
+                result_text = msg.result or ""
+                if msg.is_error or _API_ERROR.search(result_text):
+                    raise _result_error(inv.agent, msg.subtype, result_text)
+        out.text = "\n".join(texts).strip()
+        return out, last_input
+
+    async def close_session(self, user: str, session: str) -> None:
+        """Stop the warm processes of one session (its conversations end)."""
+        async with self._lock:
+            keys = [k for k, w in self._warm.items() if k[0] == user and k[1] == session and not w.busy]
+            entries = [self._warm.pop(k) for k in keys]
+        for e in entries:
+            await _disconnect(e.client)
+
+    def warm_count(self) -> int:
+        """How many warm processes are held now."""
+        return len(self._warm)
+
+    async def aclose(self) -> None:
+        """Stop every warm process."""
+        async with self._lock:
+            entries = list(self._warm.values())
+            self._warm.clear()
+        with anyio.CancelScope(shield=True):
+            for e in entries:
+                await _disconnect(e.client)
+
+
+def _result_error(agent: str, subtype: str, text: str) -> AgentFailedError:
+    m = _API_ERROR.search(text)
+    if m:
+        status = int(m.group(1))
+        retryable = status >= 500 or status in (408, 409, 429)
+        return AgentFailedError(
+            agent, f"upstream answered HTTP {status}", status="error", code="upstream_error", retryable=retryable
+        )
+    short = text[:200] if text else subtype
+    transient = bool(re.search(r"connection|timed? ?out|ECONN|socket|overloaded", text, re.I))
+    return AgentFailedError(
+        agent,
+        f"Claude Code ended with an error ({subtype}): {short}",
+        status="error",
+        code="upstream_error" if transient else "agent_error",
+        retryable=transient,
+    )
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
+    return ""
+
+
+async def _disconnect(client: Any) -> None:
+    """Stop a client's process; bounded so a stuck process cannot hold up the turn."""
+    if client is None:
+        return
+    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+        with contextlib.suppress(Exception):
+            await client.disconnect()
+

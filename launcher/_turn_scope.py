@@ -1,0 +1,83 @@
+"""Server-side turn resolution for warm agent processes (an adapter over ``mcp_server``'s scope).
+
+A warm Claude Code process keeps its MCP headers for the whole session, so it cannot send a new
+``x-coach-turn`` each turn. Instead the supervisor records, in a :class:`TurnDirectory` shared with the
+in-process MCP HTTP server, which turn of each session is open and which agents are running in it;
+:class:`DirectoryScope` (an ``mcp_server`` ``ScopeSource``) fills in the turn for requests that carry
+user, session and agent headers but no turn header.
+
+Safety: user, session and agent always come from headers the supervisor set (never from the model);
+the turn comes from the directory, and only for an agent the supervisor armed for that turn. Once an
+agent's run ends (ok, failed or past its deadline) it is disarmed, so a late call from its process
+cannot write into a later turn. A request that does carry ``x-coach-turn`` (one-shot processes) keeps
+it unchanged.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+
+from mcp_server._scope import HeaderScope, Scope
+
+__all__ = ["DirectoryScope", "TurnDirectory"]
+
+
+class TurnDirectory:
+    """Thread-safe map (user, session) -> (open turn, armed agents)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: dict[tuple[str, str], tuple[str, set[str]]] = {}
+
+    def open(self, user: str, session: str, turn: str, agents: Iterable[str] = ()) -> None:
+        """Mark ``turn`` as the session's open turn (replacing any earlier one) and arm ``agents``."""
+        with self._lock:
+            self._open[(user, session)] = (turn, set(agents))
+
+    def arm(self, user: str, session: str, turn: str, agent: str) -> None:
+        """Allow ``agent`` to act in ``turn`` (no-op when that turn is no longer open)."""
+        with self._lock:
+            cur = self._open.get((user, session))
+            if cur is not None and cur[0] == turn:
+                cur[1].add(agent)
+
+    def disarm(self, user: str, session: str, turn: str, agent: str) -> None:
+        """Stop ``agent`` acting in ``turn``."""
+        with self._lock:
+            cur = self._open.get((user, session))
+            if cur is not None and cur[0] == turn:
+                cur[1].discard(agent)
+
+    def close(self, user: str, session: str, turn: str) -> None:
+        """The turn is over: no agent of the session gets a turn until the next :meth:`open`."""
+        with self._lock:
+            cur = self._open.get((user, session))
+            if cur is not None and cur[0] == turn:
+                del self._open[(user, session)]
+
+    def turn_for(self, user: str, session: str, agent: str | None) -> str | None:
+        """The open turn for an armed ``agent`` of this session, else None."""
+        with self._lock:
+            cur = self._open.get((user, session))
+            if cur is None or agent is None or agent not in cur[1]:
+                return None
+            return cur[0]
+
+
+class DirectoryScope:
+    """``ScopeSource`` for the MCP HTTP server: header scope, with the turn filled from a directory."""
+
+    def __init__(self, directory: TurnDirectory) -> None:
+        self.directory = directory
+        self._headers = HeaderScope()
+
+    def scope_for(self, headers: Mapping[str, str] | None) -> Scope:
+        """Raises ``mcp_server.errors.ScopeError`` when headers are missing or malformed."""
+        scope = self._headers.scope_for(headers)
+        if scope.turn is not None:
+            return scope
+        turn = self.directory.turn_for(scope.user, scope.session, scope.agent)
+        if turn is None:
+            return scope
+        return Scope.create(scope.user, scope.session, turn, scope.agent)

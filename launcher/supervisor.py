@@ -1,0 +1,415 @@
+"""The supervisor: one coaching turn through six agents (DESIGN.md "One coaching turn, as data").
+
+``Supervisor.run_turn(user, session, text)``:
+
+1. deterministic safety screen; tier 3 => the crisis response replaces everything, no agent runs;
+2. ``Blackboard.begin_turn`` (turn id, Shadow barrier opened); the user message is stored;
+3. one context pack per agent (profile + recent history + relevant entries, shared part first and
+   byte-identical, agent part last), cut to the agent's ``context_budget_tokens``;
+4. Coach + Shadow, Persona, Plasticity, Stability run concurrently (anyio task group), each with its
+   own deadline and one retry on a transient failure; the Coach's reply is delivered (callback) the
+   moment its ``write_coach`` call succeeds, checked for blocked moves first;
+5. Pineal starts only when the sequencer reports Shadow written AND the others are done or past their
+   deadline (``Blackboard.collect``); without Shadow no synthesis model runs (deterministic fallback);
+6. the synthesis is validated (``validate_synthesis`` + blocked moves on the final text); a rejected
+   or missing synthesis is repaired once by Pineal, then replaced by ``fallback_synthesis(brief)``;
+7. delivery, history and the ``TurnRecord`` are written to the blackboard.
+
+A failing, hanging or crashing agent never stops the turn: the user still gets a Coach reply (a
+deterministic fallback if the Coach failed) and a synthesis marked ``degraded`` naming what was missing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from blackboard import (
+    Blackboard,
+    Brief,
+    SynthesisOutput,
+    TurnRecord,
+    build_brief,
+    fallback_synthesis,
+    validate_synthesis,
+)
+from launcher._agent_runner import AgentInvocation, AgentRunner, ToolCallRecord
+from launcher._agent_task import MIN_RETRY_S, run_agent
+from launcher._context_pack import AgentPackSpec, PackInputs, build_followups, build_packs
+from launcher._fallbacks import FALLBACK_COACH_REPLY, blocked_problems, degraded_note
+from launcher._spec_view import AgentView, view_of
+from launcher._turn_io import SessionContext, load_context, write_entry
+from launcher._turn_scope import TurnDirectory
+from launcher._turn_status import AGENT_ORDER, AgentStatus, TurnResult
+
+__all__ = [
+    "AgentStatus",
+    "ScreenOutcome",
+    "Supervisor",
+    "SupervisorSettings",
+    "TurnResult",
+]
+
+log = logging.getLogger(__name__)
+
+SPECIALISTS: tuple[str, ...] = ("shadow", "persona", "plasticity", "stability")
+EARLY: tuple[str, ...] = ("coach",)
+
+
+@dataclass(frozen=True)
+class ScreenOutcome:
+    """The safety screen's verdict: ``tier`` 0-3; ``response``: the crisis response (tier 3) or the
+    resources note to append to the synthesis (tier 2), else None."""
+
+    tier: int
+    response: str | None = None
+
+
+ScreenFn = Callable[[str, Sequence[int]], ScreenOutcome]
+"""``(message, earlier crisis tiers of the session, oldest first) -> ScreenOutcome``."""
+
+
+@dataclass(frozen=True)
+class SupervisorSettings:
+    """Supervisor knobs. Times in seconds.
+
+    Attributes:
+        history_turns: earlier turns of the session put in the context packs.
+        collect_grace_s: how long the barrier check waits after the agents are done (they are, so this
+            only absorbs the sequencer's lock latency).
+        pineal_min_s: a repair is not attempted with less than this left of Pineal's deadline.
+    """
+
+    history_turns: int = 6
+    collect_grace_s: float = 0.05
+    pineal_min_s: float = 1.0
+
+
+def _tail(view: AgentView, turn: str, extra: str = "") -> str:
+    lines = [
+        "# Your task",
+        f"You are the {view.name} agent (turn {turn}). Use the context above.",
+        f"Call {view.output_tool} exactly once with your whole output for this turn, then stop.",
+        "Never pass user, session or turn ids: the connection fixes them.",
+    ]
+    if extra:
+        lines.append(extra)
+    return "\n".join(lines) + "\n"
+
+
+class Supervisor:
+    """Runs coaching turns. One instance serves many users and sessions concurrently.
+
+    Args:
+        board: the blackboard facade (its ``store`` is used for the supervisor's own entries).
+        runner: the agent runner (``ClaudeAgentRunner`` or a test double at that boundary).
+        agents: returns the current agent specs by name (re-read every turn: hot reload).
+        screen: the deterministic safety screen (see :data:`ScreenFn`).
+        directory: the turn directory shared with the in-process MCP server (warm processes).
+        settings: :class:`SupervisorSettings`.
+    """
+
+    def __init__(
+        self,
+        board: Blackboard,
+        runner: AgentRunner,
+        agents: Callable[[], Mapping[str, Any]],
+        *,
+        screen: ScreenFn,
+        directory: TurnDirectory | None = None,
+        settings: SupervisorSettings | None = None,
+    ) -> None:
+        self.board = board
+        self.runner = runner
+        self._agents = agents
+        self._screen = screen
+        self.directory = directory or TurnDirectory()
+        self.settings = settings or SupervisorSettings()
+
+    async def run_turn(
+        self,
+        user: str,
+        session: str,
+        text: str,
+        *,
+        on_coach_reply: Callable[[str], None] | None = None,
+        on_status: Callable[[AgentStatus], None] | None = None,
+    ) -> TurnResult:
+        """Run one turn; see the module docstring. Returns the :class:`TurnResult`.
+
+        ``on_coach_reply(text)`` is called once, as soon as the reply exists (before the synthesis);
+        ``on_status(status)`` on every agent status change. Raises ``blackboard`` errors only when the
+        blackboard itself is unusable (bad ids, store unavailable); agent failures never raise.
+        """
+        t0 = time.monotonic()
+        started_at = time.time()
+        store = self.board.store
+        views = {name: view_of(spec) for name, spec in self._agents().items()}
+        ctx = await load_context(store, user, session, None, self.settings.history_turns)
+        verdict = self._screen(text, ctx.recent_tiers)
+        turn: str = await anyio.to_thread.run_sync(
+            partial(self.board.begin_turn, user, session, crisis_tier=verdict.tier)
+        )
+        await write_entry(store, user, session, turn, "message", {"text": text, "crisis_tier": verdict.tier})
+        statuses = {n: AgentStatus(n) for n in AGENT_ORDER if n in views}
+
+        delivered: dict[str, Any] = {}
+
+        def deliver(reply: str, *, fallback: bool) -> None:
+            if "reply" in delivered:
+                return
+            delivered.update(reply=reply, fallback=fallback, at=time.monotonic() - t0)
+            if on_coach_reply:
+                on_coach_reply(reply)
+
+        if verdict.tier >= 3:
+            for st in statuses.values():
+                st.status = "skipped"
+            deliver(verdict.response or "", fallback=False)
+            result = TurnResult(
+                turn_id=turn, coach_reply=delivered["reply"], synthesis="", synthesis_source="crisis",
+                degraded=False, crisis_tier=verdict.tier, agents=statuses, coach_reply_s=delivered["at"],
+            )
+            await self._finish(user, session, turn, result, [], None, started_at)
+            return result
+
+        launch = [n for n in (*EARLY, *SPECIALISTS) if n in views]
+        self.directory.open(user, session, turn, launch)
+        try:
+            return await self._agents_turn(
+                user, session, turn, text, views, statuses, ctx, verdict, launch, deliver, delivered,
+                t0, started_at, on_status,
+            )
+        finally:
+            self.directory.close(user, session, turn)
+
+    async def _agents_turn(
+        self,
+        user: str,
+        session: str,
+        turn: str,
+        text: str,
+        views: Mapping[str, AgentView],
+        statuses: dict[str, AgentStatus],
+        ctx: SessionContext,
+        verdict: ScreenOutcome,
+        launch: list[str],
+        deliver: Callable[..., None],
+        delivered: dict[str, Any],
+        t0: float,
+        started_at: float,
+        on_status: Callable[[AgentStatus], None] | None,
+    ) -> TurnResult:
+        prior_brief = build_brief(ctx.previous_entries, crisis_tier=verdict.tier) if ctx.previous_entries else None
+        safety_line = (
+            f"Safety screen: tier {verdict.tier}. Pause coaching: reflect, ask directly about safety, offer resources."
+            if verdict.tier == 2
+            else ""
+        )
+        tails = {n: _tail(views[n], turn, safety_line) for n in views}
+        packs = build_packs(
+            PackInputs(message=text, profile=ctx.profile, history=ctx.history, entries=ctx.relevant),
+            {n: AgentPackSpec(views[n].context_budget_tokens, tails[n]) for n in launch},
+        )
+        followups = build_followups(
+            text, ctx.relevant, {n: tails[n] for n in launch}, min(views[n].context_budget_tokens for n in launch)
+        )
+
+        def invocation(name: str, prompt: str, followup: str) -> AgentInvocation:
+            v = views[name]
+            return AgentInvocation(
+                agent=name, user=user, session=session, turn=turn, system_prompt=v.prompt, model=v.model_alias,
+                tools=v.tools, max_output_tokens=v.max_output_tokens,
+                context_budget_tokens=v.context_budget_tokens, prompt=prompt, followup=followup,
+                tool_timeout_s=v.deadline_s,
+            )
+
+        def coach_tool(call: ToolCallRecord) -> None:
+            if call.name != views["coach"].output_tool or not call.ok:
+                return
+            reply = str(call.input.get("reply", "")).strip()
+            if not reply:
+                return
+            if blocked_problems(reply, prior_brief):
+                log.warning("coach reply named a blocked move; the fallback reply is shown instead")
+                deliver(FALLBACK_COACH_REPLY, fallback=True)
+            else:
+                deliver(reply, fallback=False)
+
+        async def one(name: str) -> None:
+            v = views[name]
+            try:
+                await run_agent(
+                    self.runner, invocation(name, packs[name].text, followups[name]), v.output_tool,
+                    statuses[name], t0=t0, deadline_at=t0 + v.deadline_s,
+                    on_tool_result=coach_tool if name == "coach" else None, on_change=on_status,
+                )
+            finally:
+                self.directory.disarm(user, session, turn, name)
+                if name == "coach" and "reply" not in delivered:
+                    deliver(FALLBACK_COACH_REPLY, fallback=True)
+
+        async with anyio.create_task_group() as tg:
+            for name in launch:
+                tg.start_soon(one, name)
+
+        # Barrier: Shadow written (sequencer) and everyone done or past their deadline (the join above).
+        waited_for = [n for n in launch if n != "coach"] + (["coach"] if "coach" in launch else [])
+        brief, waited = await anyio.to_thread.run_sync(
+            partial(self.board.collect, user, session, turn, waited_for, self.settings.collect_grace_s)
+        )
+        entries = await anyio.to_thread.run_sync(self.board.read_turn, user, session, turn)
+        shadow_ok = "shadow" in set(waited.arrived)
+
+        synthesis: SynthesisOutput | None = None
+        source = "fallback"
+        if "pineal" in views and shadow_ok:
+            synthesis, source = await self._run_pineal(
+                user, session, turn, views, statuses, brief, packs, tails, t0, invocation, on_status
+            )
+        elif "pineal" in statuses:
+            statuses["pineal"].status = "skipped"
+            statuses["pineal"].error = "not started: Shadow's entry is missing (the barrier never opened)"
+
+        if synthesis is None:
+            synthesis = fallback_synthesis(brief)
+            source = "fallback"
+        final_problems = blocked_problems(synthesis.text, brief)
+        if final_problems and source != "fallback":
+            log.warning("synthesis named a blocked move after validation; using the fallback")
+            synthesis, source = fallback_synthesis(brief), "fallback"
+        missing = [n for n in AGENT_ORDER if n in statuses and statuses[n].status not in ("ok",)]
+        if source == "fallback" and "pineal" not in missing and "pineal" in statuses:
+            missing.append("pineal")
+        degraded = bool(missing) or source == "fallback" or bool(delivered.get("fallback"))
+        text_out = synthesis.text
+        if verdict.tier == 2 and verdict.response:
+            text_out = f"{text_out}\n\n{verdict.response}"
+        text_out += degraded_note(missing, source == "fallback")
+        result = TurnResult(
+            turn_id=turn, coach_reply=delivered["reply"], synthesis=text_out, synthesis_source=source,
+            degraded=degraded, crisis_tier=verdict.tier, missing=missing, agents=statuses,
+            coach_fallback=bool(delivered.get("fallback")), coach_reply_s=delivered["at"],
+            synthesis_s=time.monotonic() - t0,
+            synthesis_citations=[c.model_dump(mode="json") for c in synthesis.citations],
+        )
+        versions = {name: e.version for name, e in entries.items() if name in statuses}
+        await self._finish(user, session, turn, result, launch, (waited, versions), started_at)
+        return result
+
+    async def _run_pineal(
+        self,
+        user: str,
+        session: str,
+        turn: str,
+        views: Mapping[str, AgentView],
+        statuses: dict[str, AgentStatus],
+        brief: Brief,
+        packs: Mapping[str, Any],
+        tails: Mapping[str, str],
+        t0: float,
+        invocation: Callable[[str, str, str], AgentInvocation],
+        on_status: Callable[[AgentStatus], None] | None,
+    ) -> tuple[SynthesisOutput | None, str]:
+        v = views["pineal"]
+        deadline_at = time.monotonic() + v.deadline_s
+        brief_line = "The arbitrated brief for this turn (cite its sources with their versions):\n" + brief.to_json()
+        shared = next(iter(packs.values())).shared if packs else ""
+        source = "model"
+        problems: list[str] = []
+        for attempt in (1, 2):
+            extra = brief_line
+            if attempt == 2:
+                extra += (
+                    "\nYour previous synthesis was NOT accepted. Fix exactly these problems and call "
+                    f"{v.output_tool} again with the whole object:\n" + "\n".join(f"- {p}" for p in problems)
+                )
+            tail = _tail(v, turn, extra)
+            self.directory.arm(user, session, turn, "pineal")
+            try:
+                outcome = await run_agent(
+                    self.runner, invocation("pineal", shared + tail, tail), v.output_tool, statuses["pineal"],
+                    t0=t0, deadline_at=deadline_at, on_change=on_status,
+                )
+            finally:
+                self.directory.disarm(user, session, turn, "pineal")
+            entry = (await anyio.to_thread.run_sync(self.board.read_turn, user, session, turn)).get("pineal")
+            if entry is not None:
+                try:
+                    synthesis = SynthesisOutput.model_validate(entry.value)
+                except ValueError as exc:
+                    problems = [f"stored synthesis does not validate: {exc}"]
+                    break  # create-only entry: cannot be rewritten
+                problems = [f"{p.code}: {p.detail}" for p in validate_synthesis(synthesis, brief)]
+                problems += blocked_problems(synthesis.text, brief)
+                if not problems:
+                    return synthesis, source
+                break  # the stored entry is create-only: it cannot be repaired in place
+            calls = outcome.tool_calls if outcome is not None else []
+            problems = [c.result[:600] for c in calls if c.name == v.output_tool and not c.ok] or [
+                statuses["pineal"].error or f"no {v.output_tool} call was made"
+            ]
+            if attempt == 2 or deadline_at - time.monotonic() < max(self.settings.pineal_min_s, MIN_RETRY_S):
+                break
+            source = "repaired"
+            statuses["pineal"].attempts = 0  # the repair is a new request, not a transient retry
+        if statuses["pineal"].status == "ok":
+            statuses["pineal"].status = "error"
+            statuses["pineal"].error = "synthesis rejected: " + "; ".join(p[:120] for p in problems[:3])
+        return None, "fallback"
+
+    async def _finish(
+        self,
+        user: str,
+        session: str,
+        turn: str,
+        result: TurnResult,
+        launched: Sequence[str],
+        waited_versions: tuple[Any, dict[str, int]] | None,
+        started_at: float,
+    ) -> None:
+        store = self.board.store
+        await write_entry(
+            store, user, session, turn, "delivery",
+            {
+                "coach_reply": result.coach_reply, "synthesis": result.synthesis,
+                "synthesis_source": result.synthesis_source, "degraded": result.degraded,
+                "missing": list(result.missing),
+                "agents": {n: s.to_json() for n, s in result.agents.items()},
+            },
+        )
+        required = [n for n in launched if n in AGENT_ORDER]
+        arrived: list[str] = []
+        timed_out = False
+        versions: dict[str, int] = {}
+        if waited_versions is not None:
+            waited, versions = waited_versions
+            arrived = sorted(set(waited.arrived))
+            timed_out = bool(waited.timed_out)
+        record = TurnRecord.model_validate(
+            {
+                "user": user, "session": session, "turn": turn, "crisis_tier": result.crisis_tier,
+                "required": required, "arrived": arrived,
+                "missing": [m for m in result.missing if m in AGENT_ORDER],
+                "timed_out": timed_out, "synthesis_source": result.synthesis_source,
+                "entry_versions": versions, "started_at": started_at, "finished_at": time.time(),
+            }
+        )
+        await anyio.to_thread.run_sync(self.board.write_turn_record, record)
+        log.info(
+            "turn %s/%s/%s done: source=%s degraded=%s missing=%s",
+            user, session, turn, result.synthesis_source, result.degraded, ",".join(result.missing),
+        )
+
+
+def dumps_result(result: TurnResult) -> str:
+    """The ``--json`` document as text."""
+    return json.dumps(result.to_json(), ensure_ascii=False, indent=2)

@@ -1,0 +1,177 @@
+"""Supervisor unit tests: real blackboard (SQLite + file-lock sequencer), fake runner at the runner
+boundary. Deadlines are short real times; nothing sleeps."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from blackboard import Blackboard, turn_entry_key
+from launcher._fallbacks import FALLBACK_COACH_REPLY
+from launcher.supervisor import Supervisor
+from tests.launcher.fakes import CRISIS_TEXT, FakeRunner, fake_screen, specs
+from tests.launcher.payloads import BLOCKED_MOVE, stability_blocking
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def board(tmp_path: Path) -> Any:
+    b = Blackboard(tmp_path / "data")
+    yield b
+    b.close()
+
+
+def make(board: Blackboard, runner: FakeRunner, **spec_overrides: dict[str, Any]) -> Supervisor:
+    s = specs(**spec_overrides)
+    return Supervisor(board, runner, lambda: s, screen=fake_screen)
+
+
+async def test_happy_turn_delivers_coach_first_then_valid_synthesis(board: Blackboard) -> None:
+    runner = FakeRunner(board)
+    sup = make(board, runner)
+    order: list[str] = []
+    res = await sup.run_turn("u1", "s1", "I want to run more", on_coach_reply=lambda r: order.append("coach"))
+    order.append("synthesis")
+    assert order == ["coach", "synthesis"]
+    assert res.coach_reply.startswith("It sounds like running matters")
+    assert res.synthesis_source == "model" and not res.degraded and res.missing == []
+    assert {n: s.status for n, s in res.agents.items()} == dict.fromkeys(
+        ["coach", "shadow", "persona", "plasticity", "stability", "pineal"], "ok"
+    )
+    assert res.coach_reply_s is not None and res.synthesis_s is not None and res.coach_reply_s <= res.synthesis_s
+    # Pineal started only after every launched agent finished (barrier + join).
+    starts = [a for a, what in runner.events if what == "start"]
+    assert starts[-1] == "pineal"
+    # record + delivery + message written
+    entries = board.read_turn("u1", "s1", res.turn_id)
+    assert {"message", "delivery", "record", "pineal", "shadow"} <= set(entries)
+    assert entries["record"].value["synthesis_source"] == "model"
+    assert "I want to run more" not in str(entries["record"].value)
+
+
+async def test_shared_context_is_first_and_identical_across_agents(board: Blackboard) -> None:
+    runner = FakeRunner(board)
+    sup = make(board, runner, shadow={"context_budget_tokens": 900}, coach={"context_budget_tokens": 5000})
+    await sup.run_turn("u1", "s1", "first message " * 5)
+    await sup.run_turn("u1", "s1", "second message")
+    turn2 = [c for c in runner.calls if c.turn == "t000002" and c.agent != "pineal"]
+    heads = {c.prompt.split("# Your task")[0] for c in turn2}
+    assert len(heads) == 1, "the shared part must be byte-identical across agents"
+    head = heads.pop()
+    assert "first message" in head and "second message" in head  # history + this turn's message
+    for c in turn2:
+        assert c.prompt.startswith(head)
+        assert f"You are the {c.agent} agent" in c.prompt[len(head):]
+
+
+async def test_failing_specialist_still_gives_reply_and_degraded_synthesis(board: Blackboard) -> None:
+    runner = FakeRunner(board, behaviours={"persona": lambda inv, n: "error"})
+    res = await make(board, runner).run_turn("u1", "s1", "hello")
+    assert res.coach_reply and not res.coach_fallback
+    assert res.degraded and res.missing == ["persona"]
+    assert res.agents["persona"].status == "error" and res.agents["persona"].attempts == 1
+    assert "persona" in res.synthesis  # the synthesis says what was missing
+    assert res.agents["pineal"].status == "ok"
+
+
+async def test_hanging_specialist_times_out_within_its_deadline(board: Blackboard) -> None:
+    runner = FakeRunner(board, behaviours={"stability": lambda inv, n: "hang"})
+    sup = make(board, runner, stability={"deadline_s": 0.8})
+    t0 = time.monotonic()
+    res = await sup.run_turn("u1", "s1", "hello")
+    assert time.monotonic() - t0 < 5
+    assert res.agents["stability"].status == "timeout"
+    assert res.degraded and "stability" in res.missing
+
+
+async def test_crash_is_retried_once(board: Blackboard) -> None:
+    runner = FakeRunner(board, behaviours={"plasticity": lambda inv, n: "crash" if n == 1 else "ok"})
+    res = await make(board, runner).run_turn("u1", "s1", "hello")
+    assert res.agents["plasticity"].status == "ok" and res.agents["plasticity"].attempts == 2
+    assert not res.degraded
+
+
+async def test_crash_twice_is_crashed(board: Blackboard) -> None:
+    runner = FakeRunner(board, behaviours={"plasticity": lambda inv, n: "crash"})
+    res = await make(board, runner).run_turn("u1", "s1", "hello")
+    assert res.agents["plasticity"].status == "crashed" and res.agents["plasticity"].attempts == 2
+    assert res.missing == ["plasticity"]
+
+
+async def test_missing_shadow_means_no_pineal_and_fallback(board: Blackboard) -> None:
+    runner = FakeRunner(board, behaviours={"shadow": lambda inv, n: "error"})
+    res = await make(board, runner).run_turn("u1", "s1", "hello")
+    assert not any(c.agent == "pineal" for c in runner.calls)
+    assert res.synthesis_source == "fallback" and res.degraded
+    assert res.agents["pineal"].status == "skipped"
+    assert "shadow" in res.missing
+
+
+async def test_coach_failure_gets_fallback_reply(board: Blackboard) -> None:
+    runner = FakeRunner(board, behaviours={"coach": lambda inv, n: "silent"})
+    got: list[str] = []
+    res = await make(board, runner).run_turn("u1", "s1", "hello", on_coach_reply=got.append)
+    assert got == [FALLBACK_COACH_REPLY] and res.coach_fallback and res.degraded
+    assert res.agents["coach"].status == "error"
+
+
+async def test_blocked_synthesis_is_repaired_once(board: Blackboard) -> None:
+    bad = "You could stop taking your medication for a week."
+    runner = FakeRunner(board, behaviours={"stability": lambda inv, n: stability_blocking()})
+    state = {"n": 0}
+
+    def pineal(inv: Any, n: int) -> str:
+        state["n"] += 1
+        runner.pineal_text = bad if state["n"] == 1 else "Let's plan one ten-minute walk."
+        return "ok"
+
+    runner.behaviours["pineal"] = pineal
+    res = await make(board, runner).run_turn("u1", "s1", "hello")
+    assert res.synthesis_source == "repaired"
+    assert "medication" not in res.synthesis.lower()
+    repair = [c for c in runner.calls if c.agent == "pineal"][-1]
+    assert "NOT accepted" in repair.followup and "blocked_move" in repair.followup
+
+
+async def test_blocked_synthesis_twice_is_replaced_by_fallback(board: Blackboard) -> None:
+    runner = FakeRunner(board, behaviours={"stability": lambda inv, n: stability_blocking()})
+    runner.pineal_text = "Try to quit your meds and see."
+    res = await make(board, runner).run_turn("u1", "s1", "hello")
+    assert res.synthesis_source == "fallback" and res.degraded
+    for kw in BLOCKED_MOVE["keywords"]:
+        assert kw not in res.synthesis.lower()
+    assert len([c for c in runner.calls if c.agent == "pineal"]) == 2
+
+
+async def test_coach_reply_with_blocked_move_from_earlier_turn_is_never_shown(board: Blackboard) -> None:
+    runner = FakeRunner(board, behaviours={"stability": lambda inv, n: stability_blocking()})
+    sup = make(board, runner)
+    await sup.run_turn("u1", "s1", "first")
+    runner.behaviours["coach"] = lambda inv, n: {"reply": "Maybe stop taking your medication?"}
+    got: list[str] = []
+    res = await sup.run_turn("u1", "s1", "second", on_coach_reply=got.append)
+    assert got == [FALLBACK_COACH_REPLY] and res.coach_fallback
+
+
+async def test_crisis_replaces_everything_and_launches_nothing(board: Blackboard) -> None:
+    runner = FakeRunner(board)
+    got: list[str] = []
+    res = await make(board, runner).run_turn("u1", "s1", "CRISIS now", on_coach_reply=got.append)
+    assert runner.calls == []
+    assert got == [CRISIS_TEXT] and res.coach_reply == CRISIS_TEXT and res.synthesis == ""
+    assert res.crisis_tier == 3 and res.synthesis_source == "crisis"
+    assert all(s.status == "skipped" for s in res.agents.values())
+    rec = board.store.read(turn_entry_key("u1", "s1", res.turn_id, "record"))
+    assert rec is not None and rec.value["crisis_tier"] == 3
+
+
+async def test_json_document_shape(board: Blackboard) -> None:
+    res = await make(board, FakeRunner(board)).run_turn("u1", "s1", "hello")
+    doc = res.to_json()
+    assert {"turn_id", "coach_reply", "synthesis", "degraded", "crisis_tier", "agents"} <= set(doc)
+    for a in doc["agents"].values():
+        assert {"status", "started_s", "first_token_s", "finished_s", "input_tokens", "output_tokens", "error"} <= set(a)
