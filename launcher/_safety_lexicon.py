@@ -1,0 +1,313 @@
+"""The safety screen's rules: regular expressions over normalised clauses, with tiers and rule ids.
+
+Tier definitions follow ../shared/COACHING.md ("Rules the code enforces", SAFETY). The split between
+passive ideation (tier 2) and intent / plan / means / timeline (tier 3) follows the Columbia Suicide
+Severity Rating Scale (C-SSRS screener; Posner et al., Am J Psychiatry 2011): item 1 "wish to be dead"
+and item 2 non-specific active thoughts are lower acuity; items 3-6 (method, intent, plan, recent
+behaviour) are high acuity. Lethal-means questions after distress are treated as high acuity, as in
+means-restriction guidance (Barber & Miller, Am J Prev Med 2014). Distress markers (tier 1) are
+hopelessness and perceived burdensomeness (Beck et al. 1985; Joiner 2005).
+
+Patterns are written in normal spelling and compiled into the collapsed space of
+:func:`launcher._safety_normalize.normalize` (repeated letters collapsed, so write inflection suffixes
+with single letters: ``cut(?:ing)?`` matches "cutting"). ``{NAME}`` inserts a vocabulary alternation;
+``{G2}`` / ``{G3}`` are gaps of up to 2 / 3 whole tokens. A space between words is optional in the
+compiled pattern ("kill myself" also matches "killmyself").
+
+Rule ids are stable (they are logged and reported instead of the user's text).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from ._safety_normalize import collapse_pattern
+
+__all__ = ["NEGATORS", "NEUTRAL_PHRASES", "PAST_MARKERS", "RULES", "Rule"]
+
+Negation = Literal["before", "inner", "none"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One screen rule.
+
+    Attributes:
+        id: stable rule id, ``t<tier>.<name>``.
+        tier: tier when the rule matches (0-3).
+        template: pattern source (see module docstring).
+        negation: ``"inner"``: a negator before the match (3 tokens) or inside it cancels it;
+            ``"before"``: only a negator before the match cancels it (the pattern carries its own
+            negation, e.g. "don't want to live"); ``"none"``: never cancelled.
+        requires: ``"distress"``: fires only when distress (any tier >= 1 signal) was seen in this
+            message or within ``SafetyConfig.distress_window_turns``; ``"risk"``: only when a tier >= 2
+            signal was; otherwise ``fallback`` fires, if any.
+        fallback: ``(rule id, tier)`` used when ``requires`` is not met.
+        past: ``(rule id, tier)`` used instead when the clause is about the remote past
+            ("years ago", "when I was 15").
+        distress: whether a hit counts as distress for the lethal-means rule.
+    """
+
+    id: str
+    tier: int
+    template: str
+    negation: Negation = "inner"
+    requires: Literal["distress", "risk"] | None = None
+    fallback: tuple[str, int] | None = None
+    past: tuple[str, int] | None = None
+    distress: bool = True
+    regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "regex", compile_template(self.template))
+
+
+_SELF = r"my ?(?:fucking |fuckin |damn |stupid |own )?self"
+
+_VOCAB: dict[str, str] = {
+    "I": r"(?:i|im|i am|ive|i have|id|i would|ill|i will|i had|i just)",
+    "INTENT": (
+        r"(?:want to|wanted to|want|am going to|going to|am about to|about to|will|plan to|planing to|"
+        r"planed to|intend to|have decided to|decided to|am ready to|ready to|need to|should just|"
+        r"should|might just|might|feel like|am tempted to|tempted to|just want to|am just going to|"
+        r"wil just|could just|am considering|am planing on|plan on)"
+    ),
+    # unambiguous lethal acts against oneself
+    "ACT_LETHAL": (
+        r"(?:kil(?:ing|ed)? SELF(?! (?:with work|trying|working|studying|at work|at the gym|laughing|"
+        r"to finish|to get|over nothing|for this job))|end(?:ing)? my (?:own )?life|"
+        r"tak(?:e|ing) my (?:own )?life(?! (?:back|in|into|to|forward|seriously|more|again))|"
+        r"hang(?:ing)? SELF|shot(?:ing)? SELF|drown(?:ing)? SELF|poison(?:ing)? SELF|"
+        r"sufocat(?:e|ing) SELF|(?:slit|cut)(?:ing)? my (?:wrists|wrist|throat)|"
+        r"throw(?:ing)? SELF (?:of|in front of|under|from)|starv(?:e|ing) SELF to death|"
+        r"end(?:ing)? it al|do(?:ing)? SELF in|blow(?:ing)? my brains out|put(?:ing)? a bulet in my head|"
+        r"jump(?:ing)? to my death|drink(?:ing)? SELF to death|overdos(?:e|ing) on {G2}(?:pils|pil|"
+        r"tablets|meds|medication|medicine|insulin|drugs))"
+    ).replace("SELF", _SELF),
+    # self-injury (ambiguous alone: "I hurt myself at the gym")
+    "ACT_INJURY": (
+        r"(?:hurt(?:ing)? SELF|harm(?:ing)? SELF|cut(?:ing)? SELF|burn(?:ing)? SELF|stab(?:ing)? SELF)"
+    ).replace("SELF", _SELF),
+    "ACT_OTHER": (
+        r"(?:comit(?:ing)? suicide|suicide|overdose|overdosing|"
+        r"jump(?:ing)? (?:of|from|over|of of|into) {G2}(?:bridge|building|rof|roftop|clif|"
+        r"balcony|window|ledge|tower|overpas|parking garage|river|train)|"
+        r"jump(?:ing)? in front of (?:a |the )?(?:train|bus|car|truck)|step in front of (?:a |the )?"
+        r"(?:train|bus|car|truck)|walk(?:ing)? into trafic|"
+        r"drive {G2}(?:of|into) (?:a |the )?(?:bridge|clif|wal|tre|river)|"
+        r"crash my car on purpose)"
+    ),
+    "OTHER_PERSON": (
+        r"(?:him|her|them|someone|somebody|everyone|everybody|people|my {G1}(?:wife|husband|"
+        r"boyfriend|girlfriend|partner|ex|mom|mother|dad|father|boss|kids|kid|son|daughter|baby|brother|"
+        r"sister|roomate|neighbor|neighbour|cowork|coworker|colleague|family|teacher|friend|stepdad)|"
+        r"that (?:guy|man|woman|girl|bitch|bastard)|the (?:guy|man|woman|girl))(?! with kindnes)"
+    ),
+    "ABUSER": (
+        r"(?:he|she|they|my {G1}(?:wife|husband|boyfriend|girlfriend|partner|ex|mom|mother|dad|"
+        r"father|stepdad|stepfather|stepmom|uncle|aunt|brother|sister|boss|parents|family|cousin|"
+        r"grandfather|grandpa|coach|teacher)|someone|somebody|a man|a guy)"
+    ),
+    "ABUSE_VERB": (
+        r"(?:hits|hit|hiting|beats|beat|beating|chokes|choked|choking|strangled|strangles|"
+        r"kicks|kicked|kicking|punches|punched|punching|slaps|slaped|slaping|rapes|raped|molests|"
+        r"molested|abuses|abused|abusing|asaulted|asaults|threatens to kil|threatened to kil|"
+        r"threatens to hurt|threatened to hurt|burned|shoved|shoves|pushed|grabbed|forced)"
+    ),
+    "QUANTITY": (
+        r"(?:al of (?:my|the) \w+ at once|the whole|a whole|a bunch of|a handful of|too many|an entire|the entire|"
+        r"the rest of|[0-9]{2,}|{G1}(?:bottle|box|pack|packet)s? of|"
+        r"(?:twenty|thirty|forty|fifty|hundred))"
+    ),
+    "PILLS": r"(?:pils|pil|tablets|meds|medication|medicine|sleping pils|painkilers|insulin|tylenol|paracetamol)",
+}
+_VOCAB["ACT_SELF"] = "(?:" + _VOCAB["ACT_LETHAL"] + "|" + _VOCAB["ACT_INJURY"] + ")"
+
+_GAPS = {"{G1}": r"(?:\w+ ){0,1}", "{G2}": r"(?:\w+ ){0,2}", "{G3}": r"(?:\w+ ){0,3}", "{G4}": r"(?:\w+ ){0,4}"}
+
+
+def compile_template(template: str) -> re.Pattern[str]:
+    """Compile a rule template: vocabulary, collapse, optional inter-word spaces, gaps, word bounds."""
+    src = template
+    for name, alt in _VOCAB.items():
+        src = src.replace("{" + name + "}", alt)
+    src = collapse_pattern(src)
+    src = src.replace(" ", " ?")
+    for gap, alt in _GAPS.items():
+        src = src.replace(gap.replace(" ", " ?"), alt).replace(gap, alt)
+    return re.compile(r"\b" + src + r"\b")
+
+
+#: Tokens that negate a following risk phrase (collapsed spelling).
+NEGATORS: frozenset[str] = frozenset(
+    {
+        "not", "never", "no", "nor", "dont", "doesnt", "didnt", "wont", "wouldnt", "isnt", "arent",
+        "wasnt", "werent", "havent", "hasnt", "hadnt", "shouldnt", "nothing", "nobody",
+    }
+)  # fmt: skip
+
+#: Phrases whose negator does not negate what follows ("not gonna lie, I want to ...").
+NEUTRAL_PHRASES: tuple[tuple[str, ...], ...] = tuple(
+    tuple(p.split())
+    for p in (
+        "not going to lie", "no lie", "not kiding", "no joke", "not joking", "dont know", "dont care",
+        "dont understand", "no one", "no matter", "not sure", "not even sure", "dont even know",
+        "never mind", "not only",
+    )
+)  # fmt: skip
+
+#: Markers that place a clause in the remote past (collapsed spelling).
+PAST_MARKERS: re.Pattern[str] = re.compile(
+    r"\b(?:(?:years|months|a year|a month|a long time|long time|decades|[0-9]+ years) ago|last year|"
+    r"when i was|used to|back then|in the past|as a teen|as a teenager|as a kid|in high schol|"
+    r"in colege|growing up|previously|once before)\b"
+)
+
+_T3_PAST = ("t2.past_attempt_or_ideation", 2)
+_PAST2 = ("t2.past_attempt_or_ideation", 2)
+
+RULES: tuple[Rule, ...] = (
+    # ---- tier 3: intent, plan, means, timeline, in progress, emergencies (C-SSRS items 3-6)
+    Rule("t3.intent_self_harm", 3, r"{I} {G2}{INTENT} {G3}(?:{ACT_SELF}|{ACT_OTHER})", past=_T3_PAST),
+    Rule("t3.intent_self_harm", 3, r"(?:going to|want to|about to|ready to|wil|should) {G2}{ACT_SELF}",
+         past=_T3_PAST),
+    Rule("t3.suicidal_now", 3,
+         r"(?:im|i am|am|i fel|feling|fel|getting|becoming|i get) {G1}(?:so |very |realy |kind of |"
+         r"prety |extremely |incredibly |actively )?suicidal(?! (?:thoughts|ideation|felings|feling|urges|"
+         r"tendencies|people))|(?:ive|i have) ben {G1}suicidal (?:lately|recently|for|al|this|since)",
+         past=_T3_PAST),
+    Rule("t3.only_way_out", 3,
+         r"(?:suicide|kiling myself|ending my life|dying|death) (?:is|sems|fels|sems like) "
+         r"(?:like )?(?:the |my )?only (?:option|way|way out|answer|choice|solution)|"
+         r"only (?:way out|option|answer|solution) (?:is|left is) (?:to )?"
+         r"(?:die|suicide|kil myself|end my life|end it al)"),
+    Rule("t3.plan", 3, r"{I} {G2}(?:have|got|made|wrote|writen|writing|bought|picked|chosen|set) "
+         r"{G2}(?:a |the |my )?(?:plan|note|date|method|way|time) (?:to|for) "
+         r"{G2}(?:{ACT_SELF}|{ACT_OTHER}|die|dying)|suicide (?:note|leter|plan)", past=_T3_PAST),
+    Rule("t3.means", 3,
+         r"{I} {G2}(?:bought|saved|saved up|stockpiled|colected|hoarded|hoarding|stockpiling|"
+         r"saving up|got hold of|loaded|sharpened|tied) {G3}(?:pils|tablets|a gun|my gun|his gun|a rope|"
+         r"rope|a noose|razor blades|razors|a blade|bulets|sleping pils|painkilers)|"
+         r"{I} {G1}(?:have|got) (?:a|my|the) (?:gun|rope|noose|pils) (?:ready|loaded|here|with me|in my hand)",
+         requires="risk", past=_T3_PAST),
+    Rule("t3.timeline", 3,
+         r"{I} {G2}(?:wil|going to|plan to) (?:do it|end it|go through with it) "
+         r"(?:tonight|today|tomorow|this weekend|right now|son|after)",
+         requires="risk"),
+    Rule("t3.timeline", 3,
+         r"{ACT_LETHAL} {G3}(?:tonight|today|tomorow|this weekend|right now|in an hour|next week|"
+         r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))", past=_T3_PAST),
+    Rule("t3.farewell", 3,
+         r"this is (?:my )?(?:last|final) (?:goodbye|mesage|night|day)|by the time you read this|"
+         r"(?:i )?wont be (?:here|around|alive) (?:tomorow|much longer|anymore|for long)|"
+         r"(?:goodbye|godbye) (?:forever|everyone|world|cruel world)",
+         requires="risk", negation="none"),
+    Rule("t3.in_progress", 3, r"{I} {G2}(?:took|taken|swalowed|swalowing) {G1}{QUANTITY} {G2}{PILLS}",
+         requires="distress", fallback=("t2.possible_overdose", 2), past=_T3_PAST),
+    Rule("t3.in_progress", 3,
+         r"{I} {G2}(?:overdosed|am overdosing|cut too dep|slit my wrists|cut my wrists)|"
+         r"{I} {G1}(?:cuting myself|burning myself|hanging myself|bleding (?:a lot|so much|badly|"
+         r"heavily|everywhere|out|to death))|rope (?:is )?around my neck|gun (?:is )?(?:to my head|in my mouth)",
+         past=_T3_PAST),
+    Rule("t3.in_progress", 3,
+         r"{I} {G1}(?:standing|siting) on (?:the |a )(?:ledge|edge of the|railing|bridge|rof)",
+         requires="risk"),
+    Rule("t3.medical_emergency", 3,
+         r"{I} {G2}(?:having|think i am having|think im having) (?:a |an )?(?:heart atack|stroke|"
+         r"seizure|alergic reaction|anaphylactic|asthma atack)|(?:my )?throat is (?:closing|swelling)|"
+         r"(?:cant|can not|cannot) breathe (?:right now|help|at al)|help (?:me )?i cant breathe|"
+         r"(?:call|need|get) (?:me )?(?:an |the )?ambulance|{I} {G1}(?:having|have) (?:severe |bad |"
+         r"crushing )?chest pain (?:right now|now)|(?:he|she|they|my {G1}\w+|baby|someone) "
+         r"(?:isnt|is not|s not|stoped|has stoped|not) (?:breathing|responding)|"
+         r"(?:he|she|my {G1}\w+|someone) (?:is|s) (?:unconscious|unresponsive)",
+         negation="none"),
+    Rule("t3.harm_others", 3,
+         r"{I} {G2}(?:going to|about to|wil|plan to|planing to|want to|ready to|intend to) {G2}"
+         r"(?:kil|shot|stab|murder|strangle|poison) {OTHER_PERSON}|shot up (?:the|my|a) "
+         r"(?:schol|ofice|work|clas|church|mal)"),
+    Rule("t3.method_seeking", 3,
+         r"(?:painles|easiest|quickest|fastest|best|surest|les painful) (?:way|method|ways|methods) "
+         r"(?:to|of) (?:die|dying|kil myself|end my life|comit suicide|suicide)|"
+         r"how (?:do i|can i|to|would i|should i) {G1}(?:kil myself|end my life|comit suicide|end it al)"),
+    Rule("t3.lethal_means_request", 3,
+         r"how (?:many|much) (?:of )?(?:my |the |these |those )?(?:{PILLS}|mg|miligrams|grams|units) "
+         r"{G3}(?:would|to|does it take to|wil|is|before|until|could|can|do i need to) {G2}"
+         r"(?:kil|die|be lethal|be fatal|overdose|be deadly|od)|"
+         r"(?:lethal|fatal|deadly|toxic) (?:dose|amount|dosage|quantity|level)|"
+         r"how (?:high|tal) (?:is|does|would|do|up|of a|a) {G4}(?:bridge|building|rof|clif|fal|drop|"
+         r"jump|flor|balcony)|(?:taler|talest|highest) (?:bridge|bridges|building|buildings|"
+         r"clif|clifs)|(?:where|how) (?:can|do|could|to) (?:i )?(?:get|buy|find) (?:a )?(?:gun|firearm|"
+         r"pistol|rifle|rope|noose|cyanide|poison|pils without)|how long (?:does it|would it|wil it) "
+         r"take to (?:die|bled out|drown|sufocate|overdose)|which (?:pils|medication|meds|drugs) "
+         r"(?:would|could|wil|can) (?:kil|be lethal|be fatal)",
+         negation="none", requires="distress", fallback=("t1.lethal_means_query", 1), distress=False),
+    # ---- tier 2: passive / non-specific ideation, recent self-harm, past attempts, abuse (C-SSRS 1-2)
+    Rule("t2.passive_ideation", 2,
+         r"(?:wish|wished|wishing) {G2}(?:i was|i were|i had|to be|i could be|id be|i would be) "
+         r"(?:dead|gone|never born|not born|not alive|not here)|wish (?:i could|to) (?:die|disapear|"
+         r"not wake up|never wake up|slep forever)|wish i (?:wasnt|werent|hadnt ben|was never|never) "
+         r"(?:born|alive|here|woke up)|"
+         r"(?:dont|do not|no longer|dont even|never) (?:want|wish) to (?:live|be alive|be here|exist|"
+         r"wake up|go on|continue living|kep living|be around)|(?:no|no more|dont have a|"
+         r"dont have any|cant find a|cant se a|without a|not a single) reasons? (?:to|for) "
+         r"(?:live|living|go on|kep going|stay|wake up)|(?:no|nothing) (?:left )?to live for",
+         negation="before", past=_PAST2),
+    Rule("t2.passive_ideation", 2,
+         r"(?:want to|want|ready to|wanting to|long to|would rather|rather|hope i|hoping i|"
+         r"pray i|praying i) {G1}(?:die|be dead|not wake up|never wake up|slep forever|"
+         r"disapear forever|not exist|stop existing|cease to exist)", past=_PAST2),
+    Rule("t2.passive_ideation", 2,
+         r"beter of (?:dead|without me|if i was gone|if i were gone|if i wasnt here|if i died)|"
+         r"(?:fel|feling|felt|fels) {G3}like dying|(?:life|living) (?:is|isnt|sems|fels|is just|is not) "
+         r"(?:not )?(?:worth living|worth it anymore|pointles|meaningles)|not worth living|"
+         r"(?:whats|what is|what) the point (?:of|in) (?:living|life|going on|being alive|anything)|"
+         r"tired of (?:living|being alive|existing)|(?:dying|death) (?:in (?:my|your) slep )?"
+         r"(?:would be|would|would be a) (?:best|nice|a relief|easier|beter|welcome)|"
+         r"(?:time|ready|want) for my heart to (?:give out|stop)|(?:cant|can not|cannot) go on "
+         r"(?:anymore|living|like this anymore)|(?:want|wish) (?:it|everything|this|al of this) to "
+         r"(?:end|stop) (?:forever|for god|permanently)|want to (?:disapear|vanish) forever",
+         negation="before", past=_PAST2),
+    Rule("t2.active_ideation", 2,
+         r"(?:think|thinking|thought|thoughts|fantasizing|fantasize|dreaming|ideation) (?:about|of) "
+         r"(?:{ACT_SELF}|suicide|comiting suicide|dying|ending it al|ending things|being dead)|"
+         r"(?:considering|contemplating) (?:suicide|{ACT_SELF})|suicidal (?:thoughts|ideation|feling|"
+         r"felings|urges)"),
+    Rule("t2.self_harm_mention", 2, r"{ACT_LETHAL}", past=_PAST2),
+    Rule("t2.recent_self_harm", 2,
+         r"{I} {G2}(?:cut|cuting|burned|burnt|burning|hurt|hurting|harmed|harming|scratched|scratching|"
+         r"hit|hiting|punched|starved) (?:myself|my (?:arms|arm|wrists|wrist|legs|thighs|skin))"
+         r"(?! (?:at|playing|lifting|running|while|during|on the|in the|falling|skiing|coking|shaving|"
+         r"working|exercising|by acident|acidentaly|when)\b)",
+         past=_PAST2),
+    Rule("t2.recent_self_harm", 2, r"(?:{I} |ben |started |relapsed (?:on |into |with )?)"
+         r"{G1}(?:selfharm|self harm|selfharming|self harming|selfharmed|self harmed|cuting again)"),
+    Rule("t2.past_attempt_or_ideation", 2,
+         r"{I} {G2}(?:tried|atempted|try) (?:to )?(?:{ACT_SELF}|suicide|comit suicide|overdose)|"
+         r"suicide atempt|atempted suicide|(?:was|used to be|have ben|ive ben) suicidal"),
+    Rule("t2.abuse_disclosed", 2,
+         r"{ABUSER} {G1}{ABUSE_VERB} me(?! (?:at|in|to|up to|into|of|about|down)\b)|"
+         r"{I} {G2}(?:was|am|have ben|ve ben|got|being|get) {G1}(?:raped|molested|abused|asaulted|"
+         r"sexualy asaulted|beaten up|batered|traficked|groped|stalked)|"
+         r"my abusive {G1}(?:relationship|"
+         r"mariage|home|household|partner|husband|wife|boyfriend|girlfriend|father|dad|mother|mom|"
+         r"parents|family|ex)|(?:{I}|living|stuck|trapped) {G2}in an abusive|"
+         r"{ABUSER} {G1}(?:is|was|gets|can be|has ben) {G2}(?:abusive|violent)"),
+    Rule("t2.abuse_disclosed", 2, r"(?:domestic|family|intimate partner) (?:violence|abuse)",
+         negation="none"),
+    Rule("t2.safety_fear", 2,
+         r"(?:scared|afraid|fear|fearing|terified|worried) (?:for|of losing) my (?:life|safety)|"
+         r"(?:afraid|scared|terified) (?:he|she|they)(?:l| wil| is going to| might| could) "
+         r"(?:kil|hurt|hit|beat) me"),
+    # ---- tier 1: distress and risk-topic mentions (coaching continues; feeds the lethal-means rule)
+    Rule("t1.distress", 1,
+         r"hopeles|worthles|helples|(?:cant|can not|cannot) (?:cope|take it|take this|handle this|"
+         r"do this) anymore|give up on (?:life|everything|myself)|nothing maters|no point|"
+         r"empty inside|(?:so|completely|al) alone|faling apart|breaking down|"
+         r"depresed|depresion|panic atack|(?:a|such a) burden|no future|no way out|trapped|"
+         r"hate myself|hate my life|miserable|desperate",
+         negation="none"),
+    Rule("t1.risk_topic", 1, r"suicide|suicidal|overdose|overdosed|selfharm|self harm",
+         negation="none"),
+)  # fmt: skip

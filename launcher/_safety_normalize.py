@@ -1,0 +1,211 @@
+"""Text normalisation for the safety screen: robust to misspellings, spacing and leetspeak.
+
+Pipeline (each step is deterministic and pure):
+
+1. Unicode NFKC, lowercase, typographic apostrophes to ``'``; ``'`` inside words removed
+   ("don't" -> "dont", "i'm" -> "im"); ``/`` and ``\\`` become spaces.
+2. Split into clauses at sentence punctuation (``. ! ? ; ,`` followed by space or end), newlines and
+   the word "but": negation never crosses a clause.
+3. Tokens: leetspeak is mapped only inside tokens that contain a letter (``1->i 3->e 4->a 0->o 5->s
+   7->t @->a $->s``, and ``!`` between letters -> i), so "52 days" stays a number and "k1ll" becomes "kill"; then every character
+   that is not a letter or digit is dropped ("k.i.l.l" -> "kill", "self-harm" -> "selfharm").
+4. Runs of three or more one-letter tokens are joined ("s u i c i d e" -> "suicide").
+5. Repeated letters collapse to one ("kiiill" and "kill" -> "kil"). Lexicon patterns are collapsed the
+   same way (:func:`collapse_pattern`), so both sides compare in the same space.
+6. Slang expansion ("kms" -> "kil myself", "unalive" -> "kil", "sewerslide" -> "suicide").
+7. Edit-distance tolerance: a token of 5+ letters that is not a protected common word and is within
+   Damerau-Levenshtein distance 1 of a key token with the same first letter
+   is replaced by that key ("sucide" -> "suicide", "myslef" -> "myself"). Misspellings rarely change
+   the first letter (Yannakoudakis & Fawthrop 1983, "The rules of spelling errors"), and requiring it
+   keeps common words such as "skill" and "pills" from turning into "kill".
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = ["Clause", "collapse_pattern", "collapse_word", "damerau", "normalize"]
+
+_LEET = str.maketrans({"1": "i", "3": "e", "4": "a", "0": "o", "5": "s", "7": "t", "@": "a", "$": "s"})
+_BANG_IN_WORD = re.compile(r"(?<=[a-z])!(?=[a-z])")
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": "'", "\u00b4": "'"})
+_CLAUSE_SPLIT = re.compile(r"[.!?;,:]+(?=\s|$)|\n+|\s[-\u2013\u2014]+\s|\bbut\b")
+_HAS_LETTER = re.compile(r"[a-z]")
+_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+_TO_BEFORE = frozenset({"want", "going", "need", "have", "like", "ready", "about", "plan", "tried", "wish"})
+_REPEAT = re.compile(r"([a-z])\1+")
+
+#: Slang and euphemisms mapped to their plain form (collapsed spelling). Sources: Crisis Text Line and
+#: Samaritans media guidance on online euphemisms for suicide ("unalive", "sewer slide", "kms", "kys").
+SLANG: dict[str, str] = {
+    "kms": "kil myself",
+    "kys": "kil yourself",
+    "unalive": "kil",
+    "unaliving": "kiling",
+    "sewerslide": "suicide",
+    "wana": "want to",
+    "gona": "going to",
+    "gota": "got to",
+    "imma": "im going to",
+    "ima": "im going to",
+}
+
+#: Key tokens that tolerate small edit distance (collapsed spelling).
+FUZZY_KEYS: frozenset[str] = frozenset(
+    {
+        "suicide",
+        "suicidal",
+        "myself",
+        "yourself",
+        "overdose",
+        "overdosed",
+        "overdosing",
+        "hopeles",
+        "worthles",
+        "helples",
+        "ambulance",
+        "breathe",
+        "breathing",
+        "bleding",
+        "hanging",
+        "lethal",
+        "molested",
+        "abusive",
+        "selfharm",
+        "depresed",
+    }
+)
+
+#: Common words close to a key that must never be "corrected" into it.
+PROTECTED: frozenset[str] = frozenset(
+    {"overdue", "overdoes", "overdone", "breding", "bleating", "breath", "hangings", "abusing", "overused", "overdoing"}
+)
+
+
+def collapse_word(word: str) -> str:
+    """Collapse runs of a repeated letter to one letter: ``"kiiill" -> "kil"``."""
+    return _REPEAT.sub(r"\1", word)
+
+
+def collapse_pattern(pattern: str) -> str:
+    """Collapse repeated literal letters in a regex source, leaving escapes (``\\bb``) intact.
+
+    Used to compile lexicon patterns written in normal spelling into the collapsed space of
+    :func:`normalize`. Only letters directly following the same literal letter are dropped.
+    """
+    out: list[str] = []
+    prev_literal = ""
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\" and i + 1 < len(pattern):
+            out.append(pattern[i : i + 2])
+            prev_literal = ""
+            i += 2
+            continue
+        if ch.isalpha() and ch == prev_literal:
+            i += 1
+            continue
+        out.append(ch)
+        prev_literal = ch if ch.isalpha() else ""
+        i += 1
+    return "".join(out)
+
+
+def damerau(a: str, b: str, limit: int = 2) -> int:
+    """Optimal-string-alignment (restricted Damerau-Levenshtein) distance, capped at ``limit + 1``."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        cur = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost)
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                cur[j] = min(cur[j], prev2[j - 2] + 1)
+        if min(cur) > limit:
+            return limit + 1
+        prev2, prev = prev, cur
+    return prev[-1]
+
+
+def _fuzzy(token: str, keys: Iterable[str]) -> str:
+    if len(token) < 5 or token in PROTECTED or not token.isalpha():
+        return token
+    best = token
+    best_d = 99
+    for key in keys:
+        if key == token:
+            return token
+        if key[0] != token[0]:
+            continue
+        d = damerau(token, key, 1)
+        if d <= 1 and d < best_d:
+            best, best_d = key, d
+    return best
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One normalised clause: ``tokens`` (collapsed, corrected) and ``text`` (tokens joined by one space)."""
+
+    tokens: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.tokens)
+
+
+def _tokens(raw_clause: str) -> list[str]:
+    out: list[str] = []
+    for raw in raw_clause.split():
+        tok = raw.translate(_LEET) if _HAS_LETTER.search(raw) else raw
+        tok = _NON_ALNUM.sub("", tok)
+        if tok:
+            out.append(tok)
+    # join runs of >= 3 single-letter tokens ("s u i c i d e")
+    joined: list[str] = []
+    i = 0
+    while i < len(out):
+        j = i
+        while j < len(out) and len(out[j]) == 1 and out[j].isalpha():
+            j += 1
+        if j - i >= 3:
+            joined.append("".join(out[i:j]))
+            i = j
+        else:
+            joined.append(out[i])
+            i += 1
+    return joined
+
+
+def normalize(text: str) -> list[Clause]:
+    """Normalise a message into clauses of canonical tokens (see the module docstring for the steps).
+
+    Returns a list of :class:`Clause`; empty clauses are dropped. Never raises on any ``str`` input.
+    """
+    text = unicodedata.normalize("NFKC", text).lower().translate(_APOSTROPHES)
+    text = re.sub(r"(?<=[a-z0-9])'(?=[a-z])", "", text)
+    text = _BANG_IN_WORD.sub("i", text.replace("/", " ").replace("\\", " "))
+    clauses: list[Clause] = []
+    for raw_clause in _CLAUSE_SPLIT.split(text):
+        toks: list[str] = []
+        for tok in _tokens(raw_clause):
+            tok = collapse_word(tok)
+            expanded = SLANG.get(tok)
+            if expanded is not None:
+                toks.extend(expanded.split())
+                continue
+            toks.append(_fuzzy(tok, FUZZY_KEYS))
+        # "want 2 die": a lone "2" after a verb of intent reads as "to"
+        toks = [
+            "to" if t == "2" and i > 0 and toks[i - 1] in _TO_BEFORE else t for i, t in enumerate(toks)
+        ]
+        if toks:
+            clauses.append(Clause(tuple(toks)))
+    return clauses

@@ -1,0 +1,305 @@
+"""The deterministic safety screen: every user message gets a crisis tier 0-3 before any agent runs.
+
+Tiers (../shared/COACHING.md, SAFETY; rule sources in :mod:`launcher._safety_lexicon`):
+
+- **3**: explicit intent, plan, means or timeline for self-harm; self-harm in progress; a medical
+  emergency; imminent harm to others; a request for lethal-means information (heights, doses, weapons)
+  after recent distress. The whole reply is replaced by :func:`crisis_response`.
+- **2**: passive or non-specific ideation, recent self-harm, a past attempt, abuse disclosed, fear for
+  one's safety. Coaching pauses: :func:`support_response` (reflect, ask directly, offer resources).
+- **1**: distress or a risk topic mentioned (also a negated risk statement such as "I'm not
+  suicidal"). Coaching continues; the tier is passed to the agents.
+- **0**: nothing found.
+
+Matching survives misspellings, spacing and leetspeak (:mod:`launcher._safety_normalize`); a negated
+statement never reaches tier 3. A model may raise a tier, never lower it (:func:`combine_tiers`). The
+``post_crisis_turns`` turns after a tier-3 event are screened at tier-2 sensitivity: the tier is at
+least ``post_crisis_floor`` (coaching stays paused) and any tier-2 signal counts as tier 3
+(``post_crisis_escalate``). That state lives in :class:`SafetyState`, one per session.
+
+Results carry rule ids (``reasons``), never the user's text, so they are safe to log.
+
+Example::
+
+    state = SafetyState()
+    result = screen("i w4nt to k1ll my self tonight", state)
+    result.tier            # 3
+    result.reasons         # ['t3.intent_self_harm']
+    crisis_response("en-GB")   # Samaritans 116 123 ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ._safety_lexicon import NEGATORS, NEUTRAL_PHRASES, PAST_MARKERS, RULES, Rule
+from ._safety_normalize import Clause, normalize
+from ._safety_responses import (
+    DEFAULT_RESOURCES,
+    CrisisResource,
+    LocaleResources,
+    crisis_text,
+    resources_for,
+    support_text,
+)
+
+__all__ = [
+    "DEFAULT_RESOURCES",
+    "RULE_IDS",
+    "CrisisResource",
+    "LocaleResources",
+    "SafetyConfig",
+    "SafetyState",
+    "ScreenResult",
+    "combine_tiers",
+    "crisis_response",
+    "resources_for",
+    "screen",
+    "support_response",
+]
+
+#: Every rule id the screen can report (plus the synthetic ids below).
+RULE_IDS: frozenset[str] = frozenset(
+    {r.id for r in RULES}
+    | {r.fallback[0] for r in RULES if r.fallback}
+    | {r.past[0] for r in RULES if r.past}
+    | {"t1.negated_risk", "post_crisis.floor", "post_crisis.escalated", "model.raised"}
+)
+
+_NEGATION_WINDOW = 3
+_SCOPE_BREAKERS = frozenset(
+    {"and", "so", "because", "cause", "cuz", "since", "then", "or", "if", "when", "til", "until", "that"}
+)
+
+
+class SafetyConfig(BaseModel):
+    """The ``[safety]`` section of ``coach.toml``.
+
+    Attributes:
+        locale: the user's locale for resources (``"en-US"``, ``"en-GB"``, ``"IE"``...).
+        resources: region code -> :class:`LocaleResources`; merged over :data:`DEFAULT_RESOURCES`
+            (a ``"default"`` entry is always present).
+        distress_window_turns: how many earlier turns count as "recent" for the rules that need
+            distress (lethal-means requests) or risk (means, timeline, farewell). Default 5 (proposal).
+        post_crisis_turns: turns after a tier-3 event screened at tier-2 sensitivity (COACHING.md: 3).
+        post_crisis_floor: lowest tier during that window (2 = coaching stays paused; proposal).
+        post_crisis_escalate: during that window a tier-2 signal gives tier 3 (proposal).
+        disabled_rules: rule ids switched off (must be known ids; see :data:`RULE_IDS`).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    locale: str = "en-US"
+    resources: dict[str, LocaleResources] = Field(default_factory=dict)
+    distress_window_turns: int = Field(default=5, ge=0, le=100)
+    post_crisis_turns: int = Field(default=3, ge=0, le=100)
+    post_crisis_floor: int = Field(default=2, ge=0, le=3)
+    post_crisis_escalate: bool = True
+    disabled_rules: list[str] = Field(default_factory=list)
+
+    @field_validator("disabled_rules")
+    @classmethod
+    def _known_rules(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - RULE_IDS)
+        if unknown:
+            raise ValueError(f"unknown rule ids {unknown}; known ids: {sorted(RULE_IDS)}")
+        return value
+
+    def resource_table(self) -> dict[str, LocaleResources]:
+        """:data:`DEFAULT_RESOURCES` with this config's ``resources`` laid over it."""
+        return {**DEFAULT_RESOURCES, **{k if k == "default" else k.upper(): v for k, v in self.resources.items()}}
+
+
+class SafetyState(BaseModel):
+    """Per-session screen state (serialisable; keep one per session, pass it to every :func:`screen`).
+
+    Attributes:
+        turn: number of messages screened so far.
+        last_distress_turn / last_risk_turn: turn number of the last tier >= 1 / >= 2 signal (0 = none).
+        crisis_turns_left: remaining turns of the post-crisis window.
+    """
+
+    turn: int = 0
+    last_distress_turn: int = 0
+    last_risk_turn: int = 0
+    crisis_turns_left: int = 0
+
+
+class ScreenResult(BaseModel):
+    """Outcome of screening one message.
+
+    Attributes:
+        tier: 0-3 (see the module docstring).
+        reasons: rule ids that fired, highest tier first; never the user's text.
+        negated: rule ids whose match was cancelled by a negation ("I'm not suicidal").
+        distress: whether this message showed distress (feeds later lethal-means checks).
+        post_crisis: whether the message fell inside a post-crisis window.
+        model_raised: whether a model raised the tier (:func:`combine_tiers`).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    tier: int = Field(ge=0, le=3)
+    reasons: list[str] = Field(default_factory=list)
+    negated: list[str] = Field(default_factory=list)
+    distress: bool = False
+    post_crisis: bool = False
+    model_raised: bool = False
+
+    @property
+    def action(self) -> Literal["coach", "pause", "crisis"]:
+        """``"crisis"`` at tier 3, ``"pause"`` at tier 2, else ``"coach"``."""
+        return "crisis" if self.tier >= 3 else "pause" if self.tier == 2 else "coach"
+
+
+def _neutral_mask(tokens: Sequence[str]) -> set[int]:
+    mask: set[int] = set()
+    for phrase in NEUTRAL_PHRASES:
+        n = len(phrase)
+        for i in range(len(tokens) - n + 1):
+            if tuple(tokens[i : i + n]) == phrase:
+                mask.update(range(i, i + n))
+    return mask
+
+
+def _is_negated(rule: Rule, clause: Clause, start: int, end: int, neutral: set[int]) -> bool:
+    if rule.negation == "none":
+        return False
+    text = clause.text
+    first = text[:start].count(" ")
+    last = first + text[start:end].count(" ")
+    toks = clause.tokens
+    for i in range(first - 1, max(-1, first - 1 - _NEGATION_WINDOW), -1):
+        if toks[i] in _SCOPE_BREAKERS:
+            break
+        if toks[i] in NEGATORS and i not in neutral:
+            return True
+    if rule.negation == "inner":
+        return any(toks[i] in NEGATORS and i not in neutral for i in range(first, last + 1))
+    return False
+
+
+def _recent(state: SafetyState | None, last: int, window: int) -> bool:
+    return state is not None and last > 0 and state.turn - last < window
+
+
+def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | None = None) -> ScreenResult:
+    """Screen one user message; updates ``state`` (if given) in place.
+
+    Args:
+        text: the user's message (any string; never logged).
+        state: the session's :class:`SafetyState`; without it the message is screened alone.
+        config: thresholds and switches; defaults to ``SafetyConfig()``.
+
+    Returns:
+        A :class:`ScreenResult`. Never raises on any string input.
+    """
+    cfg = config or SafetyConfig()
+    disabled = set(cfg.disabled_rules)
+    hits: list[tuple[str, int, bool]] = []  # (rule id, tier, counts as distress)
+    pending: list[tuple[Rule, str, int]] = []
+    negated: list[str] = []
+    for clause in normalize(text):
+        neutral = _neutral_mask(clause.tokens)
+        past = PAST_MARKERS.search(clause.text) is not None
+        for rule in RULES:
+            if rule.id in disabled:
+                continue
+            for m in rule.regex.finditer(clause.text):
+                if _is_negated(rule, clause, m.start(), m.end(), neutral):
+                    if rule.id not in negated:
+                        negated.append(rule.id)
+                    continue
+                rid, tier = rule.past if (rule.past and past) else (rule.id, rule.tier)
+                if rule.requires:
+                    pending.append((rule, rid, tier))
+                else:
+                    hits.append((rid, tier, rule.distress))
+                break
+    distress_now = any(d and t >= 1 for _, t, d in hits) or bool(negated)
+    risk_now = any(d and t >= 2 for _, t, d in hits)
+    window = cfg.distress_window_turns
+    distress = distress_now or _recent(state, state.last_distress_turn if state else 0, window)
+    risk = risk_now or _recent(state, state.last_risk_turn if state else 0, window)
+    for rule, rid, tier in pending:
+        met = risk if rule.requires == "risk" else (distress or risk)
+        if met:
+            hits.append((rid, tier, rule.distress))
+        elif rule.fallback and rule.fallback[0] not in disabled:
+            hits.append((rule.fallback[0], rule.fallback[1], False))
+    if negated and not any(t >= 2 for _, t, _ in hits) and any(r.startswith(("t2.", "t3.")) for r in negated):
+        hits.append(("t1.negated_risk", 1, True))
+    tier = max((t for _, t, _ in hits), default=0)
+    reasons = [rid for rid, _, _ in sorted(hits, key=lambda h: -h[1])]
+    reasons = list(dict.fromkeys(reasons))
+    post_crisis = state is not None and state.crisis_turns_left > 0
+    if post_crisis:
+        if cfg.post_crisis_escalate and tier == 2:
+            tier = 3
+            reasons.insert(0, "post_crisis.escalated")
+        if tier < cfg.post_crisis_floor:
+            tier = cfg.post_crisis_floor
+            reasons.append("post_crisis.floor")
+    if state is not None:
+        state.turn += 1
+        if distress_now:
+            state.last_distress_turn = state.turn
+        if risk_now:
+            state.last_risk_turn = state.turn
+        if tier >= 3:
+            state.crisis_turns_left = cfg.post_crisis_turns
+        elif state.crisis_turns_left > 0:
+            state.crisis_turns_left -= 1
+    return ScreenResult(
+        tier=tier, reasons=reasons, negated=negated, distress=distress_now, post_crisis=post_crisis
+    )
+
+
+def combine_tiers(
+    result: ScreenResult,
+    model_tier: int | None,
+    *,
+    state: SafetyState | None = None,
+    config: SafetyConfig | None = None,
+) -> ScreenResult:
+    """Merge a model's tier into the screen's: the tier can only go up.
+
+    Args:
+        result: the deterministic screen's result for the message.
+        model_tier: a model's assessment 0-3, or None (no assessment). Out-of-range values are clamped.
+        state: if given and the model raised the tier to 3, the post-crisis window starts now.
+
+    Returns:
+        ``result`` unchanged when the model does not raise the tier; else a copy with the higher tier,
+        ``model_raised=True`` and ``"model.raised"`` appended to ``reasons``.
+    """
+    if model_tier is None:
+        return result
+    model_tier = min(3, max(0, int(model_tier)))
+    if model_tier <= result.tier:
+        return result
+    if state is not None and model_tier >= 3:
+        state.crisis_turns_left = (config or SafetyConfig()).post_crisis_turns
+    return result.model_copy(
+        update={"tier": model_tier, "reasons": [*result.reasons, "model.raised"], "model_raised": True}
+    )
+
+
+def crisis_response(locale: str = "en-US", resources: Mapping[str, LocaleResources] | None = None) -> str:
+    """Tier-3 reply (replaces the whole reply): acknowledgement, contact a crisis line or emergency
+    services now, the locale's resources (``resources`` table or :data:`DEFAULT_RESOURCES`, falling back
+    to its ``"default"`` entry), an invitation to keep talking. No coaching content, no method details."""
+    return crisis_text(locale, resources)
+
+
+def support_response(
+    locale: str = "en-US",
+    reasons: Sequence[str] = (),
+    resources: Mapping[str, LocaleResources] | None = None,
+) -> str:
+    """Tier-2 reply: coaching paused; reflect, ask directly (about safety for abuse reasons, about
+    suicidal thoughts otherwise), offer the locale's resources, invite the user to keep talking."""
+    return support_text(locale, reasons, resources)
