@@ -1,0 +1,313 @@
+"""The Starlette application: routes, auth, body limits, Anthropic-shaped errors everywhere.
+
+Routes: ``POST /v1/messages`` (``?beta=true`` and any ``anthropic-beta`` header accepted),
+``POST /v1/messages/count_tokens``, ``GET /v1/models``, ``GET /v1/models/{id}``, ``GET /health``,
+``GET /metrics``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ._adapters import AnthropicAdapter, feed_openai
+from ._anthropic_request import to_anthropic
+from ._messages import UpstreamRun
+from ._metering import Meter, UsageRecord, Who, now_ms
+from ._normalize import Prepared, clamp_max_tokens, estimate_request_tokens, prepare
+from ._openai_request import dumps, to_openai
+from ._policy import apply_policy
+from ._router import Router
+from ._stream import Event, StreamBuilder
+from ._tokens import count_tokens
+from .config import ModelPool, ProxyConfig
+from .errors import AuthenticationError, InvalidRequestError, NotFoundError, ProxyError, RequestTooLargeError
+from .wellformed import accumulate, encode_sse
+
+log = logging.getLogger("proxy")
+SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+
+
+@dataclass
+class ProxyState:
+    """Everything a request handler needs; one per app (``app.state.proxy``)."""
+
+    config: ProxyConfig
+    client: httpx.AsyncClient
+    router: Router
+    meter: Meter
+    token_methods: dict[str, str] = field(default_factory=dict)
+    health_task: asyncio.Task[None] | None = None
+
+
+def _error(err: ProxyError) -> JSONResponse:
+    headers = {"request-id": "req_" + uuid.uuid4().hex[:24], **err.headers}
+    return JSONResponse(err.to_body(), status_code=err.status, headers=headers)
+
+
+def _who(request: Request) -> Who:
+    h = request.headers
+    return Who(agent=h.get("x-coach-agent", "").strip().lower(), user=h.get("x-coach-user", "").strip(),
+               session=h.get("x-coach-session", "").strip(), turn=h.get("x-coach-turn", "").strip())
+
+
+def _check_auth(state: ProxyState, request: Request) -> None:
+    key = state.config.api_key
+    if not key:
+        return
+    given = request.headers.get("x-api-key")
+    auth = request.headers.get("authorization", "")
+    if given is None and auth.lower().startswith("bearer "):
+        given = auth[7:].strip()
+    if given is None:
+        raise AuthenticationError("missing API key: send it as x-api-key or Authorization: Bearer")
+    if not hmac.compare_digest(given.encode(), key.encode()):
+        raise AuthenticationError("invalid API key")
+
+
+async def _read_json(state: ProxyState, request: Request) -> Any:
+    limit = state.config.max_body_bytes
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise RequestTooLargeError(f"request body is {declared} bytes; the limit is {limit} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise RequestTooLargeError(f"request body exceeds the limit of {limit} bytes")
+        chunks.append(chunk)
+    try:
+        return json.loads(b"".join(chunks))
+    except ValueError as exc:
+        raise InvalidRequestError(f"request body is not valid JSON: {exc}") from exc
+
+
+def _upstream_headers(pool: ModelPool, who: Who) -> dict[str, str]:
+    h = {"content-type": "application/json", "accept": "text/event-stream"}
+    if pool.kind == "anthropic":
+        h["anthropic-version"] = "2023-06-01"
+        if pool.api_key:
+            h["x-api-key"] = pool.api_key
+    elif pool.api_key:
+        h["authorization"] = f"Bearer {pool.api_key}"
+    for name in ("agent", "user", "session", "turn"):
+        v = getattr(who, name)
+        if v:
+            h[f"x-coach-{name}"] = v
+    return h
+
+
+def _local_events(state: ProxyState, p: Prepared) -> list[Event]:
+    b = StreamBuilder(model=p.model)
+    b.usage(input_tokens=0, output_tokens=0)
+    ev = b.start() + b.text(state.config.local_stop_text)
+    b.finish("end_turn")
+    return ev + b.end()
+
+
+async def messages(request: Request) -> Response:
+    state: ProxyState = request.app.state.proxy
+    t0 = time.monotonic()
+    _check_auth(state, request)
+    body = await _read_json(state, request)
+    who = _who(request)
+    policy = state.config.agents.get(who.agent) if who.agent else None
+    model = body.get("model") if isinstance(body, dict) else None
+    pool = state.router.resolve(model if isinstance(model, str) else "", policy.model_alias if policy else None)
+    p = prepare(body, system_mode=pool.system_in_messages if pool.kind == "openai" else "fold")
+    outcome = apply_policy(p, policy, agent=who.agent, over_cap=state.config.max_tokens_over_cap)
+    for w in p.warnings:
+        log.warning("agent=%s model=%s: %s", who.agent or "-", p.model, w)
+    record = UsageRecord(ts=time.time(), id="", agent=who.agent, user=who.user, session=who.session, turn=who.turn,
+                         model=pool.name, replica="", status="", stream=p.stream)
+    if outcome.local_reply:
+        events = _local_events(state, p)
+        record.id, record.status, record.stop_reason = events[0]["message"]["id"], "local", "end_turn"
+        state.meter.record(record)
+        if p.stream:
+            return Response(b"".join(encode_sse(e) for e in events), media_type="text/event-stream", headers=SSE_HEADERS)
+        return JSONResponse(accumulate(events))
+
+    est = estimate_request_tokens(p)
+    max_tokens = clamp_max_tokens(p, context_window=pool.context_window, max_output_tokens=pool.max_output_tokens)
+    try:
+        max_tokens = state.meter.check_budget(who, policy.token_budget if policy else None, est, max_tokens)
+    except ProxyError as exc:
+        record.status = f"error:{exc.error_type}"
+        state.meter.record(record)
+        raise
+    enable_thinking = p.thinking if p.thinking is not None else pool.thinking_default
+    builder = StreamBuilder(model=p.model, input_tokens=est, think_tags=pool.think_tags)
+    record.id = builder.message_id
+    if pool.kind == "openai":
+        oa, warnings = to_openai(p, upstream_model=pool.upstream_name, max_tokens=max_tokens,
+                                 enable_thinking=enable_thinking, chat_template_kwargs=pool.chat_template_kwargs)
+        for w in warnings:
+            log.warning("agent=%s model=%s: %s", who.agent or "-", p.model, w)
+        path, payload = "/v1/chat/completions", dumps(oa)
+        stops = p.stop_sequences
+
+        def feed(chunk: Any) -> list[Event]:
+            return feed_openai(builder, chunk, stops)
+    else:
+        path = "/v1/messages"
+        payload = dumps(to_anthropic(p, upstream_model=pool.upstream_name, max_tokens=max_tokens))
+        adapter = AnthropicAdapter(builder)
+
+        def feed(chunk: Any) -> list[Event]:
+            if isinstance(chunk, dict) and chunk.get("type") == "message":
+                return adapter.feed_message(chunk)
+            return adapter.feed(chunk)
+
+    run = UpstreamRun(client=state.client, router=state.router, meter=state.meter, pool=pool, path=path,
+                      body=payload, headers=_upstream_headers(pool, who), session=who.session or None,
+                      builder=builder, feed=feed, record=record, t0=t0)
+    run.start()
+    if not p.stream:
+        events, err = await run.collect()
+        if err is not None:
+            return _error(err)
+        return JSONResponse(accumulate(events), headers={"request-id": record.id})
+    first = await run.get(state.config.ping_interval_s)
+    if first is not None and first[0] == "err":
+        run.cancel()
+        run.finish(f"error:{first[1].error_type}")
+        return _error(first[1])
+    return StreamingResponse(run.sse(first, state.config.ping_interval_s), media_type="text/event-stream",
+                             headers={**SSE_HEADERS, "request-id": record.id})
+
+
+async def count_tokens_route(request: Request) -> Response:
+    state: ProxyState = request.app.state.proxy
+    _check_auth(state, request)
+    body = await _read_json(state, request)
+    if not isinstance(body, dict):
+        raise InvalidRequestError("request body must be a JSON object")
+    who = _who(request)
+    policy = state.config.agents.get(who.agent) if who.agent else None
+    pool = state.router.resolve(str(body.get("model", "")), policy.model_alias if policy else None)
+    p = prepare({**body, "max_tokens": 1, "stream": False},
+                system_mode=pool.system_in_messages if pool.kind == "openai" else "fold")
+    replica = state.router.pick(pool.name, who.session or None)
+    n, method = await count_tokens(state.client, pool, replica, p, state.token_methods,
+                                   _upstream_headers(pool, who), state.config.connect_timeout_s + 10)
+    out: dict[str, Any] = {"input_tokens": n}
+    if method == "estimate":
+        out["estimated"] = True
+    return JSONResponse(out, headers={"x-coach-token-count": "estimate" if method == "estimate" else "exact"})
+
+
+def _model_obj(name: str) -> dict[str, Any]:
+    return {"type": "model", "id": name, "display_name": name, "created_at": "2025-01-01T00:00:00Z"}
+
+
+async def models(request: Request) -> Response:
+    state: ProxyState = request.app.state.proxy
+    _check_auth(state, request)
+    names: list[str] = []
+    for pool in state.config.models:
+        names += [pool.name] + [a for a in pool.aliases if not any(c in a for c in "*?[")]
+    data = [_model_obj(n) for n in dict.fromkeys(names)]
+    return JSONResponse({"data": data, "has_more": False, "first_id": data[0]["id"] if data else None,
+                         "last_id": data[-1]["id"] if data else None})
+
+
+async def model_one(request: Request) -> Response:
+    state: ProxyState = request.app.state.proxy
+    _check_auth(state, request)
+    name = request.path_params["model_id"]
+    state.router.resolve(name)
+    return JSONResponse(_model_obj(name))
+
+
+async def health(request: Request) -> Response:
+    state: ProxyState = request.app.state.proxy
+    now = time.monotonic()
+    reps = [{"pool": r.pool, "url": r.url, "available": r.available(now), "outstanding": r.outstanding}
+            for r in state.router.all_replicas()]
+    ok = any(r["available"] for r in reps) or not reps
+    return JSONResponse({"status": "ok" if ok else "degraded", "replicas": reps}, status_code=200 if ok else 503)
+
+
+async def metrics(request: Request) -> Response:
+    state: ProxyState = request.app.state.proxy
+    now = time.monotonic()
+    reps = [(r.pool, r.url, r.outstanding, r.available(now)) for r in state.router.all_replicas()]
+    return PlainTextResponse(state.meter.prometheus(reps), media_type="text/plain; version=0.0.4")
+
+
+async def _proxy_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ProxyError)
+    return _error(exc)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        return _error(NotFoundError(f"no route {request.method} {request.url.path}"))
+    return _error(ProxyError(str(exc.detail), status=exc.status_code) if exc.status_code >= 500
+                  else InvalidRequestError(f"{request.method} {request.url.path}: {exc.detail}", status=exc.status_code))
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled proxy error on %s", request.url.path, exc_info=exc)
+    return _error(ProxyError(f"internal proxy error ({type(exc).__name__})"))
+
+
+async def _health_loop(state: ProxyState) -> None:
+    while True:
+        await state.router.check_health(state.client)
+        await asyncio.sleep(state.config.health_interval_s)
+
+
+def create_app(config: ProxyConfig, *, transport: httpx.AsyncBaseTransport | None = None,
+               health_checks: bool = True) -> Starlette:
+    """Build the proxy ASGI app for ``config``. ``transport`` replaces the upstream HTTP transport (tests);
+    ``health_checks`` runs the active health loop while the app's lifespan is running."""
+    client = httpx.AsyncClient(transport=transport, limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
+                               timeout=httpx.Timeout(config.read_timeout_s, connect=config.connect_timeout_s))
+    state = ProxyState(config=config, client=client, router=Router(config), meter=Meter(config))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if health_checks:
+            state.health_task = asyncio.create_task(_health_loop(state))
+        try:
+            yield
+        finally:
+            if state.health_task is not None:
+                state.health_task.cancel()
+            await client.aclose()
+
+    app = Starlette(
+        routes=[
+            Route("/v1/messages", messages, methods=["POST"]),
+            Route("/v1/messages/count_tokens", count_tokens_route, methods=["POST"]),
+            Route("/v1/models", models, methods=["GET"]),
+            Route("/v1/models/{model_id:path}", model_one, methods=["GET"]),
+            Route("/health", health, methods=["GET"]),
+            Route("/metrics", metrics, methods=["GET"]),
+        ],
+        exception_handlers={ProxyError: _proxy_error, HTTPException: _http_error, Exception: _internal_error},
+        lifespan=lifespan,
+    )
+    app.state.proxy = state
+    return app
+
+
+__all__ = ["ProxyState", "create_app", "now_ms"]

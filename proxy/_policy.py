@@ -1,0 +1,91 @@
+"""Per-agent policies applied to a prepared request (pure): forced tool, local stop after a tool, the
+max_tokens cap. See :class:`proxy.config.AgentPolicy` for the rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ._normalize import Prepared
+from .config import AgentPolicy
+from .errors import BudgetExceededError
+
+
+@dataclass
+class PolicyOutcome:
+    local_reply: bool = False
+    forced_tool: str | None = None
+
+
+def resolve_tool(p: Prepared, name: str) -> str | None:
+    """The advertised tool called ``name``, or ending in ``__name`` (MCP: ``mcp__<server>__<name>``)."""
+    for t in p.tools:
+        if t["name"] == name:
+            return name
+    for t in p.tools:
+        if str(t["name"]).endswith("__" + name):
+            return str(t["name"])
+    return None
+
+
+def _tool_names(messages: list[dict[str, Any]]) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for m in messages:
+        if m["role"] == "assistant":
+            for b in m["content"]:
+                if b.get("type") == "tool_use":
+                    names[str(b.get("id"))] = str(b.get("name"))
+    return names
+
+
+def _matches(tool: str, wanted: str) -> bool:
+    return tool == wanted or tool.endswith("__" + wanted)
+
+
+def latest_result_of(p: Prepared, tool: str) -> Literal["none", "ok", "error"]:
+    """Whether the latest user message carries a result of ``tool``: "ok", "error", or "none"."""
+    users = [m for m in p.messages if m["role"] == "user"]
+    if not users:
+        return "none"
+    names = _tool_names(p.messages)
+    status: Literal["none", "ok", "error"] = "none"
+    for b in users[-1]["content"]:
+        if b.get("type") == "tool_result" and _matches(names.get(str(b.get("tool_use_id")), ""), tool):
+            if b.get("is_error"):
+                return "error"
+            status = "ok"
+    return status
+
+
+def has_tool_result(p: Prepared) -> bool:
+    return any(b.get("type") == "tool_result" for m in p.messages if m["role"] == "user" for b in m["content"])
+
+
+def apply_policy(p: Prepared, policy: AgentPolicy | None, *, agent: str,
+                 over_cap: Literal["clamp", "refuse"] = "clamp") -> PolicyOutcome:
+    """Apply ``policy`` to ``p`` in place. Raises BudgetExceededError when max_tokens exceeds the agent's
+    cap and ``over_cap == "refuse"``."""
+    out = PolicyOutcome()
+    if policy is None:
+        return out
+    if policy.max_tokens is not None and p.max_tokens > policy.max_tokens:
+        if over_cap == "refuse":
+            raise BudgetExceededError(
+                f"max_tokens {p.max_tokens} exceeds the max_tokens cap of agent {agent!r} ({policy.max_tokens}); "
+                "send a smaller max_tokens (Claude Code: CLAUDE_CODE_MAX_OUTPUT_TOKENS)",
+                budget=f"max_tokens cap of agent {agent!r}", limit=policy.max_tokens, used=0, requested=p.max_tokens)
+        p.max_tokens = policy.max_tokens
+    if policy.force_tool:
+        result = latest_result_of(p, policy.force_tool)
+        if result == "ok" and policy.stop_after_tool:
+            out.local_reply = True
+            return out
+        if result == "error" or not has_tool_result(p):
+            name = resolve_tool(p, policy.force_tool)
+            if name is None:
+                p.warnings.append(f"agent {agent!r}: force_tool {policy.force_tool!r} is not among the request's tools")
+            else:
+                p.tool_choice = {"type": "tool", "name": name}
+                p.thinking = False
+                out.forced_tool = name
+    return out

@@ -1,0 +1,193 @@
+"""Opening an upstream stream with retries and failover, and reading its payloads.
+
+:func:`open_stream` tries up to ``max_attempts`` times, preferring a different replica each time. It
+retries connect errors, 429 (waiting ``Retry-After`` when given and not above ``max_retry_after_s``),
+5xx, timeouts, resets and unparsable bodies — but only until the first upstream payload has arrived;
+after that nothing is retried (the caller has started streaming to its client). Backoff between
+attempts: ``backoff_base_s * 2**attempt`` with full jitter, capped at ``backoff_max_s`` (the AWS
+"exponential backoff and jitter" scheme).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import httpx
+
+from ._router import Replica, Router
+from .config import ModelPool, ProxyConfig
+from .errors import (
+    InvalidRequestError,
+    NotFoundError,
+    OverloadedError,
+    ProxyError,
+    RateLimitedError,
+    RequestTooLargeError,
+    UpstreamError,
+    UpstreamTimeoutError,
+)
+
+_SSE_FIELDS = ("data:", "event:", "id:", "retry:", ":")
+
+
+async def iter_payloads(resp: httpx.Response) -> AsyncIterator[Any]:
+    """JSON payloads of an upstream response: each SSE ``data:`` frame (``[DONE]`` ends it), or the
+    whole body when it is plain JSON. Raises UpstreamError on anything else (garbage)."""
+    ctype = resp.headers.get("content-type", "")
+    if "text/event-stream" not in ctype:
+        raw = await resp.aread()
+        try:
+            yield json.loads(raw)
+        except ValueError as exc:
+            raise UpstreamError(f"upstream sent an unparsable body (content-type {ctype!r})") from exc
+        return
+    data: list[str] = []
+    async for line in resp.aiter_lines():
+        if not line.strip():
+            if data:
+                joined, data = "\n".join(data), []
+                if joined.strip() == "[DONE]":
+                    return
+                try:
+                    yield json.loads(joined)
+                except ValueError as exc:
+                    raise UpstreamError("upstream sent an SSE frame whose data is not JSON") from exc
+            continue
+        if line.startswith("data:"):
+            data.append(line[5:].lstrip(" "))
+        elif not line.startswith(_SSE_FIELDS):
+            raise UpstreamError("upstream sent a line that is not server-sent events")
+    if data and "\n".join(data).strip() != "[DONE]":
+        try:
+            yield json.loads("\n".join(data))
+        except ValueError as exc:
+            raise UpstreamError("upstream sent an SSE frame whose data is not JSON") from exc
+
+
+@dataclass
+class UpstreamStream:
+    """An open upstream stream whose first payload has arrived."""
+
+    replica: Replica
+    response: httpx.Response
+    first: Any
+    rest: AsyncIterator[Any]
+    attempts: int
+    empty: bool = False
+
+    async def aclose(self) -> None:
+        self.replica.outstanding -= 1
+        await self.response.aclose()
+
+
+def _status_error(status: int, body: bytes, url: str) -> ProxyError:
+    try:
+        j = json.loads(body)
+        err = j.get("error", j) if isinstance(j, dict) else j
+        detail = err.get("message") if isinstance(err, dict) else None
+        detail = str(detail if detail is not None else err)
+    except ValueError:
+        detail = body[:300].decode("utf-8", "replace")
+    msg = f"upstream answered HTTP {status}: {detail}"[:600]
+    if status in (400, 422):
+        return InvalidRequestError(msg)
+    if status == 404:
+        return NotFoundError(msg)
+    if status == 413:
+        return RequestTooLargeError(msg)
+    if status in (401, 403):
+        return UpstreamError(f"upstream {url} rejected the proxy's credentials (HTTP {status}); check the pool's api_key",
+                             retryable=False)
+    if status == 429:
+        return RateLimitedError(msg)
+    if status in (503, 529):
+        return OverloadedError(msg)
+    return UpstreamError(msg)
+
+
+def _retry_after(resp: httpx.Response) -> float | None:
+    v = resp.headers.get("retry-after")
+    try:
+        return max(float(v), 0.0) if v is not None else None
+    except ValueError:
+        return None
+
+
+def _backoff(cfg: ProxyConfig, attempt: int) -> float:
+    return random.uniform(0, min(cfg.backoff_max_s, cfg.backoff_base_s * (2 ** attempt)))
+
+
+async def open_stream(client: httpx.AsyncClient, router: Router, pool: ModelPool, *, path: str, body: bytes,
+                      headers: dict[str, str], session: str | None, on_retry: Any = None) -> UpstreamStream:
+    """Send ``body`` to ``path`` on a replica of ``pool`` and wait for the first payload, with retries
+    and failover (module docstring). Raises a ProxyError subclass when every attempt failed:
+    RateLimitedError (429s), OverloadedError (nothing reachable / 503), UpstreamTimeoutError (no first
+    byte in time), UpstreamError (5xx, garbage, reset), or the mapped 4xx (never retried)."""
+    cfg = router.config
+    timeout = httpx.Timeout(connect=cfg.connect_timeout_s, read=cfg.read_timeout_s, write=60.0, pool=cfg.connect_timeout_s)
+    tried: set[str] = set()
+    last: ProxyError = OverloadedError(f"no replica of model {pool.name!r} could be reached")
+    for attempt in range(cfg.max_attempts):
+        replica = router.pick(pool.name, session, tried)
+        tried.add(replica.url)
+        wait = _backoff(cfg, attempt)
+        resp: httpx.Response | None = None
+        replica.outstanding += 1
+        handed_over = False
+        try:
+            with anyio.fail_after(cfg.first_byte_timeout_s):
+                req = client.build_request("POST", replica.url + path, content=body, headers=headers, timeout=timeout)
+                resp = await client.send(req, stream=True)
+                if resp.status_code != 200:
+                    raw = await resp.aread()
+                    err = _status_error(resp.status_code, raw, replica.url)
+                    if resp.status_code == 429:
+                        ra = _retry_after(resp)
+                        if ra is not None:
+                            if ra > cfg.max_retry_after_s:
+                                err.headers["retry-after"] = str(int(ra))
+                                raise err
+                            wait = ra
+                            err.headers["retry-after"] = str(int(ra))
+                    elif resp.status_code < 500:
+                        raise err
+                    last = err
+                else:
+                    payloads = iter_payloads(resp)
+                    empty = False
+                    try:
+                        first = await payloads.__anext__()
+                    except StopAsyncIteration:
+                        first, empty = None, True
+                    router.mark_up(replica)
+                    replica.served += 1
+                    handed_over = True
+                    return UpstreamStream(replica, resp, first, payloads, attempt + 1, empty)
+        except TimeoutError:
+            last = UpstreamTimeoutError(f"upstream {replica.url} sent no first byte within {cfg.first_byte_timeout_s:g} s")
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            router.mark_down(replica)
+            last = OverloadedError(f"upstream {replica.url} of model {pool.name!r} is unreachable ({type(exc).__name__})")
+        except httpx.TimeoutException:
+            last = UpstreamTimeoutError(f"upstream {replica.url} timed out before the first byte")
+        except httpx.HTTPError as exc:
+            last = UpstreamError(f"upstream {replica.url} failed before the first byte ({type(exc).__name__})")
+        except UpstreamError as exc:
+            if not exc.retryable:
+                raise
+            last = exc
+        finally:
+            if not handed_over:
+                replica.outstanding -= 1
+                if resp is not None:
+                    await resp.aclose()
+        if attempt + 1 < cfg.max_attempts:
+            if on_retry is not None:
+                on_retry(replica, last)
+            await anyio.sleep(wait)
+    raise last
