@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,7 +88,7 @@ class FakeUpstream:
         self.scripts: dict[str, list[Step]] = {}
         self.default = default or (lambda body: Sse(text_chunks("Hello| world")))
         self.seen: list[Seen] = []
-        self.closed = asyncio.Event()
+        self.closed = threading.Event()  # set when a streamed upstream body is closed (any thread)
         self.transport = httpx.MockTransport(self.handle)
 
     def script(self, url: str, *steps: Step) -> None:
