@@ -1,0 +1,134 @@
+"""``coach mcp``: serve the blackboard tools over stdio (default) or streamable HTTP (``--http``).
+
+stdio (one server per Claude Code process; the scope is fixed at start)::
+
+    coach mcp --data-dir .coachboard --user u1 --session s1 --turn 3 --agent persona
+    # or COACH_USER / COACH_SESSION / COACH_TURN / COACH_AGENT / COACH_DATA_DIR in the environment
+
+HTTP (one shared server; each request's x-coach-* headers fix its scope)::
+
+    coach mcp --http --port 8765 --data-dir .coachboard
+
+Registered in ``launcher/cli.py`` as ``app.command("mcp")(mcp_cmd)``. Also runnable as
+``python -m mcp_server`` with the same options.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from mcp_server.config import McpConfig
+from mcp_server.errors import McpConfigError, McpServerError
+
+__all__ = ["DEFAULT_DATA_DIR", "load_config", "mcp_cmd", "resolve_data_dir"]
+
+#: Data directory when neither --data-dir, COACH_DATA_DIR nor [data] dir is given.
+DEFAULT_DATA_DIR = ".coachboard"
+
+
+def load_config(path: Path | None) -> tuple[McpConfig, str | None]:
+    """Read ``[mcp]`` and ``[data] dir`` from a ``coach.toml``; defaults when ``path`` is None.
+
+    Raises:
+        McpConfigError: unreadable file, invalid TOML or invalid ``[mcp]`` values (named).
+    """
+    if path is None:
+        return McpConfig(), None
+    try:
+        doc: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise McpConfigError(f"cannot read config {path}: {type(exc).__name__}: {exc}") from exc
+    try:
+        cfg = McpConfig.model_validate(doc.get("mcp", {}))
+    except ValueError as exc:
+        raise McpConfigError(f"invalid [mcp] section in {path}: {exc}") from exc
+    data = doc.get("data", {})
+    return cfg, (str(data["dir"]) if isinstance(data, dict) and data.get("dir") else None)
+
+
+def resolve_data_dir(cli_value: str | None, config_value: str | None) -> Path:
+    """--data-dir wins, then COACH_DATA_DIR, then ``[data] dir``, then :data:`DEFAULT_DATA_DIR`."""
+    return Path(cli_value or os.environ.get("COACH_DATA_DIR") or config_value or DEFAULT_DATA_DIR)
+
+
+def mcp_cmd(
+    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
+    host: Annotated[str | None, typer.Option(help="HTTP bind address (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="HTTP port (default 8765).")] = None,
+    path: Annotated[str | None, typer.Option(help="HTTP endpoint path (default /mcp).")] = None,
+    data_dir: Annotated[str | None, typer.Option(help="Blackboard data directory (env COACH_DATA_DIR).")] = None,
+    config: Annotated[Path | None, typer.Option(help="coach.toml to read [mcp] and [data] from.")] = None,
+    user: Annotated[str | None, typer.Option(help="stdio scope: user id (env COACH_USER).")] = None,
+    session: Annotated[str | None, typer.Option(help="stdio scope: session id (env COACH_SESSION).")] = None,
+    turn: Annotated[str | None, typer.Option(help="stdio scope: turn id (env COACH_TURN).")] = None,
+    agent: Annotated[str | None, typer.Option(help="stdio scope: agent name (env COACH_AGENT).")] = None,
+    log_level: Annotated[str, typer.Option(help="Log level (stderr). INFO logs no user text.")] = "WARNING",
+) -> None:
+    """Serve the coachboard blackboard as MCP tools (stdio, or streamable HTTP with --http)."""
+    logging.basicConfig(level=log_level.upper(), stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    try:
+        run(http=http, host=host, port=port, path=path, data_dir=data_dir, config=config,
+            user=user, session=session, turn=turn, agent=agent)
+    except McpServerError as exc:
+        typer.echo(f"coach mcp: {exc.message}", err=True)
+        raise typer.Exit(code=2) from None
+
+
+def run(
+    *,
+    http: bool,
+    host: str | None = None,
+    port: int | None = None,
+    path: str | None = None,
+    data_dir: str | None = None,
+    config: Path | None = None,
+    user: str | None = None,
+    session: str | None = None,
+    turn: str | None = None,
+    agent: str | None = None,
+) -> None:
+    """Build the blackboard and the server, then serve (blocking). Raises McpServerError subclasses."""
+    from blackboard import Blackboard
+    from mcp_server._scope import FixedScope, HeaderScope, ScopeSource, scope_from_env
+    from mcp_server._server import build_server, serve_http, serve_stdio
+
+    cfg, cfg_data_dir = load_config(config)
+    overrides = {k: v for k, v in (("host", host), ("port", port), ("path", path)) if v is not None}
+    if overrides:
+        try:
+            cfg = McpConfig.model_validate({**cfg.model_dump(), **overrides})
+        except ValueError as exc:
+            raise McpConfigError(f"invalid option: {exc}") from exc
+    scopes: ScopeSource
+    if http:
+        if any((user, session, turn, agent)):
+            raise McpConfigError(
+                "--user/--session/--turn/--agent are for stdio; over HTTP the scope comes from the "
+                "x-coach-* headers of each request"
+            )
+        scopes = HeaderScope()
+    else:
+        scopes = FixedScope(scope_from_env(user=user, session=session, turn=turn, agent=agent))
+    directory = resolve_data_dir(data_dir, cfg_data_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    board = Blackboard(directory)
+    server = build_server(board, scopes, cfg)
+    try:
+        if http:
+            logging.getLogger("mcp_server").warning(
+                "serving streamable HTTP at http://%s:%d%s (data %s)", cfg.host, cfg.port, cfg.path, directory
+            )
+            serve_http(server, cfg)
+        else:
+            serve_stdio(server)
+    finally:
+        close = getattr(board, "close", None)
+        if callable(close):
+            close()
