@@ -47,6 +47,7 @@ class SessionContext:
     relevant: dict[str, dict[str, Any]] = field(default_factory=dict)
     previous_entries: dict[str, Entry] = field(default_factory=dict)
     recent_tiers: list[int] = field(default_factory=list)
+    safety_state: dict[str, Any] | None = None
 
 
 def _load(store: Any, user: str, session: str, turn: str | None, history_turns: int) -> SessionContext:
@@ -67,6 +68,8 @@ def _load(store: Any, user: str, session: str, turn: str | None, history_turns: 
         msg = kinds.get("message")
         if msg is not None:
             ctx.recent_tiers.append(int(msg.value.get("crisis_tier", 0)))
+            state = msg.value.get("safety_state")
+            ctx.safety_state = dict(state) if isinstance(state, dict) else ctx.safety_state
     for t in order[-history_turns:]:
         kinds = by_turn[t]
         msg = kinds.get("message")

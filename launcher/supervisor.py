@@ -3,6 +3,7 @@
 ``Supervisor.run_turn(user, session, text)``:
 
 1. deterministic safety screen; tier 3 => the crisis response replaces everything, no agent runs;
+   tier 2 => the support response is the first reply (no Coach), the rest runs in "pause" mode;
 2. ``Blackboard.begin_turn`` (turn id, Shadow barrier opened); the user message is stored;
 3. one context pack per agent (profile + recent history + relevant entries, shared part first and
    byte-identical, agent part last), cut to the agent's ``context_budget_tokens``;
@@ -45,6 +46,7 @@ from launcher._agent_runner import AgentInvocation, AgentRunner, ToolCallRecord
 from launcher._agent_task import MIN_RETRY_S, run_agent
 from launcher._context_pack import AgentPackSpec, PackInputs, build_followups, build_packs
 from launcher._fallbacks import FALLBACK_COACH_REPLY, blocked_problems, degraded_note
+from launcher._screen import SafetyScreen, ScreenOutcome
 from launcher._spec_view import AgentView, view_of
 from launcher._turn_io import SessionContext, load_context, write_entry
 from launcher._turn_scope import TurnDirectory
@@ -64,17 +66,9 @@ SPECIALISTS: tuple[str, ...] = ("shadow", "persona", "plasticity", "stability")
 EARLY: tuple[str, ...] = ("coach",)
 
 
-@dataclass(frozen=True)
-class ScreenOutcome:
-    """The safety screen's verdict: ``tier`` 0-3; ``response``: the crisis response (tier 3) or the
-    resources note to append to the synthesis (tier 2), else None."""
-
-    tier: int
-    response: str | None = None
-
-
-ScreenFn = Callable[[str, Sequence[int]], ScreenOutcome]
-"""``(message, earlier crisis tiers of the session, oldest first) -> ScreenOutcome``."""
+ScreenFn = Callable[[str, Mapping[str, Any] | None], ScreenOutcome]
+"""``(message, the session's safety state after its previous message or None) -> ScreenOutcome``
+(:class:`launcher._screen.SafetyScreen` is the real one)."""
 
 
 @dataclass(frozen=True)
@@ -112,7 +106,7 @@ class Supervisor:
         board: the blackboard facade (its ``store`` is used for the supervisor's own entries).
         runner: the agent runner (``ClaudeAgentRunner`` or a test double at that boundary).
         agents: returns the current agent specs by name (re-read every turn: hot reload).
-        screen: the deterministic safety screen (see :data:`ScreenFn`).
+        screen: the deterministic safety screen (see :data:`ScreenFn`); default ``SafetyScreen()``.
         directory: the turn directory shared with the in-process MCP server (warm processes).
         settings: :class:`SupervisorSettings`.
     """
@@ -123,14 +117,14 @@ class Supervisor:
         runner: AgentRunner,
         agents: Callable[[], Mapping[str, Any]],
         *,
-        screen: ScreenFn,
+        screen: ScreenFn | None = None,
         directory: TurnDirectory | None = None,
         settings: SupervisorSettings | None = None,
     ) -> None:
         self.board = board
         self.runner = runner
         self._agents = agents
-        self._screen = screen
+        self._screen: ScreenFn = screen or SafetyScreen()
         self.directory = directory or TurnDirectory()
         self.settings = settings or SupervisorSettings()
 
@@ -154,11 +148,15 @@ class Supervisor:
         store = self.board.store
         views = {name: view_of(spec) for name, spec in self._agents().items()}
         ctx = await load_context(store, user, session, None, self.settings.history_turns)
-        verdict = self._screen(text, ctx.recent_tiers)
+        verdict = self._screen(text, ctx.safety_state)
         turn: str = await anyio.to_thread.run_sync(
             partial(self.board.begin_turn, user, session, crisis_tier=verdict.tier)
         )
-        await write_entry(store, user, session, turn, "message", {"text": text, "crisis_tier": verdict.tier})
+        await write_entry(
+            store, user, session, turn, "message",
+            {"text": text, "crisis_tier": verdict.tier, "safety_reasons": list(verdict.reasons),
+             "safety_state": verdict.state},
+        )
         statuses = {n: AgentStatus(n) for n in AGENT_ORDER if n in views}
 
         delivered: dict[str, Any] = {}
@@ -181,7 +179,13 @@ class Supervisor:
             await self._finish(user, session, turn, result, [], None, started_at)
             return result
 
-        launch = [n for n in (*EARLY, *SPECIALISTS) if n in views]
+        if verdict.tier == 2:
+            # Coaching pauses: the deterministic support response is the first reply; the specialists
+            # and Pineal still run, in the brief's "pause" mode.
+            deliver(verdict.response or "", fallback=False)
+            if "coach" in statuses:
+                statuses["coach"].status = "skipped"
+        launch = [n for n in (*EARLY, *SPECIALISTS) if n in views and not (n == "coach" and verdict.tier == 2)]
         self.directory.open(user, session, turn, launch)
         try:
             return await self._agents_turn(
@@ -286,13 +290,13 @@ class Supervisor:
         if final_problems and source != "fallback":
             log.warning("synthesis named a blocked move after validation; using the fallback")
             synthesis, source = fallback_synthesis(brief), "fallback"
-        missing = [n for n in AGENT_ORDER if n in statuses and statuses[n].status not in ("ok",)]
+        missing = [n for n in AGENT_ORDER if n in statuses and statuses[n].status != "ok"]
+        if verdict.tier == 2 and "coach" in missing:
+            missing.remove("coach")  # not launched on purpose
         if source == "fallback" and "pineal" not in missing and "pineal" in statuses:
             missing.append("pineal")
         degraded = bool(missing) or source == "fallback" or bool(delivered.get("fallback"))
         text_out = synthesis.text
-        if verdict.tier == 2 and verdict.response:
-            text_out = f"{text_out}\n\n{verdict.response}"
         text_out += degraded_note(missing, source == "fallback")
         result = TurnResult(
             turn_id=turn, coach_reply=delivered["reply"], synthesis=text_out, synthesis_source=source,

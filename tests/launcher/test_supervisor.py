@@ -175,3 +175,17 @@ async def test_json_document_shape(board: Blackboard) -> None:
     assert {"turn_id", "coach_reply", "synthesis", "degraded", "crisis_tier", "agents"} <= set(doc)
     for a in doc["agents"].values():
         assert {"status", "started_s", "first_token_s", "finished_s", "input_tokens", "output_tokens", "error"} <= set(a)
+
+
+async def test_real_screen_crisis_then_post_crisis_window_pauses(board: Blackboard) -> None:
+    runner = FakeRunner(board)
+    s = specs()
+    sup = Supervisor(board, runner, lambda: s)  # the real deterministic SafetyScreen
+    res = await sup.run_turn("u1", "s1", "i w4nt to k1ll my self tonight")
+    assert res.crisis_tier == 3 and runner.calls == []
+    assert "988" in res.coach_reply and res.synthesis == ""
+    # The safety state is kept on the blackboard: the next turn is inside the post-crisis window.
+    res2 = await sup.run_turn("u1", "s1", "ok. what about my running plan?")
+    assert res2.crisis_tier >= 2
+    assert not any(c.agent == "coach" for c in runner.calls)  # coaching paused: no Coach reply
+    assert res2.agents["coach"].status == "skipped" and "coach" not in res2.missing

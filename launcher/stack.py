@@ -1,0 +1,137 @@
+"""Run the proxy and the MCP HTTP server in-process for the duration of a command.
+
+``running_stack(...)`` is an async context manager: it binds each server to a free loopback port
+(the socket is bound before uvicorn starts, so there is no port race), serves both as anyio tasks in
+the current event loop, yields their URLs, and shuts both down on exit (including Ctrl-C: uvicorn's own
+signal handlers are not installed, so the interrupt reaches the command). A server whose URL is given
+(``proxy_url`` / ``mcp_url``: an already-running ``coach serve``) is not started.
+
+The MCP server uses :class:`launcher._turn_scope.DirectoryScope`, so warm agent processes get their
+turn from the supervisor's :class:`~launcher._turn_scope.TurnDirectory` (see that module).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import uvicorn
+
+from blackboard import Blackboard
+from launcher._turn_scope import DirectoryScope, TurnDirectory
+from launcher.errors import StackError
+from launcher.policies import policies_from_agents
+
+__all__ = ["StackUrls", "running_stack"]
+
+_START_TIMEOUT_S = 15.0
+
+
+@dataclass(frozen=True)
+class StackUrls:
+    """``proxy_url``: the ``ANTHROPIC_BASE_URL`` for agents; ``mcp_url``: the streamable-HTTP MCP URL;
+    ``in_process_mcp``: True when the MCP server runs here (turns resolved through the directory)."""
+
+    proxy_url: str
+    mcp_url: str
+    in_process_mcp: bool
+
+
+class _EmbeddedServer(uvicorn.Server):
+    """A uvicorn server that leaves signal handling to the host command."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _bind(host: str) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, 0))
+    except OSError as exc:
+        sock.close()
+        raise StackError(f"cannot bind a port on {host}: {exc}; pass --proxy-url/--mcp-url instead") from exc
+    sock.listen(2048)
+    return sock
+
+
+async def _start(tg: Any, app: Any, host: str, name: str) -> tuple[_EmbeddedServer, int]:
+    sock = _bind(host)
+    port = int(sock.getsockname()[1])
+    server = _EmbeddedServer(uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2))
+
+    async def serve() -> None:
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            sock.close()
+
+    tg.start_soon(serve)
+    deadline = time.monotonic() + _START_TIMEOUT_S
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise StackError(f"the in-process {name} did not start within {_START_TIMEOUT_S:.0f}s")
+        await anyio.sleep(0.01)
+    return server, port
+
+
+@contextlib.asynccontextmanager
+async def running_stack(
+    *,
+    board: Blackboard,
+    directory: TurnDirectory,
+    proxy_config: Any = None,
+    mcp_config: Any = None,
+    agents: Mapping[str, Any] | None = None,
+    proxy_url: str | None = None,
+    mcp_url: str | None = None,
+    host: str = "127.0.0.1",
+) -> AsyncIterator[StackUrls]:
+    """Start what is not given, yield the URLs, stop on exit.
+
+    Args:
+        board: the blackboard the MCP server writes to (same data dir as the supervisor).
+        directory: the supervisor's turn directory (shared with the MCP server's scope source).
+        proxy_config: a ``proxy.ProxyConfig`` (upstream pools); its per-agent policies are completed
+            from ``agents`` (policies written in the config win).
+        mcp_config: a ``mcp_server.McpConfig`` (its host/port are ignored: a free loopback port is used).
+        agents: the agent specs, for :func:`launcher.policies.policies_from_agents`.
+        proxy_url / mcp_url: use these running servers instead of starting one.
+
+    Raises:
+        StackError: a server could not be started.
+    """
+    servers: list[_EmbeddedServer] = []
+    async with anyio.create_task_group() as tg:
+        try:
+            if proxy_url is None:
+                from proxy import ProxyConfig, create_app
+
+                cfg = proxy_config if proxy_config is not None else ProxyConfig()
+                if agents:
+                    merged = {**policies_from_agents(agents), **cfg.agents}
+                    cfg = cfg.model_copy(update={"agents": merged})
+                server, port = await _start(tg, create_app(cfg), host, "proxy")
+                servers.append(server)
+                proxy_url = f"http://{host}:{port}"
+            in_process = mcp_url is None
+            if mcp_url is None:
+                from mcp_server import McpConfig, build_server
+
+                mcfg = mcp_config if mcp_config is not None else McpConfig()
+                mcp = build_server(board, DirectoryScope(directory), mcfg)
+                app = mcp.streamable_http_app(streamable_http_path=mcfg.path, stateless_http=True, host=host)
+                server, port = await _start(tg, app, host, "MCP server")
+                servers.append(server)
+                mcp_url = f"http://{host}:{port}{mcfg.path}"
+            yield StackUrls(proxy_url=proxy_url, mcp_url=mcp_url, in_process_mcp=in_process)
+        finally:
+            for s in servers:
+                s.should_exit = True

@@ -1,0 +1,145 @@
+"""End-to-end harness: the real ``claude`` processes (claude-agent-sdk), the real proxy and the real
+streamable-HTTP MCP server (in-process, uvicorn), SQLite, against the scripted upstream.
+
+Scripts write through the real MCP tools: step 0 of each agent's turn is its ``write_<agent>`` tool
+call; the proxy (force_tool + stop_after_tool from the agent specs) ends the turn after a successful
+write. Pineal's script reads the arbitrated brief from its prompt and cites every source.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from blackboard import Blackboard
+from launcher._agent_runner import ClaudeAgentRunner, RunnerConfig
+from launcher._turn_scope import TurnDirectory
+from launcher.stack import running_stack
+from launcher.supervisor import Supervisor
+from proxy import ModelPool, ProxyConfig
+from tests.launcher.fakes import OUTPUT_TOOLS, FakeSpec
+from tests.launcher.payloads import payload_for, synthesis_citing
+from testsupport.script import Delay, Step, Text, ToolCall
+from testsupport.upstream import ScriptedUpstream
+
+BRIEF_MARKER = "The arbitrated brief for this turn (cite its sources with their versions):\n"
+
+AGENT_PROMPTS = {
+    "shadow": "You are Shadow. Write your patterns with write_shadow exactly once.",
+    "persona": "You are Persona. Write OCEAN traits with write_persona exactly once.",
+    "plasticity": "You are Plasticity. Write a strategy with write_plasticity exactly once.",
+    "stability": "You are Stability. Write the risk frame with write_stability exactly once.",
+    "coach": "You are the Coach. Write your reply with write_coach exactly once.",
+    "pineal": "You are Pineal. Write the synthesis with write_synthesis exactly once.",
+}
+
+
+def e2e_specs(**overrides: dict[str, Any]) -> dict[str, FakeSpec]:
+    """Agent specs for e2e runs (short prompts; deadlines in real seconds)."""
+    out = {}
+    for name in OUTPUT_TOOLS:
+        kw: dict[str, Any] = {"prompt": AGENT_PROMPTS[name], "deadline_s": 30.0, "context_budget_tokens": 6000}
+        kw.update(overrides.get(name, {}))
+        out[name] = FakeSpec(name=name, **kw)
+    return out
+
+
+def all_text(request: Any) -> str:
+    parts: list[str] = []
+    for m in request.messages:
+        c = m.get("content")
+        if isinstance(c, str):
+            parts.append(c)
+        elif isinstance(c, list):
+            parts.extend(str(b.get("text", "")) for b in c if isinstance(b, dict))
+    return "\n".join(parts)
+
+
+def brief_from_request(request: Any) -> dict[str, Any]:
+    """The brief JSON the supervisor put in Pineal's latest prompt."""
+    text = all_text(request)
+    i = text.rfind(BRIEF_MARKER)
+    assert i >= 0, "Pineal's prompt must carry the brief"
+    line = text[i + len(BRIEF_MARKER):].split("\n", 1)[0]
+    return dict(json.loads(line))
+
+
+def write_step(agent: str, payload: dict[str, Any] | None = None) -> ToolCall:
+    return ToolCall(OUTPUT_TOOLS[agent], payload if payload is not None else payload_for(agent))
+
+
+def agent_script(agent: str, first: Callable[[Any], Step] | None = None) -> Callable[[Any], Step]:
+    """Step 0: ``first(request)`` (default: the agent's write); later steps: a short text."""
+
+    def script(request: Any) -> Step:
+        if request.step_index == 0:
+            if first is not None:
+                return first(request)
+            if agent == "pineal":
+                return ToolCall("write_synthesis", synthesis_citing(brief_from_request(request)))
+            return write_step(agent)
+        return Text("done")
+
+    return script
+
+
+def delayed(agent: str, rng: random.Random, max_s: float) -> Callable[[Any], Step]:
+    """The agent's normal write after a random delay in [0, max_s] model seconds."""
+
+    def first(request: Any) -> Step:
+        inner = agent_script(agent)(request)
+        return Delay(rng.uniform(0, max_s), then=inner)
+
+    return agent_script(agent, first)
+
+
+@dataclass
+class Harness:
+    upstream: ScriptedUpstream
+    board: Blackboard
+    supervisor: Supervisor
+    runner: ClaudeAgentRunner
+    specs: dict[str, FakeSpec]
+    data_dir: Path
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@contextlib.asynccontextmanager
+async def harness(
+    tmp_path: Path,
+    scripts: dict[str, Any] | None = None,
+    *,
+    specs: dict[str, FakeSpec] | None = None,
+    max_warm: int = 6,
+    time_scale: float = 0.02,
+    latency: str = "instant",
+) -> AsyncIterator[Harness]:
+    """Everything started; stopped on exit (processes, servers, store)."""
+    specs = specs or e2e_specs()
+    scripts = scripts if scripts is not None else {a: agent_script(a) for a in OUTPUT_TOOLS}
+    data_dir = tmp_path / "data"
+    home = tmp_path / "claude-home"
+    (home / ".claude").mkdir(parents=True, exist_ok=True)
+    board = Blackboard(data_dir)
+    directory = TurnDirectory()
+    upstream = ScriptedUpstream(scripts, latency=latency, time_scale=time_scale)
+    upstream.start()
+    try:
+        pool = ModelPool(name="qwen3", aliases=["fast", "deep", "*"], kind="anthropic", replicas=[upstream.base_url])
+        proxy_cfg = ProxyConfig(models=[pool], default_model="qwen3", max_attempts=1)
+        async with running_stack(board=board, directory=directory, proxy_config=proxy_cfg, agents=specs) as urls:
+            cfg = RunnerConfig(
+                proxy_url=urls.proxy_url, mcp_url=urls.mcp_url, max_warm=max_warm, cwd=str(tmp_path),
+                extra_env={"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")},
+            )
+            async with ClaudeAgentRunner(cfg) as runner:
+                sup = Supervisor(board, runner, lambda: specs, directory=directory)
+                yield Harness(upstream, board, sup, runner, specs, data_dir)
+    finally:
+        upstream.stop()
+        board.close()
