@@ -6,7 +6,8 @@ the kernel releases it when the holder dies, so a writer killed while holding it
 lock), ``state.json`` (required agents, written atomically by ``open_turn``) and one
 ``written.{agent}`` marker per agent, created atomically (write + rename) by ``mark_written``.
 Callers mark an agent only after its blackboard write committed (``Blackboard.write_output`` does),
-so a waiter that sees the marker can read the entry.
+so a waiter that sees the marker can read the entry. Files are not fsynced: the barrier coordinates
+live processes; the durable record of what was written is the store.
 """
 
 from __future__ import annotations
@@ -104,8 +105,6 @@ class Sequencer:
         try:
             with os.fdopen(fd, "w") as f:
                 f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):

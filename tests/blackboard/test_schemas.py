@@ -1,0 +1,291 @@
+"""Agent output schemas: COACHING.md rules enforced in code, bounds, computed fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from blackboard import (
+    AGENT_NAMES,
+    AGENT_OUTPUT_SCHEMAS,
+    FollowThroughFeatures,
+    PersonaOutput,
+    SchemaValidationError,
+    ShadowOutput,
+    StabilityOutput,
+    SynthesisOutput,
+    Thresholds,
+    band_for,
+    follow_through_baseline,
+    stability_gate,
+    validate_output,
+)
+
+from .payloads import payload
+
+
+def problems(agent: str, data: Any, thresholds: Thresholds | None = None) -> list[str]:
+    with pytest.raises(SchemaValidationError) as info:
+        validate_output(agent, data, thresholds)
+    assert info.value.code == "schema_validation" and info.value.problems
+    return info.value.problems
+
+
+def test_every_agent_has_a_schema_and_the_examples_validate() -> None:
+    assert tuple(AGENT_OUTPUT_SCHEMAS) == AGENT_NAMES
+    assert AGENT_OUTPUT_SCHEMAS["pineal"] is SynthesisOutput
+    for agent in AGENT_NAMES:
+        model = validate_output(agent, payload(agent))
+        # stored form re-validates to the same thing (computed fields are idempotent)
+        dumped = model.model_dump(mode="json")
+        assert validate_output(agent, dumped).model_dump(mode="json") == dumped
+
+
+def test_unknown_agent_and_non_object_payloads() -> None:
+    assert "unknown agent" in problems("sombra", {})[0]
+    assert "expected a JSON object" in problems("coach", ["reply"])[0]
+
+
+# --- Persona --------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("score", "band"), [(0, "low"), (35, "low"), (35.1, "mid"), (64.9, "mid"), (65, "high"), (100, "high")]
+)
+def test_ocean_band_is_computed_from_pomp(score: float, band: str) -> None:
+    p = payload("persona")
+    p["traits"]["openness"] = {
+        "score": score,
+        "band": "high" if band == "low" else "low",
+        "confidence": 0.5,
+        "evidence_count": 1,
+    }
+    out = validate_output("persona", p)
+    assert isinstance(out, PersonaOutput)
+    assert out.traits.openness.band == band == band_for(score)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("score", 101), ("score", -1), ("confidence", 1.2), ("confidence", -0.1), ("evidence_count", -1)],
+)
+def test_trait_ranges(field: str, value: float) -> None:
+    p = payload("persona")
+    p["traits"]["neuroticism"][field] = value
+    assert any(pr.startswith(f"traits.neuroticism.{field}") for pr in problems("persona", p))
+
+
+def test_follow_through_percent_is_consistent_with_counts() -> None:
+    p = payload("persona")
+    p["follow_through"] = {"due": 4, "completed": 3}
+    out = validate_output("persona", p)
+    assert out.follow_through.percent == 75.0 and out.follow_through.status == "ok"  # type: ignore[attr-defined]
+    p["follow_through"] = {"due": 4, "completed": 3, "percent": 75.3}
+    assert validate_output("persona", p).follow_through.percent == 75.0  # type: ignore[attr-defined]
+    p["follow_through"] = {"due": 4, "completed": 3, "percent": 60}
+    assert "inconsistent" in problems("persona", p)[0]
+    p["follow_through"] = {"due": 4, "completed": 5}
+    assert "cannot exceed due" in problems("persona", p)[0]
+
+
+def test_follow_through_not_enough_data_below_three_due() -> None:
+    p = payload("persona")
+    p["follow_through"] = {"due": 2, "completed": 2}
+    out = validate_output("persona", p)
+    assert out.follow_through.percent is None and out.follow_through.status == "not_enough_data"  # type: ignore[attr-defined]
+    p["follow_through"] = {"due": 2, "completed": 2, "percent": 100}
+    assert "not enough data" in problems("persona", p)[0]
+
+
+# --- Shadow -------------------------------------------------------------------------------------------
+def test_shadow_class_needs_three_due_over_two_sessions() -> None:
+    p = payload("shadow")
+    p["commitments"] = {"due": 2, "completed": 0, "sessions": 3}
+    assert "insufficient_data" in problems("shadow", p)[0]
+    p["commitments"] = {"due": 5, "completed": 0, "sessions": 1}
+    assert "insufficient_data" in problems("shadow", p)[0]
+    p["pattern_class"] = "insufficient_data"
+    assert validate_output("shadow", p)
+
+
+def test_shadow_class_must_match_follow_through_definitions() -> None:
+    p = payload("shadow")
+    p["pattern_class"] = "consistent_executor"
+    assert "consistent_executor needs" in problems("shadow", p)[0]
+    p["commitments"] = {"due": 10, "completed": 8, "sessions": 2}
+    assert validate_output("shadow", p)
+    p["pattern_class"] = "inclined_abstainer"
+    assert "inclined_abstainer needs" in problems("shadow", p)[0]
+
+
+def test_every_stated_vs_revealed_claim_cites_two_distinct_evidence_items() -> None:
+    p = payload("shadow")
+    p["patterns"][0]["evidence"] = [
+        {"session": "s1", "turn": "t1"},
+        {"session": "s1", "turn": "t1", "note": "again"},
+    ]
+    assert "distinct evidence" in problems("shadow", p)[0]
+    p["patterns"][0]["evidence"] = [{"session": "s1", "turn": "t1"}]
+    assert "distinct evidence" in problems("shadow", p)[0]
+    p["patterns"][0]["evidence"] = [{"session": "s1", "turn": "t1"}, {"session": "s2", "turn": "t1"}]
+    assert validate_output("shadow", p)
+    assert "needs >= 3" in problems("shadow", p, Thresholds(shadow_min_evidence=3))[0]
+
+
+def test_follow_through_baseline_formula() -> None:
+    f = FollowThroughFeatures()
+    assert follow_through_baseline(0, 0, f) == 0.5  # prior only
+    assert follow_through_baseline(8, 8, f) == round(9 / 10, 4)
+    full = FollowThroughFeatures(
+        has_if_then_plan=True, change_talk_share=1.0, sustain_talk=True, goal_growth=True
+    )
+    # (1 + 1) / (2 + 2) + 0.10 + 0.05 * 0.5 - 0.10 - 0.05
+    assert follow_through_baseline(2, 1, full) == round(0.5 + 0.10 + 0.025 - 0.10 - 0.05, 4)
+    assert follow_through_baseline(100, 100, FollowThroughFeatures(has_if_then_plan=True)) == 0.95  # clip
+    assert follow_through_baseline(100, 0, FollowThroughFeatures(sustain_talk=True)) == 0.05  # clip
+    with pytest.raises(ValueError):
+        follow_through_baseline(1, 2, f)
+
+
+def test_model_adjustment_needs_a_reason_and_is_clamped() -> None:
+    p = payload("shadow")  # 1/5 completed, %CT 0.4 -> baseline (1+1)/(5+2) - 0.005
+    baseline = follow_through_baseline(5, 1, FollowThroughFeatures(change_talk_share=0.4))
+    out = validate_output("shadow", p)
+    assert isinstance(out, ShadowOutput)
+    assert out.follow_through.baseline == out.follow_through.probability == baseline
+    p["follow_through"]["probability"] = 0.9
+    assert "adjustment_reason" in problems("shadow", p)[0]
+    p["follow_through"]["adjustment_reason"] = "booked a trainer"
+    out = validate_output("shadow", p)
+    assert out.follow_through.probability == round(baseline + 0.15, 4) and out.follow_through.clamped  # type: ignore[attr-defined]
+    p["follow_through"]["probability"] = round(baseline - 0.1, 4)
+    out = validate_output("shadow", p)
+    assert out.follow_through.probability == round(baseline - 0.1, 4) and not out.follow_through.clamped  # type: ignore[attr-defined]
+    p["follow_through"]["probability"] = 1.5
+    assert problems("shadow", p)[0].startswith("follow_through.probability")
+
+
+# --- Stability ----------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("s", "o", "d", "r", "category", "blocked", "caution"),
+    [
+        (9, 1, 1, 1, "none", True, False),  # S >= 9
+        (8, 1, 1, 1, "none", False, False),
+        (7, 1, 1, 8, "none", True, False),  # S >= 7 & R >= 8
+        (7, 1, 7, 7, "none", False, True),  # caution: S >= 5 & R >= 6
+        (7, 1, 8, 1, "none", True, False),  # S >= 7 & D >= 8
+        (5, 8, 5, 1, "none", True, False),  # RPN 200
+        (5, 5, 4, 1, "none", False, True),  # RPN 100 -> caution
+        (4, 5, 4, 1, "none", False, False),  # RPN 80
+        (5, 1, 1, 6, "none", False, True),
+        (1, 1, 1, 1, "medication_or_diagnosis", True, False),
+        (1, 1, 1, 1, "coaching_presented_as_therapy", True, False),
+    ],
+)
+def test_stability_gate(s: int, o: int, d: int, r: int, category: str, blocked: bool, caution: bool) -> None:
+    g = stability_gate(s, o, d, r, category)
+    assert (g.blocked, g.caution, g.rpn) == (blocked, caution, s * o * d)
+    assert bool(g.block_reasons) == blocked
+
+
+def test_a_model_cannot_unblock_but_may_block() -> None:
+    p = payload("stability")
+    p["moves"][1].update(blocked=False, caution=False, rpn=1, block_reasons=[])
+    out = validate_output("stability", p)
+    assert isinstance(out, StabilityOutput)
+    fast = out.moves[1]
+    assert (
+        fast.blocked
+        and fast.rpn == 8 * 3 * 8
+        and fast.block_reasons == ["severity>=7&detection_difficulty>=8"]
+    )
+    p["moves"][0]["blocked"] = True  # harmless walk, but the model wants it blocked: safer, kept
+    assert validate_output("stability", p).moves[0].block_reasons == ["model_flagged"]  # type: ignore[attr-defined]
+
+
+def test_gate_thresholds_come_from_config() -> None:
+    p = payload("stability")
+    out = validate_output("stability", p, Thresholds(block_severity_with_detection=(9, 9)))
+    assert not out.moves[1].blocked  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("field", ["severity", "occurrence", "detection_difficulty", "reversibility"])
+@pytest.mark.parametrize("value", [0, 11])
+def test_ratings_are_one_to_ten(field: str, value: int) -> None:
+    p = payload("stability")
+    p["moves"][0][field] = value
+    assert problems("stability", p)[0].startswith(f"moves.0.{field}")
+
+
+def test_move_ids_are_unique_and_categories_known() -> None:
+    p = payload("stability")
+    p["moves"][1]["id"] = "walk"
+    assert "repeated: walk" in problems("stability", p)[0]
+    p = payload("stability")
+    p["moves"][0]["category"] = "astrology"
+    assert problems("stability", p)[0].startswith("moves.0.category")
+
+
+# --- Plasticity, Coach, Pineal --------------------------------------------------------------------------
+def test_tailoring_needs_confidence_and_evidence() -> None:
+    p = payload("plasticity")
+    p["tailoring"][0]["confidence"] = 0.49
+    assert "below the bar" in problems("plasticity", p)[0]
+    p["tailoring"][0].update(confidence=0.9, evidence_count=4)
+    assert "below the bar" in problems("plasticity", p)[0]
+    assert validate_output("plasticity", p, Thresholds(tailoring_min_evidence=4))
+
+
+def test_citations_need_a_valid_key_or_agent_and_version() -> None:
+    assert "key or an agent" in problems("pineal", {"text": "x", "citations": [{"version": 1}]})[0]
+    assert problems("pineal", {"text": "x", "citations": [{"key": "../etc", "version": 1}]})
+    assert problems("pineal", {"text": "x", "citations": [{"agent": "shadow", "version": 0}]})
+    assert problems("pineal", {"text": "x", "citations": [{"agent": "sombra", "version": 1}]})
+
+
+# --- bounds and unknown fields -----------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("agent", "mutate"),
+    [
+        ("coach", lambda p: p.update(reply="x" * 4001)),
+        ("coach", lambda p: p.update(reply="")),
+        ("pineal", lambda p: p.update(text="x" * 8001)),
+        ("pineal", lambda p: p.update(citations=[{"agent": "shadow", "version": 1}] * 31)),
+        ("shadow", lambda p: p.update(summary="x" * 1201)),
+        ("shadow", lambda p: p["patterns"][0].update(stated="x" * 301)),
+        ("shadow", lambda p: p.update(patterns=p["patterns"] * 11)),
+        ("persona", lambda p: p.update(growth_areas=["a"] * 11)),
+        ("persona", lambda p: p.update(goals=[{"description": "g"}] * 21)),
+        ("plasticity", lambda p: p.update(do=["a"] * 11)),
+        ("stability", lambda p: p.update(moves=[dict(p["moves"][0], id=f"m{i}") for i in range(21)])),
+        ("stability", lambda p: p["moves"][0].update(keywords=["k" * 81])),
+        ("stability", lambda p: p["moves"][0].update(id="bad id")),
+        ("coach", lambda p: p.update(extra="field")),
+        ("persona", lambda p: p["traits"].pop("openness")),
+    ],
+)
+def test_oversize_missing_or_unknown_input_is_a_validation_error(agent: str, mutate: Any) -> None:
+    p = payload(agent)
+    mutate(p)
+    assert problems(agent, p)
+
+
+def test_problems_name_the_field_and_do_not_echo_input() -> None:
+    p = payload("coach")
+    p["reply"] = "secret user text " * 300
+    (only,) = problems("coach", p)
+    assert only.startswith("reply:") and "secret" not in only
+
+
+def test_thresholds_defaults_and_validation() -> None:
+    t = Thresholds()
+    assert (t.band_low, t.band_high, t.block_rpn, t.caution_rpn, t.ft_max_model_adjustment) == (
+        35,
+        65,
+        200,
+        100,
+        0.15,
+    )
+    with pytest.raises(ValueError):
+        Thresholds(band_low=70, band_high=60)
+    with pytest.raises(ValueError):
+        Thresholds(unknown=1)  # type: ignore[call-arg]
