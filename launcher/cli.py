@@ -15,3 +15,14 @@ app = typer.Typer(
 @app.callback()
 def main() -> None:
     """coachboard: a six-agent coaching pipeline on self-hosted models."""
+
+
+from proxy.cli import proxy_cmd  # noqa: E402  (typer only; the server is imported when the command runs)
+
+app.command("proxy")(proxy_cmd)
+
+from launcher.agents_cmd import agents_app  # noqa: E402
+from launcher.eval_safety import eval_app  # noqa: E402
+
+app.add_typer(agents_app, name="agents")
+app.add_typer(eval_app, name="eval")

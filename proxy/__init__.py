@@ -5,25 +5,42 @@ Public API::
 
     from proxy import create_app, ProxyConfig, ModelPool, AgentPolicy, load_config
     app = create_app(load_config("coach.toml"))      # a Starlette ASGI app; serve with uvicorn
+
+Names are imported lazily (``coach --help`` must not pay for starlette/httpx/pydantic).
 """
 
-from ._app import create_app
-from .config import AgentPolicy, ModelPool, ProxyConfig, load_config
-from .errors import (
-    AuthenticationError,
-    BudgetExceededError,
-    ConfigError,
-    InvalidRequestError,
-    NotFoundError,
-    OverloadedError,
-    PermissionDeniedError,
-    ProxyError,
-    RateLimitedError,
-    RequestTooLargeError,
-    UpstreamError,
-    UpstreamTimeoutError,
-)
-from .wellformed import accumulate, assert_well_formed, check_events, encode_sse, parse_sse
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._app import create_app
+    from .config import AgentPolicy, ModelPool, ProxyConfig, load_config
+    from .errors import (
+        AuthenticationError,
+        BudgetExceededError,
+        ConfigError,
+        InvalidRequestError,
+        NotFoundError,
+        OverloadedError,
+        PermissionDeniedError,
+        ProxyError,
+        RateLimitedError,
+        RequestTooLargeError,
+        UpstreamError,
+        UpstreamTimeoutError,
+    )
+    from .wellformed import accumulate, assert_well_formed, check_events, encode_sse, parse_sse
+
+_WHERE = {
+    "create_app": "._app",
+    **dict.fromkeys(("AgentPolicy", "ModelPool", "ProxyConfig", "load_config"), ".config"),
+    **dict.fromkeys(("AuthenticationError", "BudgetExceededError", "ConfigError", "InvalidRequestError",
+                     "NotFoundError", "OverloadedError", "PermissionDeniedError", "ProxyError", "RateLimitedError",
+                     "RequestTooLargeError", "UpstreamError", "UpstreamTimeoutError"), ".errors"),
+    **dict.fromkeys(("accumulate", "assert_well_formed", "check_events", "encode_sse", "parse_sse"), ".wellformed"),
+}
 
 __all__ = [
     "AgentPolicy",
@@ -49,3 +66,12 @@ __all__ = [
     "load_config",
     "parse_sse",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    mod = _WHERE.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'proxy' has no attribute {name!r}")
+    value = getattr(importlib.import_module(mod, __name__), name)
+    globals()[name] = value
+    return value

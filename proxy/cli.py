@@ -1,0 +1,55 @@
+"""``coach proxy``: run the proxy with uvicorn (registered in ``launcher/cli.py``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+
+def proxy_cmd(
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="TOML file (its proxy table, or the top level).")] = None,
+    upstream: Annotated[str | None, typer.Option(help="One OpenAI-compatible upstream URL serving every model name "
+                                                  "(default: $COACH_UPSTREAM_URL when the config has no models).")] = None,
+    kind: Annotated[str, typer.Option(help="Upstream kind for --upstream: openai or anthropic.")] = "openai",
+    upstream_model: Annotated[str | None, typer.Option(help="Model name sent to --upstream.")] = None,
+    host: Annotated[str | None, typer.Option(help="Bind address (default 127.0.0.1).")] = None,
+    port: Annotated[int | None, typer.Option(help="Port (default 8082).")] = None,
+    api_key: Annotated[str | None, typer.Option(help="Require this API key (x-api-key or Bearer).")] = None,
+    log_level: Annotated[str, typer.Option(help="uvicorn/proxy log level.")] = "info",
+) -> None:
+    """Serve the Anthropic Messages API in front of vLLM / OpenAI-compatible or Anthropic upstreams."""
+    import logging
+
+    import uvicorn
+
+    from . import ModelPool, ProxyConfig, create_app, load_config
+    from .errors import ConfigError
+
+    try:
+        cfg = load_config(config) if config is not None else ProxyConfig()
+        url = upstream or (os.environ.get("COACH_UPSTREAM_URL") if not cfg.models else None)
+        updates: dict[str, Any] = {}
+        if url:
+            if kind not in ("openai", "anthropic"):
+                raise ConfigError(f"--kind must be openai or anthropic, got {kind!r}")
+            pool = ModelPool(name="default", replicas=[url], kind=kind, upstream_model=upstream_model)  # type: ignore[arg-type]
+            updates.update(models=[pool], default_model="default")
+        for k, v in (("host", host), ("port", port), ("api_key", api_key)):
+            if v is not None:
+                updates[k] = v
+        if updates:
+            cfg = ProxyConfig.model_validate({**cfg.model_dump(), **updates})
+    except (ConfigError, ValueError) as exc:
+        typer.echo(f"coach proxy: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    if not cfg.models:
+        typer.echo("coach proxy: no upstream configured; pass --config FILE with [[proxy.models]], --upstream URL, "
+                   "or set COACH_UPSTREAM_URL", err=True)
+        raise typer.Exit(2)
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    typer.echo(f"coach proxy: serving on http://{cfg.host}:{cfg.port} -> "
+               + ", ".join(f"{p.name}={p.kind}:{'|'.join(p.replicas)}" for p in cfg.models))
+    uvicorn.run(create_app(cfg), host=cfg.host, port=cfg.port, log_level=log_level, access_log=False)
