@@ -25,7 +25,7 @@ from typing import Literal
 
 from ._safety_normalize import collapse_pattern
 
-__all__ = ["NEGATORS", "NEUTRAL_PHRASES", "PAST_MARKERS", "RULES", "Rule"]
+__all__ = ["NEGATORS", "NEUTRAL_PHRASES", "PAST_MARKERS", "QUESTION_AUX", "RULES", "Rule"]
 
 Negation = Literal["before", "inner", "none"]
 
@@ -48,6 +48,9 @@ class Rule:
         past: ``(rule id, tier)`` used instead when the clause is about the remote past
             ("years ago", "when I was 15").
         distress: whether a hit counts as distress for the lethal-means rule.
+        question: ``(rule id, tier)`` used instead when the match is an inverted question ("do I
+            want to hurt myself in the long run?"): the token before it is one of
+            :data:`QUESTION_AUX`. "should I kill myself" is not downgraded.
     """
 
     id: str
@@ -58,6 +61,7 @@ class Rule:
     fallback: tuple[str, int] | None = None
     past: tuple[str, int] | None = None
     distress: bool = True
+    question: tuple[str, int] | None = None
     regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -158,6 +162,9 @@ NEUTRAL_PHRASES: tuple[tuple[str, ...], ...] = tuple(
     )
 )  # fmt: skip
 
+#: Auxiliaries that, right before "I ...", make an inverted question (collapsed spelling).
+QUESTION_AUX: frozenset[str] = frozenset({"do", "did", "does", "would", "could", "can", "wil"})
+
 #: Markers that place a clause in the remote past (collapsed spelling).
 PAST_MARKERS: re.Pattern[str] = re.compile(
     r"\b(?:(?:years|months|a year|a month|a long time|long time|decades|[0-9]+ years) ago|last year|"
@@ -167,12 +174,14 @@ PAST_MARKERS: re.Pattern[str] = re.compile(
 
 _T3_PAST = ("t2.past_attempt_or_ideation", 2)
 _PAST2 = ("t2.past_attempt_or_ideation", 2)
+_QUESTION = ("t2.ambivalent_question", 2)
 
 RULES: tuple[Rule, ...] = (
     # ---- tier 3: intent, plan, means, timeline, in progress, emergencies (C-SSRS items 3-6)
-    Rule("t3.intent_self_harm", 3, r"{I} {G2}{INTENT} {G3}(?:{ACT_SELF}|{ACT_OTHER})", past=_T3_PAST),
+    Rule("t3.intent_self_harm", 3, r"{I} {G2}{INTENT} {G3}(?:{ACT_SELF}|{ACT_OTHER})", past=_T3_PAST,
+         question=_QUESTION),
     Rule("t3.intent_self_harm", 3, r"(?:going to|want to|about to|ready to|wil|should) {G2}{ACT_SELF}",
-         past=_T3_PAST),
+         past=_T3_PAST, question=_QUESTION),
     Rule("t3.suicidal_now", 3,
          r"(?:im|i am|am|i fel|feling|fel|getting|becoming|i get) {G1}(?:so |very |realy |kind of |"
          r"prety |extremely |incredibly |actively )?suicidal(?! (?:thoughts|ideation|felings|feling|urges|"
@@ -215,7 +224,7 @@ RULES: tuple[Rule, ...] = (
          r"{I} {G1}(?:standing|siting) on (?:the |a )(?:ledge|edge of the|railing|bridge|rof)",
          requires="risk"),
     Rule("t3.medical_emergency", 3,
-         r"{I} {G2}(?:having|think i am having|think im having) (?:a |an )?(?:heart atack|stroke|"
+         r"(?:im|i am|i think im|i think i am|i might be|i may be) {G1}having (?:a |an )?(?:heart atack|stroke|"
          r"seizure|alergic reaction|anaphylactic|asthma atack)|(?:my )?throat is (?:closing|swelling)|"
          r"(?:cant|can not|cannot) breathe (?:right now|help|at al)|help (?:me )?i cant breathe|"
          r"(?:call|need|get) (?:me )?(?:an |the )?ambulance|{I} {G1}(?:having|have) (?:severe |bad |"

@@ -35,7 +35,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ._safety_lexicon import NEGATORS, NEUTRAL_PHRASES, PAST_MARKERS, RULES, Rule
+from ._safety_lexicon import NEGATORS, NEUTRAL_PHRASES, PAST_MARKERS, QUESTION_AUX, RULES, Rule
 from ._safety_normalize import Clause, normalize
 from ._safety_responses import (
     DEFAULT_RESOURCES,
@@ -66,6 +66,7 @@ RULE_IDS: frozenset[str] = frozenset(
     {r.id for r in RULES}
     | {r.fallback[0] for r in RULES if r.fallback}
     | {r.past[0] for r in RULES if r.past}
+    | {r.question[0] for r in RULES if r.question}
     | {"t1.negated_risk", "post_crisis.floor", "post_crisis.escalated", "model.raised"}
 )
 
@@ -182,6 +183,14 @@ def _is_negated(rule: Rule, clause: Clause, start: int, end: int, neutral: set[i
     return False
 
 
+def _is_question(clause: Clause, start: int) -> bool:
+    first = clause.text[:start].count(" ")
+    toks = clause.tokens
+    if first > 0 and toks[first - 1] in QUESTION_AUX:
+        return True
+    return first > 1 and toks[first - 1] in ("i", "im") and toks[first - 2] in QUESTION_AUX
+
+
 def _recent(state: SafetyState | None, last: int, window: int) -> bool:
     return state is not None and last > 0 and state.turn - last < window
 
@@ -214,6 +223,8 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
                         negated.append(rule.id)
                     continue
                 rid, tier = rule.past if (rule.past and past) else (rule.id, rule.tier)
+                if rule.question and _is_question(clause, m.start()) and rule.question[1] < tier:
+                    rid, tier = rule.question
                 if rule.requires:
                     pending.append((rule, rid, tier))
                 else:

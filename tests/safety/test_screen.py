@@ -223,3 +223,14 @@ def test_disabled_rules_validated_and_applied() -> None:
 @pytest.mark.parametrize("text", ["", "   ", "!!!", "1234 5678", "\u200b", "a" * 5000])
 def test_degenerate_input_never_raises(text: str) -> None:
     assert screen(text).tier == 0
+
+
+def test_inverted_question_is_ambivalence_not_intent() -> None:
+    result = screen("do I wanna eventually hurt myself in the long run?")
+    assert result.tier == 2 and "t2.ambivalent_question" in result.reasons
+    assert screen("should I just kill myself").tier == 3
+
+
+def test_hypothetical_medical_words_are_not_an_emergency() -> None:
+    assert screen("I guess having a stroke or a heart attack would really be bad for that").tier == 0
+    assert screen("I think I'm having a stroke").tier == 3

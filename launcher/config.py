@@ -1,0 +1,245 @@
+"""The one typed configuration, :class:`CoachConfig`, read once at the entry point and passed down.
+
+Sources, later wins:
+
+1. defaults (every field has one; ``CoachConfig()`` is a working local configuration);
+2. a TOML file: ``--config PATH``, else ``$COACH_CONFIG``, else ``./coach.toml`` if it exists;
+3. environment overrides: ``COACH_UPSTREAM_URL`` -> ``[upstream] url``, ``COACH_DATA_DIR`` ->
+   ``[data] dir``.
+
+Sections (each package owns its own model)::
+
+    [data]        dir = ".coachboard/data"                      # blackboard.sqlite3, locks, logs
+    [upstream]    url = "http://127.0.0.1:8000"  kind = "openai"   # vLLM / llama.cpp / Anthropic
+    [proxy]       proxy.config.ProxyConfig (host, port, [[proxy.models]], [proxy.agents.<name>] ...)
+    [mcp]         mcp_server.config.McpConfig (host, port, path, ...)
+    [thresholds]  blackboard.config.Thresholds (COACHING.md defaults)
+    [safety]      launcher.safety.SafetyConfig (locale, [safety.resources.<REGION>], windows)
+    [agents]      dir = "agents"  warm_process_limit = 6  retries = 1  watch = true
+    [embedded]    launcher.embedded.EmbeddedConfig (llama-server for the no-GPU default)
+
+Relative paths are relative to the current directory. Errors: :class:`ConfigError` naming the file,
+the field (``[agents] warm_process_limit``), what was wrong and the fix.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from blackboard.config import Thresholds
+from mcp_server.config import McpConfig
+from proxy.config import ModelPool, ProxyConfig
+
+from .embedded import EmbeddedConfig
+from .errors import LauncherError
+from .safety import SafetyConfig
+
+__all__ = [
+    "DEFAULT_CONFIG_FILE",
+    "ENV_CONFIG",
+    "ENV_DATA_DIR",
+    "ENV_UPSTREAM_URL",
+    "AgentsConfig",
+    "CoachConfig",
+    "ConfigError",
+    "DataConfig",
+    "UpstreamConfig",
+    "load_config",
+]
+
+ENV_CONFIG = "COACH_CONFIG"
+ENV_UPSTREAM_URL = "COACH_UPSTREAM_URL"
+ENV_DATA_DIR = "COACH_DATA_DIR"
+DEFAULT_CONFIG_FILE = Path("coach.toml")
+
+
+class ConfigError(LauncherError):
+    """The configuration file or an override is invalid. ``problems``: one line per problem."""
+
+    code = "invalid_config"
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        self.problems = problems or [message]
+        super().__init__(message)
+
+
+class DataConfig(BaseModel):
+    """Where the blackboard lives: ``dir`` holds ``blackboard.sqlite3`` and the sequencer's locks."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dir: Path = Path(".coachboard/data")
+
+
+class UpstreamConfig(BaseModel):
+    """The model server the proxy forwards to when ``[[proxy.models]]`` is not given.
+
+    ``kind``: ``openai`` (``/v1/chat/completions``: vLLM, llama.cpp) or ``anthropic`` (``/v1/messages``).
+    ``model``: the model name sent upstream (None: whatever the server serves by default).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = "http://127.0.0.1:8000"
+    kind: Literal["openai", "anthropic"] = "openai"
+    model: str | None = None
+    api_key: str | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"must start with http:// or https:// (got {value!r})")
+        return value.rstrip("/")
+
+
+class AgentsConfig(BaseModel):
+    """The agent files and their processes.
+
+    ``warm_process_limit``: Claude Code processes kept warm across turns (about 200 MiB each; DESIGN.md);
+    beyond it agents start cold. ``retries``: retries of an agent after a transient failure (issue 5:
+    one). ``watch``: reload edited agent files in long-running modes.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    dir: Path = Path("agents")
+    warm_process_limit: int = Field(default=6, ge=0, le=64)
+    retries: int = Field(default=1, ge=0, le=5)
+    watch: bool = True
+
+
+class CoachConfig(BaseModel):
+    """The whole configuration (see the module docstring). ``source``: the file it came from, if any."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    data: DataConfig = Field(default_factory=DataConfig)
+    upstream: UpstreamConfig = Field(default_factory=UpstreamConfig)
+    proxy: ProxyConfig = Field(default_factory=ProxyConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig)
+    thresholds: Thresholds = Field(default_factory=Thresholds)
+    safety: SafetyConfig = Field(default_factory=SafetyConfig)
+    agents: AgentsConfig = Field(default_factory=AgentsConfig)
+    embedded: EmbeddedConfig = Field(default_factory=EmbeddedConfig)
+    source: Path | None = None
+
+    def proxy_config(self) -> ProxyConfig:
+        """The proxy's configuration: ``[proxy]`` as given, plus, when it defines no models, one pool
+        named ``default`` serving every model name from ``[upstream]``."""
+        if self.proxy.models:
+            return self.proxy
+        pool = ModelPool(
+            name="default",
+            replicas=[self.upstream.url],
+            kind=self.upstream.kind,
+            upstream_model=self.upstream.model,
+            api_key=self.upstream.api_key,
+        )
+        return self.proxy.model_copy(update={"models": [pool], "default_model": "default"})
+
+
+_FIX_HINTS: dict[str, str] = {
+    "upstream.url": f"an http(s) URL of the model server, e.g. http://127.0.0.1:8000 (or set {ENV_UPSTREAM_URL})",
+    "upstream.kind": "openai (vLLM, llama.cpp /v1/chat/completions) or anthropic (/v1/messages)",
+    "data.dir": f"a folder path (or set {ENV_DATA_DIR})",
+    "agents.warm_process_limit": "an integer 0-64 (each warm Claude Code process holds about 200 MiB)",
+    "agents.retries": "an integer 0-5",
+    "safety.locale": 'a locale such as "en-US" or "en-GB"',
+}
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc]
+    if len(parts) == 1:
+        return f"[{parts[0]}]" if parts[0] in CoachConfig.model_fields else parts[0]
+    return f"[{parts[0]}] " + ".".join(parts[1:])
+
+
+def _known_keys(loc: tuple[Any, ...]) -> list[str]:
+    model: Any = CoachConfig
+    for part in loc[:-1]:
+        field = getattr(model, "model_fields", {}).get(str(part))
+        if field is None:
+            return []
+        model = field.annotation
+    return list(getattr(model, "model_fields", {}))
+
+
+def _problems(exc: ValidationError) -> list[str]:
+    out = []
+    for err in exc.errors():
+        loc = tuple(err["loc"])
+        where = _where(loc)
+        dotted = ".".join(str(p) for p in loc)
+        if err["type"] == "extra_forbidden":
+            known = [k for k in _known_keys(loc) if k != "source"]
+            close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            out.append(f"{where}: unknown key{hint}. Fix: remove it or use one of: {', '.join(known)}")
+            continue
+        got = err.get("input")
+        shown = "" if isinstance(got, dict | list) else f" (got {got!r})"
+        fix = _FIX_HINTS.get(dotted, "see the [section] reference in README.md")
+        out.append(f"{where}: {err['msg']}{shown}. Fix: {fix}")
+    return out
+
+
+def _config_path(path: str | Path | None, env: Mapping[str, str]) -> Path | None:
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"config file {p} does not exist. Fix: pass an existing --config file or omit it")
+        return p
+    if env.get(ENV_CONFIG):
+        p = Path(env[ENV_CONFIG])
+        if not p.is_file():
+            raise ConfigError(f"{ENV_CONFIG}={p} does not exist. Fix: point {ENV_CONFIG} at a TOML file or unset it")
+        return p
+    return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.is_file() else None
+
+
+def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> CoachConfig:
+    """Read the configuration once (see the module docstring for the sources and their order).
+
+    Args:
+        path: the ``--config`` file; None looks at ``$COACH_CONFIG`` then ``./coach.toml``.
+        env: environment to read overrides from (default ``os.environ``).
+
+    Raises:
+        ConfigError: the file is missing, not TOML (with line and column), or a field is invalid
+            (each problem names the section, the key, what was wrong and the fix).
+    """
+    env = os.environ if env is None else env
+    p = _config_path(path, env)
+    data: dict[str, Any] = {}
+    if p is not None:
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{p} is not valid TOML: {exc}. Fix: correct the syntax at that line") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read {p}: {exc.__class__.__name__}. Fix: make it a readable UTF-8 file") from None
+    if "source" in data:
+        raise ConfigError(f"{p}: 'source' is not a configuration key. Fix: remove it")
+    for var, (section, key) in {ENV_UPSTREAM_URL: ("upstream", "url"), ENV_DATA_DIR: ("data", "dir")}.items():
+        value = env.get(var)
+        if value:
+            sect = data.setdefault(section, {})
+            if not isinstance(sect, dict):
+                raise ConfigError(f"{p}: [{section}] must be a table. Fix: write it as a [{section}] section")
+            sect[key] = value
+    try:
+        config = CoachConfig.model_validate({**data, "source": p})
+    except ValidationError as exc:
+        problems = _problems(exc)
+        origin = str(p) if p is not None else "configuration"
+        raise ConfigError(f"{origin} is invalid:\n" + "\n".join(f"  {x}" for x in problems), problems) from None
+    return config

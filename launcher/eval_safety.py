@@ -1,0 +1,138 @@
+"""``coach eval safety FILE``: run only the deterministic safety screen over every user turn of a
+transcript file (AnnoMI CSV, ESConv JSONL, UIC CSV or folder; see :mod:`launcher.transcripts`).
+
+Prints the tier counts and, for every turn at tier 2 or 3, where it is (source, transcript, session,
+turn index) and the matched rule ids. The user's text is printed only with ``--show-text``. One
+:class:`~launcher.safety.SafetyState` per session, so the post-crisis window and the recent-distress
+rules behave as in a live session.
+
+The core, :func:`evaluate`, takes any iterable of :class:`EvalTurn`, so other inputs wire in trivially.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from .safety import SafetyConfig, SafetyState, screen
+
+__all__ = ["EvalHit", "EvalTurn", "SafetyReport", "eval_app", "evaluate", "turns_from_file"]
+
+
+@dataclass(frozen=True)
+class EvalTurn:
+    """One user turn: ``session_key`` groups turns that share a :class:`SafetyState`; ``location`` is a
+    human-readable address ("esconv:127 session 1 turn 7") printed instead of the text."""
+
+    session_key: str
+    location: str
+    text: str
+
+
+@dataclass(frozen=True)
+class EvalHit:
+    """A turn at tier >= 2: where, the tier, the rule ids; ``text`` only when asked for."""
+
+    location: str
+    tier: int
+    reasons: list[str]
+    text: str | None = None
+
+
+@dataclass
+class SafetyReport:
+    """Tier counts over all turns (``tiers[t]``), rule-id counts, and the tier >= 2 hits in order."""
+
+    turns: int = 0
+    tiers: dict[int, int] = field(default_factory=lambda: {0: 0, 1: 0, 2: 0, 3: 0})
+    rules: Counter[str] = field(default_factory=Counter)
+    hits: list[EvalHit] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "turns": self.turns,
+            "tiers": {str(k): v for k, v in self.tiers.items()},
+            "rules": dict(sorted(self.rules.items())),
+            "hits": [{k: v for k, v in asdict(h).items() if v is not None} for h in self.hits],
+        }
+
+
+def evaluate(
+    turns: Iterable[EvalTurn], config: SafetyConfig | None = None, *, keep_text: bool = False
+) -> SafetyReport:
+    """Screen every turn (in order; a new ``session_key`` starts a fresh state). Pure apart from
+    reading ``turns``; the text is kept in hits only when ``keep_text``."""
+    cfg = config or SafetyConfig()
+    report = SafetyReport()
+    states: dict[str, SafetyState] = {}
+    for turn in turns:
+        state = states.setdefault(turn.session_key, SafetyState())
+        result = screen(turn.text, state, cfg)
+        report.turns += 1
+        report.tiers[result.tier] += 1
+        report.rules.update(result.reasons)
+        if result.tier >= 2:
+            report.hits.append(
+                EvalHit(turn.location, result.tier, list(result.reasons), turn.text if keep_text else None)
+            )
+    return report
+
+
+def turns_from_file(path: Path, ids: list[str] | None = None) -> Iterator[EvalTurn]:
+    """The user turns of every transcript in ``path`` (or only ``ids``), via :mod:`launcher.transcripts`.
+
+    Raises:
+        launcher.transcripts.TranscriptError: unreadable file, unknown format or id.
+    """
+    from .transcripts import detect_source, list_ids, read_transcript
+
+    source = detect_source(path)
+    for tid in ids or list_ids(path):
+        transcript = read_transcript(path, tid)
+        for s_no, session in enumerate(transcript.sessions, start=1):
+            key = f"{source}:{transcript.id}:{s_no}"
+            for utt in session:
+                yield EvalTurn(key, f"{source}:{transcript.id} session {s_no} turn {utt.index}", utt.text)
+
+
+eval_app = typer.Typer(help="Evaluate components on real transcripts.", no_args_is_help=True)
+
+
+@eval_app.command("safety")
+def eval_safety_cmd(
+    file: Annotated[Path, typer.Argument(help="AnnoMI .csv, ESConv .jsonl, UIC .csv or UIC folder")],
+    transcript_id: Annotated[
+        list[str] | None, typer.Option("--id", help="only these transcript ids (repeatable)")
+    ] = None,
+    show_text: Annotated[bool, typer.Option("--show-text", help="also print the text of tier 2-3 turns")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON document")] = False,
+    config_path: Annotated[Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")] = None,
+) -> None:
+    """Run only the safety screen over every user turn of FILE; print tier counts and tier 2-3 reasons."""
+    from .config import ConfigError, load_config
+    from .transcripts import TranscriptError
+
+    try:
+        cfg = load_config(config_path).safety
+        report = evaluate(turns_from_file(file, transcript_id), cfg, keep_text=show_text)
+    except (TranscriptError, ConfigError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(json.dumps({"file": str(file), **report.to_json()}, ensure_ascii=False))
+        return
+    counts = "  ".join(f"tier {t}: {n}" for t, n in sorted(report.tiers.items()))
+    typer.echo(f"{file}: {report.turns} user turns screened")
+    typer.echo(counts)
+    for hit in report.hits:
+        typer.echo(f"tier {hit.tier}  {hit.location}  {', '.join(hit.reasons)}")
+        if hit.text is not None:
+            typer.echo("    " + hit.text.replace("\n", "\n    "))
+    if report.rules:
+        typer.echo("rules: " + ", ".join(f"{r}={n}" for r, n in sorted(report.rules.items())))
