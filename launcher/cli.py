@@ -26,3 +26,7 @@ from launcher.eval_safety import eval_app  # noqa: E402
 
 app.add_typer(agents_app, name="agents")
 app.add_typer(eval_app, name="eval")
+
+from mcp_server.cli import mcp_cmd  # noqa: E402  (typer only; mcp and the blackboard load when it runs)
+
+app.command("mcp")(mcp_cmd)

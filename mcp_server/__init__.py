@@ -13,11 +13,11 @@ Tools: write_shadow, write_persona, write_plasticity, write_stability, write_coa
 read_entry, list_entries, get_profile, get_session_history, collect_turn.
 """
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from mcp_server._client_config import claude_mcp_config, claude_mcp_stdio_config
-from mcp_server._descriptions import WRITE_TOOL_NAMES
-from mcp_server._problems import Problem
 from mcp_server._scope import AGENT_NAMES, ENV_VARS, HEADERS, FixedScope, HeaderScope, Scope, ScopeSource
-from mcp_server._server import SERVER_NAME, build_server, serve_http, serve_http_async, serve_stdio
 from mcp_server.config import McpConfig
 from mcp_server.errors import (
     McpConfigError,
@@ -27,6 +27,30 @@ from mcp_server.errors import (
     ToolInputError,
     ToolNotAllowedError,
 )
+
+if TYPE_CHECKING:
+    from mcp_server._descriptions import WRITE_TOOL_NAMES
+    from mcp_server._problems import Problem
+    from mcp_server._server import SERVER_NAME, build_server, serve_http, serve_http_async, serve_stdio
+
+# The server side (mcp, blackboard) is imported on first use, so `coach --help` stays fast.
+_LAZY = {
+    "WRITE_TOOL_NAMES": "mcp_server._descriptions",
+    "Problem": "mcp_server._problems",
+    "SERVER_NAME": "mcp_server._server",
+    "build_server": "mcp_server._server",
+    "serve_http": "mcp_server._server",
+    "serve_http_async": "mcp_server._server",
+    "serve_stdio": "mcp_server._server",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mcp_server' has no attribute {name!r}")
+    return getattr(import_module(module), name)
+
 
 __all__ = [
     "AGENT_NAMES",

@@ -87,7 +87,7 @@ READ_DESCRIPTIONS: dict[str, str] = {
         "what each agent said, Stability's blocked moves (never suggest them), conflicts resolved in "
         "Stability's favour with reason codes, and the entry versions to cite. `deadline_s` is how long "
         "to wait (seconds; default set by the server)."
-        "\n\nReturns: {ok, turn, timed_out, arrived: [...], missing: [...], versions: {agent: version}, "
+        "\n\nReturns: {ok, turn, timed_out, waited_s, arrived: [...], missing: [...], versions: {agent: version}, "
         "brief}. Missing agents are simply absent: write the synthesis from what arrived, and cite only "
         "entries listed in versions."
     ),

@@ -7,7 +7,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 import anyio
@@ -158,21 +159,35 @@ def serve_stdio(server: MCPServer) -> None:
     server.run("stdio")
 
 
-async def serve_http_async(server: MCPServer, config: McpConfig, *, ready: anyio.Event | None = None) -> None:
+async def serve_http_async(
+    server: MCPServer, config: McpConfig, *, on_ready: Callable[[str], None] | None = None
+) -> None:
     """Serve streamable HTTP at ``http://{host}:{port}{path}`` until cancelled.
 
     Stateless mode: every POST is handled on its own, and its ``x-coach-*`` headers fix its scope.
+    ``on_ready(url)`` is called once the socket listens (with the real port when ``config.port`` is 0).
     """
     import uvicorn
 
     app = server.streamable_http_app(streamable_http_path=config.path, stateless_http=True, host=config.host)
-    uv = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="warning", lifespan="on"))
+
+    class _Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            if on_ready is not None and self.started:
+                port = config.port
+                for srv in getattr(self, "servers", []):
+                    for sock in srv.sockets:
+                        port = sock.getsockname()[1]
+                on_ready(f"http://{config.host}:{port}{config.path}")
+
+    uv = _Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="warning", lifespan="on"))
     await uv.serve()
 
 
-def serve_http(server: MCPServer, config: McpConfig) -> None:
+def serve_http(server: MCPServer, config: McpConfig, *, on_ready: Callable[[str], None] | None = None) -> None:
     """Blocking wrapper of :func:`serve_http_async`."""
-    anyio.run(serve_http_async, server, config)
+    anyio.run(partial(serve_http_async, server, config, on_ready=on_ready))
 
 
 def default_scope_source(http: bool, fixed: Mapping[str, str | None] | None = None) -> ScopeSource:

@@ -260,6 +260,7 @@ def _read_specs(tc: ToolContext) -> list[ToolSpec]:
         data = {
             "turn": turn,
             "timed_out": bool(waited.timed_out),
+            "waited_s": round(float(waited.waited_s), 3),
             "arrived": sorted(waited.arrived),
             "missing": sorted(waited.missing),
             "versions": versions,

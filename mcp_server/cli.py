@@ -27,10 +27,10 @@ import typer
 from mcp_server.config import McpConfig
 from mcp_server.errors import McpConfigError, McpServerError
 
-__all__ = ["DEFAULT_DATA_DIR", "load_config", "mcp_cmd", "resolve_data_dir"]
+__all__ = ["DEFAULT_DATA_DIR", "READY_PREFIX", "load_config", "mcp_cmd", "resolve_data_dir", "run"]
 
 #: Data directory when neither --data-dir, COACH_DATA_DIR nor [data] dir is given.
-DEFAULT_DATA_DIR = ".coachboard"
+DEFAULT_DATA_DIR = ".coachboard/data"
 
 
 def load_config(path: Path | None) -> tuple[McpConfig, str | None]:
@@ -61,10 +61,10 @@ def resolve_data_dir(cli_value: str | None, config_value: str | None) -> Path:
 def mcp_cmd(
     http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
     host: Annotated[str | None, typer.Option(help="HTTP bind address (default 127.0.0.1).")] = None,
-    port: Annotated[int | None, typer.Option(help="HTTP port (default 8765).")] = None,
+    port: Annotated[int | None, typer.Option(help="HTTP port (default 8765; 0 = any free port).")] = None,
     path: Annotated[str | None, typer.Option(help="HTTP endpoint path (default /mcp).")] = None,
     data_dir: Annotated[str | None, typer.Option(help="Blackboard data directory (env COACH_DATA_DIR).")] = None,
-    config: Annotated[Path | None, typer.Option(help="coach.toml to read [mcp] and [data] from.")] = None,
+    config: Annotated[Path | None, typer.Option(help="coach.toml to read the mcp and data sections from.")] = None,
     user: Annotated[str | None, typer.Option(help="stdio scope: user id (env COACH_USER).")] = None,
     session: Annotated[str | None, typer.Option(help="stdio scope: session id (env COACH_SESSION).")] = None,
     turn: Annotated[str | None, typer.Option(help="stdio scope: turn id (env COACH_TURN).")] = None,
@@ -79,6 +79,14 @@ def mcp_cmd(
     except McpServerError as exc:
         typer.echo(f"coach mcp: {exc.message}", err=True)
         raise typer.Exit(code=2) from None
+
+
+READY_PREFIX = "coach mcp: serving streamable HTTP at "
+
+
+def _announce(url: str) -> None:
+    # One line on stderr once the socket listens; tests and the supervisor wait for it.
+    print(READY_PREFIX + url, file=sys.stderr, flush=True)
 
 
 def run(
@@ -122,10 +130,7 @@ def run(
     server = build_server(board, scopes, cfg)
     try:
         if http:
-            logging.getLogger("mcp_server").warning(
-                "serving streamable HTTP at http://%s:%d%s (data %s)", cfg.host, cfg.port, cfg.path, directory
-            )
-            serve_http(server, cfg)
+            serve_http(server, cfg, on_ready=_announce)
         else:
             serve_stdio(server)
     finally:

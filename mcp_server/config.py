@@ -20,7 +20,7 @@ class McpConfig(BaseModel):
     Attributes:
         host: interface the HTTP transport binds (loopback by default: scope headers are trusted, so the
             server must not be reachable by anyone but the supervisor's agents).
-        port: HTTP port.
+        port: HTTP port (0 = any free port; the ready line on stderr names it).
         path: HTTP endpoint path (Claude Code's MCP config ``url`` ends with it).
         max_argument_bytes: largest accepted tool-call arguments, as UTF-8 JSON bytes. Larger calls are
             refused with a plain error (the schemas' own string limits still apply below this).
@@ -38,7 +38,7 @@ class McpConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     host: str = "127.0.0.1"
-    port: int = Field(default=8765, ge=1, le=65535)
+    port: int = Field(default=8765, ge=0, le=65535)
     path: str = Field(default="/mcp", pattern=r"^/[A-Za-z0-9_./-]*$")
     max_argument_bytes: int = Field(default=64 * 1024, ge=1024, le=16 * 1024 * 1024)
     collect_deadline_s: float = Field(default=60.0, gt=0, le=3600)
