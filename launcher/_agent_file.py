@@ -61,31 +61,56 @@ def parse_agent_file(path: Path) -> ParsedFile | AgentProblem:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        return AgentProblem(name, 0, None, f"cannot read the file ({exc.__class__.__name__})",
-                            "make it a readable UTF-8 text file")
+        return AgentProblem(
+            name,
+            0,
+            None,
+            f"cannot read the file ({exc.__class__.__name__})",
+            "make it a readable UTF-8 text file",
+        )
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
-        return AgentProblem(name, 1, None, "the file does not start with a '---' front matter line",
-                            "start the file with '---', the YAML fields, '---', then the prompt")
+        return AgentProblem(
+            name,
+            1,
+            None,
+            "the file does not start with a '---' front matter line",
+            "start the file with '---', the YAML fields, '---', then the prompt",
+        )
     end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
     if end is None:
-        return AgentProblem(name, 1, None, "the front matter is never closed",
-                            "add a line with only '---' after the last field")
+        return AgentProblem(
+            name,
+            1,
+            None,
+            "the front matter is never closed",
+            "add a line with only '---' after the last field",
+        )
     fm_text = "\n".join(lines[1:end])
     try:
         node = yaml.compose(fm_text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         return _yaml_problem(path, exc, 1)
     if not isinstance(node, yaml.MappingNode):
-        return AgentProblem(name, 2, None, "the front matter is not a set of 'key: value' fields",
-                            "write one 'key: value' per line between the '---' lines")
+        return AgentProblem(
+            name,
+            2,
+            None,
+            "the front matter is not a set of 'key: value' fields",
+            "write one 'key: value' per line between the '---' lines",
+        )
     key_lines: dict[str, int] = {}
     for key_node, _ in node.value:
         key = str(key_node.value)
         line = key_node.start_mark.line + 2
         if key in key_lines:
-            return AgentProblem(name, line, key, f"duplicate field (first on line {key_lines[key]})",
-                                "keep one of the two lines")
+            return AgentProblem(
+                name,
+                line,
+                key,
+                f"duplicate field (first on line {key_lines[key]})",
+                "keep one of the two lines",
+            )
         key_lines[key] = line
     try:
         data = yaml.safe_load(fm_text)

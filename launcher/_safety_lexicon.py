@@ -129,7 +129,12 @@ _VOCAB: dict[str, str] = {
 }
 _VOCAB["ACT_SELF"] = "(?:" + _VOCAB["ACT_LETHAL"] + "|" + _VOCAB["ACT_INJURY"] + ")"
 
-_GAPS = {"{G1}": r"(?:\w+ ){0,1}", "{G2}": r"(?:\w+ ){0,2}", "{G3}": r"(?:\w+ ){0,3}", "{G4}": r"(?:\w+ ){0,4}"}
+_GAPS = {
+    "{G1}": r"(?:\w+ ){0,1}",
+    "{G2}": r"(?:\w+ ){0,2}",
+    "{G3}": r"(?:\w+ ){0,3}",
+    "{G4}": r"(?:\w+ ){0,4}",
+}
 
 
 def compile_template(template: str) -> re.Pattern[str]:

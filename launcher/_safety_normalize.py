@@ -81,7 +81,18 @@ FUZZY_KEYS: frozenset[str] = frozenset(
 
 #: Common words close to a key that must never be "corrected" into it.
 PROTECTED: frozenset[str] = frozenset(
-    {"overdue", "overdoes", "overdone", "breding", "bleating", "breath", "hangings", "abusing", "overused", "overdoing"}
+    {
+        "overdue",
+        "overdoes",
+        "overdone",
+        "breding",
+        "bleating",
+        "breath",
+        "hangings",
+        "abusing",
+        "overused",
+        "overdoing",
+    }
 )
 
 
@@ -203,9 +214,7 @@ def normalize(text: str) -> list[Clause]:
                 continue
             toks.append(_fuzzy(tok, FUZZY_KEYS))
         # "want 2 die": a lone "2" after a verb of intent reads as "to"
-        toks = [
-            "to" if t == "2" and i > 0 and toks[i - 1] in _TO_BEFORE else t for i, t in enumerate(toks)
-        ]
+        toks = ["to" if t == "2" and i > 0 and toks[i - 1] in _TO_BEFORE else t for i, t in enumerate(toks)]
         if toks:
             clauses.append(Clause(tuple(toks)))
     return clauses

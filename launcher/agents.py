@@ -54,7 +54,13 @@ WRITE_TOOLS: dict[str, str] = {
     "shadow": "write_shadow", "persona": "write_persona", "plasticity": "write_plasticity",
     "stability": "write_stability", "coach": "write_coach", "pineal": "write_synthesis",
 }  # fmt: skip
-READ_TOOLS: tuple[str, ...] = ("read_entry", "list_entries", "get_profile", "get_session_history", "collect_turn")
+READ_TOOLS: tuple[str, ...] = (
+    "read_entry",
+    "list_entries",
+    "get_profile",
+    "get_session_history",
+    "collect_turn",
+)
 KNOWN_TOOLS: frozenset[str] = frozenset(_PREFIX + t for t in (*WRITE_TOOLS.values(), *READ_TOOLS))
 EXPECTED_STAGE: dict[str, str] = {
     "coach": "early_reply", "pineal": "synthesis",
@@ -145,13 +151,21 @@ def _field_problems(parsed: ParsedFile, exc: ValidationError) -> list[AgentProbl
         field = str(err["loc"][0]) if err["loc"] else None
         line = parsed.key_lines.get(field or "", parsed.front_matter_end)
         if field == "prompt":
-            problems.append(AgentProblem(str(parsed.path), parsed.body_line, None, "the prompt body is empty",
-                                         "write the agent's instructions after the closing '---'"))
+            problems.append(
+                AgentProblem(
+                    str(parsed.path),
+                    parsed.body_line,
+                    None,
+                    "the prompt body is empty",
+                    "write the agent's instructions after the closing '---'",
+                )
+            )
             continue
         if err["type"] == "extra_forbidden":
             msg = f"unknown field{_suggest(field or '', fields)}"
             fix = "remove it or correct its name; known fields: " + ", ".join(
-                f for f in fields if f not in ("prompt", "path"))
+                f for f in fields if f not in ("prompt", "path")
+            )
         elif err["type"] == "missing":
             msg = "required field is missing"
             fix = f"add '{field}: ...' to the front matter: {_FIX.get(field or '', '')}"
@@ -167,42 +181,102 @@ def _semantic_problems(spec: AgentSpec, parsed: ParsedFile) -> list[AgentProblem
     f, ln = str(spec.path), parsed.key_lines
     out: list[AgentProblem] = []
     if spec.path.stem != spec.name:
-        out.append(AgentProblem(f, ln.get("name", 1), "name", f"name {spec.name!r} does not match the file name "
-                                f"{spec.path.name!r}", f"rename the file to {spec.name}.md or set name: {spec.path.stem}"))
+        out.append(
+            AgentProblem(
+                f,
+                ln.get("name", 1),
+                "name",
+                f"name {spec.name!r} does not match the file name {spec.path.name!r}",
+                f"rename the file to {spec.name}.md or set name: {spec.path.stem}",
+            )
+        )
     for tool in spec.tools:
         if tool not in KNOWN_TOOLS:
-            out.append(AgentProblem(f, ln.get("tools", 1), "tools", f"unknown tool {tool!r}{_suggest(tool, sorted(KNOWN_TOOLS))}",
-                                    "use only the coachboard MCP tools: " + ", ".join(sorted(KNOWN_TOOLS))))
+            out.append(
+                AgentProblem(
+                    f,
+                    ln.get("tools", 1),
+                    "tools",
+                    f"unknown tool {tool!r}{_suggest(tool, sorted(KNOWN_TOOLS))}",
+                    "use only the coachboard MCP tools: " + ", ".join(sorted(KNOWN_TOOLS)),
+                )
+            )
     others = {_PREFIX + w for n, w in WRITE_TOOLS.items() if n != spec.name}
     for tool in spec.tools:
         if tool in others:
-            out.append(AgentProblem(f, ln.get("tools", 1), "tools", f"{tool} is another agent's write tool",
-                                    f"remove it; {spec.name} writes only through {_PREFIX}{WRITE_TOOLS[spec.name]}"))
+            out.append(
+                AgentProblem(
+                    f,
+                    ln.get("tools", 1),
+                    "tools",
+                    f"{tool} is another agent's write tool",
+                    f"remove it; {spec.name} writes only through {_PREFIX}{WRITE_TOOLS[spec.name]}",
+                )
+            )
     expected = _PREFIX + WRITE_TOOLS[spec.name]
     if spec.output_tool not in KNOWN_TOOLS:
-        out.append(AgentProblem(f, ln.get("output_tool", 1), "output_tool",
-                                f"unknown tool {spec.output_tool!r}{_suggest(spec.output_tool, sorted(KNOWN_TOOLS))}",
-                                f"set output_tool: {expected}"))
+        out.append(
+            AgentProblem(
+                f,
+                ln.get("output_tool", 1),
+                "output_tool",
+                f"unknown tool {spec.output_tool!r}{_suggest(spec.output_tool, sorted(KNOWN_TOOLS))}",
+                f"set output_tool: {expected}",
+            )
+        )
     elif spec.output_tool != expected:
-        out.append(AgentProblem(f, ln.get("output_tool", 1), "output_tool",
-                                f"{spec.name} must write through {expected}, not {spec.output_tool}",
-                                f"set output_tool: {expected}"))
+        out.append(
+            AgentProblem(
+                f,
+                ln.get("output_tool", 1),
+                "output_tool",
+                f"{spec.name} must write through {expected}, not {spec.output_tool}",
+                f"set output_tool: {expected}",
+            )
+        )
     elif spec.output_tool not in spec.tools:
-        out.append(AgentProblem(f, ln.get("tools", 1), "tools", f"the output tool {spec.output_tool} is not listed",
-                                f"add {spec.output_tool} to tools"))
+        out.append(
+            AgentProblem(
+                f,
+                ln.get("tools", 1),
+                "tools",
+                f"the output tool {spec.output_tool} is not listed",
+                f"add {spec.output_tool} to tools",
+            )
+        )
     if spec.stage != EXPECTED_STAGE[spec.name]:
-        out.append(AgentProblem(f, ln.get("stage", 1), "stage", f"{spec.name} runs as {EXPECTED_STAGE[spec.name]}, "
-                                f"not {spec.stage}", f"set stage: {EXPECTED_STAGE[spec.name]}"))
+        out.append(
+            AgentProblem(
+                f,
+                ln.get("stage", 1),
+                "stage",
+                f"{spec.name} runs as {EXPECTED_STAGE[spec.name]}, not {spec.stage}",
+                f"set stage: {EXPECTED_STAGE[spec.name]}",
+            )
+        )
     if spec.max_output_tokens >= spec.context_budget_tokens:
-        out.append(AgentProblem(f, ln.get("max_output_tokens", 1), "max_output_tokens",
-                                f"{spec.max_output_tokens} is not below context_budget_tokens "
-                                f"({spec.context_budget_tokens})", "lower max_output_tokens or raise the budget"))
+        out.append(
+            AgentProblem(
+                f,
+                ln.get("max_output_tokens", 1),
+                "max_output_tokens",
+                f"{spec.max_output_tokens} is not below context_budget_tokens ({spec.context_budget_tokens})",
+                "lower max_output_tokens or raise the budget",
+            )
+        )
     prompt_tokens = len(spec.prompt) // CHARS_PER_TOKEN
     limit = int(spec.context_budget_tokens * PROMPT_BUDGET_SHARE)
     if prompt_tokens > limit:
-        out.append(AgentProblem(f, parsed.body_line, "prompt", f"the prompt is about {prompt_tokens} tokens, more "
-                                f"than {PROMPT_BUDGET_SHARE:.0%} of context_budget_tokens ({limit})",
-                                "shorten the prompt or raise context_budget_tokens"))
+        out.append(
+            AgentProblem(
+                f,
+                parsed.body_line,
+                "prompt",
+                f"the prompt is about {prompt_tokens} tokens, more "
+                f"than {PROMPT_BUDGET_SHARE:.0%} of context_budget_tokens ({limit})",
+                "shorten the prompt or raise context_budget_tokens",
+            )
+        )
     return out
 
 
@@ -233,8 +307,15 @@ def check_agents(directory: str | Path) -> tuple[dict[str, AgentSpec], list[Agen
     specs: dict[str, AgentSpec] = {}
     problems: list[AgentProblem] = []
     if not d.is_dir():
-        return {}, [AgentProblem(str(d), 0, None, "the agents directory does not exist",
-                                 "pass --dir pointing at the folder with the six agent files")]
+        return {}, [
+            AgentProblem(
+                str(d),
+                0,
+                None,
+                "the agents directory does not exist",
+                "pass --dir pointing at the folder with the six agent files",
+            )
+        ]
     for path in sorted(d.glob("*.md")):
         if path.name.lower() == "readme.md":
             continue
@@ -245,12 +326,26 @@ def check_agents(directory: str | Path) -> tuple[dict[str, AgentSpec], list[Agen
     present = {p.stem for p in d.glob("*.md")}
     for name in AGENT_NAMES:
         if name not in present:
-            problems.append(AgentProblem(str(d / f"{name}.md"), 0, None, "agent file is missing",
-                                         f"create {name}.md (all six agents are required)"))
+            problems.append(
+                AgentProblem(
+                    str(d / f"{name}.md"),
+                    0,
+                    None,
+                    "agent file is missing",
+                    f"create {name}.md (all six agents are required)",
+                )
+            )
     for path in sorted(d.glob("*.md")):
         if path.stem not in AGENT_NAMES and path.name.lower() != "readme.md":
-            problems.append(AgentProblem(str(path), 0, None, f"{path.stem!r} is not one of the six agents",
-                                         "rename it to one of " + " ".join(AGENT_NAMES) + " or move it out"))
+            problems.append(
+                AgentProblem(
+                    str(path),
+                    0,
+                    None,
+                    f"{path.stem!r} is not one of the six agents",
+                    "rename it to one of " + " ".join(AGENT_NAMES) + " or move it out",
+                )
+            )
     return specs, problems
 
 
@@ -289,7 +384,9 @@ class AgentRegistry:
         AgentSpecError: at construction, when the files are invalid (there is no previous version).
     """
 
-    def __init__(self, directory: str | Path, *, on_change: Callable[[int, AgentSpecError | None], None] | None = None):
+    def __init__(
+        self, directory: str | Path, *, on_change: Callable[[int, AgentSpecError | None], None] | None = None
+    ):
         self.directory = Path(directory)
         self._specs = load_agents(self.directory)
         self._fingerprint = _fingerprint(self.directory)
@@ -329,9 +426,9 @@ class AgentRegistry:
         self._changed.set()
         self._changed = anyio.Event()
 
-    async def wait_changed(self) -> None:
-        """Wait for the next reload attempt (valid or not)."""
-        await self._changed.wait()
+    def next_change(self) -> anyio.Event:
+        """An event set by the next reload attempt (valid or not). Take it before the edit you wait for."""
+        return self._changed
 
     async def watch(
         self,

@@ -15,8 +15,12 @@ agents_app = typer.Typer(help="The six agent files.", no_args_is_help=True)
 
 @agents_app.command("check")
 def agents_check_cmd(
-    directory: Annotated[Path | None, typer.Option("--dir", help="agents folder (default: [agents] dir)")] = None,
-    config_path: Annotated[Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")] = None,
+    directory: Annotated[
+        Path | None, typer.Option("--dir", help="agents folder (default: [agents] dir)")
+    ] = None,
+    config_path: Annotated[
+        Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")
+    ] = None,
 ) -> None:
     """Parse and validate every agent file; exit non-zero on any invalid file."""
     from rich.console import Console
@@ -34,7 +38,17 @@ def agents_check_cmd(
             raise typer.Exit(2) from None
     specs, problems = check_agents(directory)
     table = Table(title=f"agents in {directory}")
-    for col in ("agent", "stage", "output tool", "deadline s", "max out", "budget", "alias", "forced", "status"):
+    for col in (
+        "agent",
+        "stage",
+        "output tool",
+        "deadline s",
+        "max out",
+        "budget",
+        "alias",
+        "forced",
+        "status",
+    ):
         table.add_column(col)
     for name in AGENT_NAMES:
         spec = specs.get(name)
@@ -51,6 +65,6 @@ def agents_check_cmd(
         console = Console(width=140)
     console.print(table)
     for problem in problems:
-        console.print(str(problem), markup=False, highlight=False)
+        typer.echo(str(problem))
     if problems:
         raise typer.Exit(1)

@@ -196,12 +196,16 @@ def _config_path(path: str | Path | None, env: Mapping[str, str]) -> Path | None
     if path is not None:
         p = Path(path)
         if not p.is_file():
-            raise ConfigError(f"config file {p} does not exist. Fix: pass an existing --config file or omit it")
+            raise ConfigError(
+                f"config file {p} does not exist. Fix: pass an existing --config file or omit it"
+            )
         return p
     if env.get(ENV_CONFIG):
         p = Path(env[ENV_CONFIG])
         if not p.is_file():
-            raise ConfigError(f"{ENV_CONFIG}={p} does not exist. Fix: point {ENV_CONFIG} at a TOML file or unset it")
+            raise ConfigError(
+                f"{ENV_CONFIG}={p} does not exist. Fix: point {ENV_CONFIG} at a TOML file or unset it"
+            )
         return p
     return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.is_file() else None
 
@@ -226,7 +230,9 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{p} is not valid TOML: {exc}. Fix: correct the syntax at that line") from None
         except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read {p}: {exc.__class__.__name__}. Fix: make it a readable UTF-8 file") from None
+            raise ConfigError(
+                f"cannot read {p}: {exc.__class__.__name__}. Fix: make it a readable UTF-8 file"
+            ) from None
     if "source" in data:
         raise ConfigError(f"{p}: 'source' is not a configuration key. Fix: remove it")
     for var, (section, key) in {ENV_UPSTREAM_URL: ("upstream", "url"), ENV_DATA_DIR: ("data", "dir")}.items():
@@ -241,5 +247,7 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
     except ValidationError as exc:
         problems = _problems(exc)
         origin = str(p) if p is not None else "configuration"
-        raise ConfigError(f"{origin} is invalid:\n" + "\n".join(f"  {x}" for x in problems), problems) from None
+        raise ConfigError(
+            f"{origin} is invalid:\n" + "\n".join(f"  {x}" for x in problems), problems
+        ) from None
     return config

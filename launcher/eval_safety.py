@@ -110,9 +110,13 @@ def eval_safety_cmd(
     transcript_id: Annotated[
         list[str] | None, typer.Option("--id", help="only these transcript ids (repeatable)")
     ] = None,
-    show_text: Annotated[bool, typer.Option("--show-text", help="also print the text of tier 2-3 turns")] = False,
+    show_text: Annotated[
+        bool, typer.Option("--show-text", help="also print the text of tier 2-3 turns")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON document")] = False,
-    config_path: Annotated[Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")] = None,
+    config_path: Annotated[
+        Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")
+    ] = None,
 ) -> None:
     """Run only the safety screen over every user turn of FILE; print tier counts and tier 2-3 reasons."""
     from .config import ConfigError, load_config

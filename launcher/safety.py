@@ -111,7 +111,10 @@ class SafetyConfig(BaseModel):
 
     def resource_table(self) -> dict[str, LocaleResources]:
         """:data:`DEFAULT_RESOURCES` with this config's ``resources`` laid over it."""
-        return {**DEFAULT_RESOURCES, **{k if k == "default" else k.upper(): v for k, v in self.resources.items()}}
+        return {
+            **DEFAULT_RESOURCES,
+            **{k if k == "default" else k.upper(): v for k, v in self.resources.items()},
+        }
 
 
 class SafetyState(BaseModel):
