@@ -390,6 +390,14 @@ class ClaudeAgentRunner:
         for e in entries:
             await _disconnect(e.client)
 
+    def pid_of(self, user: str, session: str, agent: str) -> int | None:
+        """The OS pid of the warm process of (user, session, agent), if one is running."""
+        entry = self._warm.get((user, session, agent))
+        transport = getattr(getattr(entry, "client", None), "_transport", None)
+        proc = getattr(transport, "_process", None)
+        pid = getattr(proc, "pid", None)
+        return int(pid) if pid is not None else None
+
     def warm_count(self) -> int:
         """How many warm processes are held now."""
         return len(self._warm)

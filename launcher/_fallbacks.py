@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from blackboard import Brief, SynthesisOutput, validate_synthesis
 
-__all__ = ["FALLBACK_COACH_REPLY", "blocked_problems", "degraded_note"]
+__all__ = ["FALLBACK_COACH_REPLY", "SAFE_SYNTHESIS_TEXT", "blocked_problems", "degraded_note"]
 
 FALLBACK_COACH_REPLY = (
     "Thank you for telling me this. It sounds like this matters to you, and you're giving it real "
@@ -25,17 +25,28 @@ FALLBACK_COACH_REPLY = (
 _BLOCK_CODES = frozenset({"blocked_move"})
 
 
-def blocked_problems(text: str, brief: Brief | None) -> list[str]:
-    """Blocked moves of ``brief`` that ``text`` suggests, as ``"move_id: detail"`` lines ([] = clean).
+def blocked_problems(text: str, *briefs: Brief | None) -> list[str]:
+    """Blocked moves of any of ``briefs`` that ``text`` suggests, as ``"move_id: detail"`` lines
+    ([] = clean). Pass this turn's brief and the earlier turns' blocks: a move blocked once in a session
+    stays blocked (COACHING.md: no later agent unblocks a move).
 
     Citations are not checked here (a reply cites nothing); only blocked-move problems count.
     """
-    if brief is None or not brief.blocked_moves or not text.strip():
+    if not text.strip():
         return []
     probe = SynthesisOutput(text=text[:8000], citations=[])
-    return [
-        f"{p.move_id or '?'}: {p.detail}" for p in validate_synthesis(probe, brief) if p.code in _BLOCK_CODES
-    ]
+    out: list[str] = []
+    for brief in briefs:
+        if brief is None or not brief.blocked_moves:
+            continue
+        out += [
+            f"{p.move_id or '?'}: {p.detail}" for p in validate_synthesis(probe, brief) if p.code in _BLOCK_CODES
+        ]
+    return list(dict.fromkeys(out))
+
+
+#: Used when even the deterministic fallback would touch a move blocked earlier in the session.
+SAFE_SYNTHESIS_TEXT = "Thank you for sharing this. What would you like to focus on next?"
 
 
 def degraded_note(missing: Sequence[str], fallback: bool) -> str:

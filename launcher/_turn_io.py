@@ -48,6 +48,7 @@ class SessionContext:
     previous_entries: dict[str, Entry] = field(default_factory=dict)
     recent_tiers: list[int] = field(default_factory=list)
     safety_state: dict[str, Any] | None = None
+    earlier_stability: list[Entry] = field(default_factory=list)
 
 
 def _load(store: Any, user: str, session: str, turn: str | None, history_turns: int) -> SessionContext:
@@ -70,6 +71,9 @@ def _load(store: Any, user: str, session: str, turn: str | None, history_turns: 
             ctx.recent_tiers.append(int(msg.value.get("crisis_tier", 0)))
             state = msg.value.get("safety_state")
             ctx.safety_state = dict(state) if isinstance(state, dict) else ctx.safety_state
+        st = kinds.get("stability")
+        if st is not None and any(m.get("blocked") for m in st.value.get("moves", []) if isinstance(m, dict)):
+            ctx.earlier_stability.append(st)
     for t in order[-history_turns:]:
         kinds = by_turn[t]
         msg = kinds.get("message")

@@ -45,7 +45,7 @@ from blackboard import (
 from launcher._agent_runner import AgentInvocation, AgentRunner, ToolCallRecord
 from launcher._agent_task import MIN_RETRY_S, run_agent
 from launcher._context_pack import AgentPackSpec, PackInputs, build_followups, build_packs
-from launcher._fallbacks import FALLBACK_COACH_REPLY, blocked_problems, degraded_note
+from launcher._fallbacks import FALLBACK_COACH_REPLY, SAFE_SYNTHESIS_TEXT, blocked_problems, degraded_note
 from launcher._screen import SafetyScreen, ScreenOutcome
 from launcher._spec_view import AgentView, view_of
 from launcher._turn_io import SessionContext, load_context, write_entry
@@ -212,7 +212,8 @@ class Supervisor:
         started_at: float,
         on_status: Callable[[AgentStatus], None] | None,
     ) -> TurnResult:
-        prior_brief = build_brief(ctx.previous_entries, crisis_tier=verdict.tier) if ctx.previous_entries else None
+        # Moves blocked in earlier turns of the session stay blocked (checked on every final text).
+        earlier_blocks = [build_brief({"stability": e}) for e in ctx.earlier_stability]
         safety_line = (
             f"Safety screen: tier {verdict.tier}. Pause coaching: reflect, ask directly about safety, offer resources."
             if verdict.tier == 2
@@ -242,7 +243,7 @@ class Supervisor:
             reply = str(call.input.get("reply", "")).strip()
             if not reply:
                 return
-            if blocked_problems(reply, prior_brief):
+            if blocked_problems(reply, *earlier_blocks):
                 log.warning("coach reply named a blocked move; the fallback reply is shown instead")
                 deliver(FALLBACK_COACH_REPLY, fallback=True)
             else:
@@ -277,7 +278,7 @@ class Supervisor:
         source = "fallback"
         if "pineal" in views and shadow_ok:
             synthesis, source = await self._run_pineal(
-                user, session, turn, views, statuses, brief, packs, tails, t0, invocation, on_status
+                user, session, turn, views, statuses, brief, earlier_blocks, packs, t0, invocation, on_status
             )
         elif "pineal" in statuses:
             statuses["pineal"].status = "skipped"
@@ -286,10 +287,11 @@ class Supervisor:
         if synthesis is None:
             synthesis = fallback_synthesis(brief)
             source = "fallback"
-        final_problems = blocked_problems(synthesis.text, brief)
-        if final_problems and source != "fallback":
+        if blocked_problems(synthesis.text, brief, *earlier_blocks) and source != "fallback":
             log.warning("synthesis named a blocked move after validation; using the fallback")
             synthesis, source = fallback_synthesis(brief), "fallback"
+        if blocked_problems(synthesis.text, brief, *earlier_blocks):
+            synthesis = synthesis.model_copy(update={"text": SAFE_SYNTHESIS_TEXT})
         missing = [n for n in AGENT_ORDER if n in statuses and statuses[n].status != "ok"]
         if verdict.tier == 2 and "coach" in missing:
             missing.remove("coach")  # not launched on purpose
@@ -317,8 +319,8 @@ class Supervisor:
         views: Mapping[str, AgentView],
         statuses: dict[str, AgentStatus],
         brief: Brief,
+        earlier_blocks: Sequence[Brief],
         packs: Mapping[str, Any],
-        tails: Mapping[str, str],
         t0: float,
         invocation: Callable[[str, str, str], AgentInvocation],
         on_status: Callable[[AgentStatus], None] | None,
@@ -326,6 +328,11 @@ class Supervisor:
         v = views["pineal"]
         deadline_at = time.monotonic() + v.deadline_s
         brief_line = "The arbitrated brief for this turn (cite its sources with their versions):\n" + brief.to_json()
+        earlier = sorted({f"{b.id}: {b.description}" for eb in earlier_blocks for b in eb.blocked_moves})
+        if earlier:
+            brief_line += "\nMoves blocked earlier in this session (never suggest them):\n" + "\n".join(
+                f"- {m}" for m in earlier
+            )
         shared = next(iter(packs.values())).shared if packs else ""
         source = "model"
         problems: list[str] = []
@@ -353,7 +360,7 @@ class Supervisor:
                     problems = [f"stored synthesis does not validate: {exc}"]
                     break  # create-only entry: cannot be rewritten
                 problems = [f"{p.code}: {p.detail}" for p in validate_synthesis(synthesis, brief)]
-                problems += blocked_problems(synthesis.text, brief)
+                problems += blocked_problems(synthesis.text, brief, *earlier_blocks)
                 if not problems:
                     return synthesis, source
                 break  # the stored entry is create-only: it cannot be repaired in place

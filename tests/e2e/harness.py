@@ -49,9 +49,17 @@ def e2e_specs(**overrides: dict[str, Any]) -> dict[str, FakeSpec]:
     return out
 
 
+def messages_of(request: Any) -> list[dict[str, Any]]:
+    """Messages of a ``ModelRequest`` (script callables) or a ``RecordedRequest`` (the log)."""
+    msgs = getattr(request, "messages", None)
+    if msgs is None:
+        msgs = request.body.get("messages") or []
+    return [m for m in msgs if isinstance(m, dict)]
+
+
 def all_text(request: Any) -> str:
     parts: list[str] = []
-    for m in request.messages:
+    for m in messages_of(request):
         c = m.get("content")
         if isinstance(c, str):
             parts.append(c)

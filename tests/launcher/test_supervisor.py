@@ -189,3 +189,38 @@ async def test_real_screen_crisis_then_post_crisis_window_pauses(board: Blackboa
     assert res2.crisis_tier >= 2
     assert not any(c.agent == "coach" for c in runner.calls)  # coaching paused: no Coach reply
     assert res2.agents["coach"].status == "skipped" and "coach" not in res2.missing
+
+
+async def test_close_session_compacts_profile_once_and_next_session_starts_from_it(board: Blackboard) -> None:
+    from launcher.sessions import close_session
+
+    runner = FakeRunner(board)
+    sup = make(board, runner)
+    await sup.run_turn("u1", "s1", "I want to run more")
+    res = await close_session(board, "u1", "s1", runner=runner)
+    assert res.merged == ("persona", "shadow") and res.profile_version == 1 and not res.already_closed
+    again = await close_session(board, "u1", "s1")
+    assert again.already_closed and again.profile_version == 1  # never merged twice
+    prof = board.read_profile("u1")
+    assert prof is not None and prof.sessions_seen == 1 and prof.goals[0].description == "run three times a week"
+    await sup.run_turn("u1", "s2", "new session")
+    first = next(c for c in runner.calls if c.session == "s2" and c.agent == "persona")
+    assert "run three times a week" in first.prompt.split("## This session so far")[0]
+
+
+async def test_idle_sessions_close_after_timeout() -> None:
+    from launcher.sessions import IdleSessions
+
+    now = [0.0]
+    closed: list[tuple[str, str]] = []
+
+    async def close(u: str, s: str) -> None:
+        closed.append((u, s))
+
+    idle = IdleSessions(close, 10.0, clock=lambda: now[0])
+    idle.touch("u", "a")
+    now[0] = 5.0
+    idle.touch("u", "b")
+    now[0] = 12.0
+    assert await idle.close_idle() == [("u", "a")]
+    assert closed == [("u", "a")]

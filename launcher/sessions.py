@@ -1,0 +1,163 @@
+"""Closing sessions: compaction into the user's versioned profile, and an idle timeout.
+
+``close_session`` folds the session's latest Persona and Shadow outputs into ``users/{u}/profile``
+with ``Blackboard.update_profile`` (``blackboard.merge_profile`` under compare-and-swap: traits move at
+most ±10 POMP per session (COACHING.md, Persona), goals merged by description with mention counts,
+follow-through counts and outcomes, pattern class and follow-through probability), marks the session
+record closed (CAS, so a second close is a no-op and never merges twice) and stops the session's warm
+agent processes. The next session's context packs start from that profile (``launcher._turn_io``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from blackboard import Blackboard, BlackboardError, Entry, VersionConflictError, profile_key, session_key
+from launcher._turn_io import turn_order
+from launcher.errors import SessionError
+
+__all__ = ["CloseResult", "IdleSessions", "close_session", "session_outputs"]
+
+log = logging.getLogger(__name__)
+
+_PROFILE_AGENTS = ("persona", "shadow")
+_CAS_ATTEMPTS = 50
+
+
+@dataclass(frozen=True)
+class CloseResult:
+    """``profile_version``: the profile's version after the close (0: no profile); ``merged``: which
+    agents' outputs were folded in; ``already_closed``: the session had been closed before (nothing
+    merged this time); ``turns``: turns in the session."""
+
+    user: str
+    session: str
+    profile_version: int
+    merged: tuple[str, ...]
+    already_closed: bool
+    turns: int
+
+
+def session_outputs(board: Blackboard, user: str, session: str) -> tuple[dict[str, Entry], int]:
+    """The latest entry of each profile agent (Persona, Shadow) in the session, and its turn count."""
+    latest: dict[str, tuple[tuple[int, int, str], Entry]] = {}
+    turns: set[str] = set()
+    for e in board.store.list(session_key(user, session) + "/turns/"):
+        parts = e.key.split("/")
+        if len(parts) < 7:
+            continue
+        turns.add(parts[5])
+        kind = parts[6]
+        if kind in _PROFILE_AGENTS:
+            order = turn_order(parts[5])
+            if kind not in latest or order > latest[kind][0]:
+                latest[kind] = (order, e)
+    return {k: v[1] for k, v in latest.items()}, len(turns)
+
+
+def _mark_closed(board: Blackboard, user: str, session: str) -> bool:
+    """Set ``closed_at`` on the session record (CAS). Returns False when it was already closed."""
+    key = session_key(user, session)
+    for _ in range(_CAS_ATTEMPTS):
+        cur = board.store.read(key)
+        if cur is not None and cur.value.get("closed_at"):
+            return False
+        value = dict(cur.value) if cur is not None else {"user": user, "session": session, "turn_count": 0}
+        value["closed_at"] = time.time()
+        try:
+            board.store.write(key, value, expected_version=cur.version if cur else 0, author="supervisor")
+            return True
+        except VersionConflictError:
+            continue
+    raise SessionError(f"session {session}: the session record kept changing; close it again later", retryable=True)
+
+
+def _close(board: Blackboard, user: str, session: str) -> CloseResult:
+    outputs, turns = session_outputs(board, user, session)
+    if not _mark_closed(board, user, session):
+        prof = board.store.read(profile_key(user))
+        return CloseResult(user, session, prof.version if prof else 0, (), True, turns)
+    if not outputs:
+        prof = board.store.read(profile_key(user))
+        return CloseResult(user, session, prof.version if prof else 0, (), False, turns)
+    entry = board.update_profile(user, session, outputs)
+    return CloseResult(user, session, entry.version, tuple(sorted(outputs)), False, turns)
+
+
+async def close_session(board: Blackboard, user: str, session: str, *, runner: Any = None) -> CloseResult:
+    """Compact ``session`` into ``user``'s profile (see the module docstring).
+
+    Args:
+        board: the blackboard.
+        runner: the agent runner whose warm processes of this session are stopped (optional).
+
+    Raises:
+        SessionError: bad ids or the store is unavailable (the message says which); nothing stored is
+            lost: the profile is only written by compare-and-swap.
+    """
+    try:
+        result = await anyio.to_thread.run_sync(partial(_close, board, user, session))
+    except BlackboardError as exc:
+        raise SessionError(f"cannot close session {session!r} of user {user!r}: {exc}",
+                           retryable=exc.retryable) from exc
+    if runner is not None:
+        await runner.close_session(user, session)
+    log.info("session %s/%s closed: profile v%d merged=%s", user, session, result.profile_version,
+             ",".join(result.merged))
+    return result
+
+
+class IdleSessions:
+    """Closes sessions idle for ``timeout_s`` seconds (long-running modes: ``coach chat``, ``serve``).
+
+    Call :meth:`touch` after each turn; run :meth:`run` in a task group (it checks every
+    ``interval_s``), or call :meth:`close_idle` yourself.
+    """
+
+    def __init__(
+        self,
+        close: Callable[[str, str], Awaitable[Any]],
+        timeout_s: float,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if timeout_s <= 0:
+            raise ValueError(f"idle timeout must be > 0 seconds, got {timeout_s}")
+        self._close = close
+        self.timeout_s = timeout_s
+        self._clock = clock
+        self._last: dict[tuple[str, str], float] = {}
+
+    def touch(self, user: str, session: str) -> None:
+        """Record activity now."""
+        self._last[(user, session)] = self._clock()
+
+    def forget(self, user: str, session: str) -> None:
+        """Stop tracking a session (closed explicitly)."""
+        self._last.pop((user, session), None)
+
+    async def close_idle(self) -> list[tuple[str, str]]:
+        """Close every session idle for longer than the timeout; returns the closed ones."""
+        now = self._clock()
+        idle = [k for k, t in self._last.items() if now - t >= self.timeout_s]
+        for user, session in idle:
+            self._last.pop((user, session), None)
+            try:
+                await self._close(user, session)
+            except SessionError as exc:
+                log.warning("idle close of %s/%s failed: %s", user, session, exc.code)
+        return idle
+
+    async def run(self, interval_s: float = 30.0) -> None:
+        """Check forever (cancel to stop)."""
+        while True:
+            await anyio.sleep(interval_s)
+            await self.close_idle()
