@@ -66,7 +66,7 @@ def thresholds_of(info: ValidationInfo | None) -> Thresholds:
 class StrictModel(BaseModel):
     """Base of every schema: unknown fields are refused, strings are bounded."""
 
-    model_config = ConfigDict(extra="forbid", str_max_length=8000)
+    model_config = ConfigDict(extra="forbid", str_max_length=8000, allow_inf_nan=False)
 
 
 class EvidenceRef(StrictModel):

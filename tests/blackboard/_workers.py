@@ -6,6 +6,7 @@ simulated work of an agent (a random delay), implemented with an Event timeout.
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import threading
 import time
@@ -18,6 +19,24 @@ SHADOW_PAYLOAD: dict[str, Any] = {
     "pattern_class": "insufficient_data",
     "commitments": {"due": 1, "completed": 1, "sessions": 1},
 }
+
+
+def context() -> Any:
+    """The multiprocessing context of these tests: forkserver with blackboard preloaded, so each
+    worker is a fresh, single-threaded fork (no inherited SQLite connection) that starts in ms."""
+    ctx = mp.get_context("forkserver")
+    ctx.set_forkserver_preload(["blackboard", "tests.blackboard._workers"])
+    return ctx
+
+
+def fast_board(data_dir: str, **sequencer_options: Any) -> Any:
+    """A Blackboard whose SQLite store skips fsync (synchronous=NORMAL): the ordering tests are about
+    commit order, which fsync does not change, and the shared test machine's disk is slow."""
+    from blackboard import Blackboard, Sequencer, SQLiteStore
+    from blackboard._sqlite import DB_FILENAME
+
+    store = SQLiteStore(os.path.join(data_dir, DB_FILENAME), synchronous="NORMAL")
+    return Blackboard(data_dir, store=store, sequencer=Sequencer(data_dir, **sequencer_options))
 
 
 def _busy_for(seconds: float) -> None:
@@ -94,9 +113,7 @@ def try_open_turn(data_dir: str, turn_id: str, out: Queue[str]) -> None:
 
 def shadow_agent(data_dir: str, inbox: Queue[Any], out: Queue[Any]) -> None:
     """For each (trial, turn, delay): simulate work for ``delay`` s, then write Shadow's output."""
-    from blackboard import Blackboard
-
-    board = Blackboard(data_dir)
+    board = fast_board(data_dir)
     try:
         while (msg := inbox.get()) is not None:
             trial, turn, delay = msg
@@ -152,4 +169,5 @@ def collector_agent(data_dir: str, inbox: Queue[Any], out: Queue[Any]) -> None:
     except Exception:
         out.put(("collector", -1, {"error": traceback.format_exc()}))
     finally:
-        boards[True].close()
+        for b in boards.values():
+            b.close()

@@ -289,3 +289,10 @@ def test_thresholds_defaults_and_validation() -> None:
         Thresholds(band_low=70, band_high=60)
     with pytest.raises(ValueError):
         Thresholds(unknown=1)  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_non_finite_numbers_are_refused(bad: float) -> None:
+    p = payload("persona")
+    p["traits"]["openness"]["score"] = bad
+    assert problems("persona", p)[0].startswith("traits.openness.score")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import random
 import signal
@@ -14,7 +13,6 @@ from typing import Any
 import pytest
 
 from blackboard import (
-    Blackboard,
     InvalidKeyError,
     InvalidValueError,
     LockTimeoutError,
@@ -26,7 +24,7 @@ from blackboard import (
 
 from . import _workers
 
-CTX = mp.get_context("spawn")
+CTX = _workers.context()
 SLACK_S = 0.35  # allowed lateness past a deadline on a shared 2-core machine
 
 
@@ -146,7 +144,7 @@ def _collect_results(out: Any, expected: int) -> dict[tuple[str, int], dict[str,
 
 @pytest.mark.e2e
 def test_collector_never_proceeds_before_shadow_committed_across_processes(tmp_path: Path) -> None:
-    board = Blackboard(tmp_path)
+    board = _workers.fast_board(str(tmp_path))
     shadow_in: Any = CTX.Queue()
     coll_in: Any = CTX.Queue()
     out: Any = CTX.Queue()
@@ -157,7 +155,7 @@ def test_collector_never_proceeds_before_shadow_committed_across_processes(tmp_p
     for p in procs:
         p.start()
     rng = random.Random(2026)
-    trials = 240  # 200 woken by watchfiles, 40 by the polling fallback
+    trials = 220  # 200 woken by watchfiles, 20 by the polling fallback
     try:
         for trial in range(trials):
             turn = board.begin_turn("u", "s")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import random
 import signal
@@ -16,7 +15,7 @@ from blackboard import SQLiteStore, StoreUnavailableError, open_store, turn_entr
 
 from . import _workers
 
-CTX = mp.get_context("spawn")
+CTX = _workers.context()
 COUNTER = turn_entry_key("u", "s", "t", "counter")
 
 

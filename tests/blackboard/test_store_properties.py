@@ -52,7 +52,7 @@ schedules = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 1)), min_size=1
 
 
 @pytest.mark.parametrize("kind", ["memory", "sqlite"])
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(schedule=schedules)
 def test_random_interleavings_of_cas_writes_equal_a_serial_order(
     kind: str, schedule: list[tuple[int, int]]
