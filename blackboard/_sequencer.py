@@ -13,6 +13,7 @@ live processes; the durable record of what was written is the store.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 import time
@@ -33,6 +34,8 @@ from .errors import (
 )
 
 __all__ = ["Sequencer", "WaitResult"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +222,9 @@ class Sequencer:
                     return result
                 if time.monotonic() >= end:  # pragma: no cover - done() returns at the deadline
                     break
-        except (OSError, RuntimeError):
-            return None  # watcher unavailable (e.g. inotify limits): fall back to polling
+        except (OSError, RuntimeError) as exc:  # watcher unavailable (e.g. inotify limits): poll instead
+            log.warning(
+                "watchfiles unavailable (%s); the sequencer falls back to polling", type(exc).__name__
+            )
+            return None
         return None

@@ -107,11 +107,10 @@ class SQLiteStore:
             raise StoreUnavailableError(f"cannot open blackboard database {self.path}: {exc}") from None
         try:
             self._retry(lambda: self._setup(busy_timeout_ms, synchronous))
-        except StoreUnavailableError:
+        except StoreUnavailableError as exc:
             self._conn.close()
-            raise
-        except sqlite3.DatabaseError as exc:
-            self._conn.close()
+            if exc.retryable:
+                raise
             raise StoreUnavailableError(
                 f"{self.path} is not a usable blackboard database ({exc}); move it aside or choose another "
                 "data directory",
@@ -123,7 +122,7 @@ class SQLiteStore:
         c.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         mode = c.execute("PRAGMA journal_mode=WAL").fetchone()[0]
         if str(mode).lower() != "wal":
-            raise StoreUnavailableError(f"cannot switch {self.path} to WAL (got {mode})")
+            raise StoreUnavailableError(f"cannot switch {self.path} to WAL (got {mode})", retryable=False)
         c.execute(f"PRAGMA synchronous={synchronous}")
         c.execute("BEGIN IMMEDIATE")
         try:
@@ -141,9 +140,13 @@ class SQLiteStore:
         while True:
             try:
                 return fn()
-            except sqlite3.OperationalError as exc:
-                if not _is_busy(exc):
-                    raise StoreUnavailableError(f"blackboard database error: {exc}") from None
+            except sqlite3.Error as exc:
+                if not (isinstance(exc, sqlite3.OperationalError) and _is_busy(exc)):
+                    if self._conn.in_transaction:
+                        self._conn.execute("ROLLBACK")
+                    raise StoreUnavailableError(
+                        f"blackboard database error: {exc}", retryable=False
+                    ) from None
                 if self._conn.in_transaction:
                     self._conn.execute("ROLLBACK")
                 if time.monotonic() >= deadline:
