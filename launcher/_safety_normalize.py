@@ -7,12 +7,14 @@ Pipeline (each step is deterministic and pure):
 2. Split into clauses at sentence punctuation (``. ! ? ; ,`` followed by space or end), newlines and
    the word "but": negation never crosses a clause.
 3. Tokens: leetspeak is mapped only inside tokens that contain a letter (``1->i 3->e 4->a 0->o 5->s
-   7->t @->a $->s``, and ``!`` between letters -> i), so "52 days" stays a number and "k1ll" becomes "kill"; then every character
+   7->t @->a $->s``, ``!`` between letters -> i; ``1`` -> l when that spells a risk word: "ki11"), so "52 days" stays a number and "k1ll" becomes "kill"; then every character
    that is not a letter or digit is dropped ("k.i.l.l" -> "kill", "self-harm" -> "selfharm").
 4. Runs of three or more one-letter tokens are joined ("s u i c i d e" -> "suicide").
 5. Repeated letters collapse to one ("kiiill" and "kill" -> "kil"). Lexicon patterns are collapsed the
    same way (:func:`collapse_pattern`), so both sides compare in the same space.
-6. Slang expansion ("kms" -> "kil myself", "unalive" -> "kil", "sewerslide" -> "suicide").
+6. Slang expansion ("kms" -> "kil myself", "unalive" -> "kil", "sewerslide" -> "suicide"); key
+   phrases split by inserted spaces are re-joined when they span whole tokens ("ki ll my self" ->
+   "kil myself", never "skill myself").
 7. Edit-distance tolerance: a token of 5+ letters that is not a protected common word and is within
    Damerau-Levenshtein distance 1 of a key token with the same first letter
    is replaced by that key ("sucide" -> "suicide", "myslef" -> "myself"). Misspellings rarely change
@@ -78,6 +80,18 @@ FUZZY_KEYS: frozenset[str] = frozenset(
         "depresed",
     }
 )
+
+#: Risk words (collapsed) that decide whether a leet "1" reads as "l" ("ki11" -> "kill").
+L_WORDS: frozenset[str] = frozenset(
+    {"kil", "kiling", "kiled", "kils", "myself", "self", "pils", "pil", "lethal", "bleding", "helples",
+     "hopeles", "worthles", "alone", "life", "live", "living", "suicidal", "selfharm", "bulet", "bulets"}
+)  # fmt: skip
+
+#: Key phrases (canonical tokens) re-joined when inserted spaces split them (see :func:`_resegment`).
+RESEGMENT: tuple[tuple[str, ...], ...] = (
+    ("kil", "myself"), ("end", "my", "life"), ("hang", "myself"), ("hurt", "myself"), ("cut", "myself"),
+    ("suicidal",), ("suicide",), ("overdose",), ("selfharm",), ("die",), ("dead",),
+)  # fmt: skip
 
 #: Common words close to a key that must never be "corrected" into it.
 PROTECTED: frozenset[str] = frozenset(
@@ -172,10 +186,45 @@ class Clause:
         return " ".join(self.tokens)
 
 
+def _deleet(raw: str) -> str:
+    """Map leetspeak; "1" reads as "i" unless reading it as "l" gives a risk word ("ki11" -> "kill")."""
+    as_i = raw.translate(_LEET)
+    if "1" in raw:
+        as_l = raw.replace("1", "l").translate(_LEET)
+        if collapse_word(_NON_ALNUM.sub("", as_l)) in L_WORDS:
+            return as_l
+    return as_i
+
+
+def _resegment(tokens: list[str]) -> list[str]:
+    """Re-join key words split by inserted spaces ("ki ll my self" -> "kil myself", "sui cide" ->
+    "suicide"). A phrase is replaced only when its letters span whole tokens exactly, so "skill myself"
+    never becomes "kill myself"."""
+    if len(tokens) < 2:
+        return tokens
+    starts: dict[int, int] = {}
+    ends: dict[int, int] = {}
+    pos = 0
+    for i, t in enumerate(tokens):
+        starts[pos] = i
+        pos += len(t)
+        ends[pos] = i
+    compact = "".join(tokens)
+    for phrase in RESEGMENT:
+        flat = "".join(phrase)
+        at = compact.find(flat)
+        while at != -1:
+            first, last = starts.get(at), ends.get(at + len(flat))
+            if first is not None and last is not None and tuple(tokens[first : last + 1]) != phrase:
+                return _resegment([*tokens[:first], *phrase, *tokens[last + 1 :]])
+            at = compact.find(flat, at + 1)
+    return tokens
+
+
 def _tokens(raw_clause: str) -> list[str]:
     out: list[str] = []
     for raw in raw_clause.split():
-        tok = raw.translate(_LEET) if _HAS_LETTER.search(raw) else raw
+        tok = _deleet(raw) if _HAS_LETTER.search(raw) else raw
         tok = _NON_ALNUM.sub("", tok)
         if tok:
             out.append(tok)
@@ -213,6 +262,7 @@ def normalize(text: str) -> list[Clause]:
                 toks.extend(expanded.split())
                 continue
             toks.append(_fuzzy(tok, FUZZY_KEYS))
+        toks = _resegment(toks)
         # "want 2 die": a lone "2" after a verb of intent reads as "to"
         toks = ["to" if t == "2" and i > 0 and toks[i - 1] in _TO_BEFORE else t for i, t in enumerate(toks)]
         if toks:
