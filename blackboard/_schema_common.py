@@ -16,6 +16,7 @@ from .config import Thresholds
 
 __all__ = [
     "AGENT_NAMES",
+    "READ_ONLY",
     "TRAIT_NAMES",
     "AgentName",
     "Band",
@@ -44,6 +45,8 @@ TRAIT_NAMES: tuple[str, ...] = (
 )
 TraitName = Literal["openness", "conscientiousness", "extraversion", "agreeableness", "neuroticism"]
 Band = Literal["low", "mid", "high"]
+#: JSON-schema annotation of fields the validator computes (models should leave them out).
+READ_ONLY: dict[str, Any] = {"readOnly": True}
 
 #: A key part: 1-64 of A-Z a-z 0-9 _ . - (same rule as blackboard keys).
 Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.\-]{1,64}$")]
@@ -93,7 +96,9 @@ class TraitScore(StrictModel):
     ``band`` is computed from it; ``confidence`` 0-1; ``evidence_count`` = observations used."""
 
     score: float = Field(ge=0, le=100)
-    band: Band | None = Field(default=None, description="computed from score; supplied values are replaced")
+    band: Band | None = Field(
+        default=None, description="computed from score; omit", json_schema_extra=READ_ONLY
+    )
     confidence: float = Field(ge=0, le=1)
     evidence_count: int = Field(ge=0, le=100_000)
 
@@ -127,7 +132,9 @@ class FollowThroughStats(StrictModel):
     due: int = Field(ge=0, le=100_000)
     completed: int = Field(ge=0, le=100_000)
     percent: float | None = Field(default=None, ge=0, le=100)
-    status: Literal["ok", "not_enough_data"] | None = None
+    status: Literal["ok", "not_enough_data"] | None = Field(
+        default=None, description="computed; omit", json_schema_extra=READ_ONLY
+    )
 
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo) -> FollowThroughStats:

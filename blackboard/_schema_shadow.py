@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, model_validator
 
-from ._schema_common import EvidenceRef, ShortText, StrictModel, Text, thresholds_of
+from ._schema_common import READ_ONLY, EvidenceRef, ShortText, StrictModel, Text, thresholds_of
 from .config import Thresholds
 
 __all__ = [
@@ -104,8 +104,8 @@ class FollowThroughPrediction(StrictModel):
     features: FollowThroughFeatures = Field(default_factory=FollowThroughFeatures)
     probability: float | None = Field(default=None, ge=0, le=1)
     adjustment_reason: ShortText | None = None
-    baseline: float | None = Field(default=None, description="computed")
-    clamped: bool = Field(default=False, description="computed")
+    baseline: float | None = Field(default=None, description="computed; omit", json_schema_extra=READ_ONLY)
+    clamped: bool = Field(default=False, description="computed; omit", json_schema_extra=READ_ONLY)
 
 
 class ShadowPattern(StrictModel):

@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, model_validator
 
-from ._schema_common import Id, Phrase, ShortText, StrictModel, Text, thresholds_of
+from ._schema_common import READ_ONLY, Id, Phrase, ShortText, StrictModel, Text, thresholds_of
 from .config import BLOCKED_CATEGORIES, Thresholds
 
 __all__ = [
@@ -111,11 +111,19 @@ class StabilityMove(StrictModel):
     detection_difficulty: int = Field(ge=1, le=10, description="10 = cannot be detected before harm")
     reversibility: int = Field(ge=1, le=10, description="10 = irreversible")
     rationale: ShortText = ""
-    rpn: int | None = Field(default=None, description="computed: S*O*D")
-    blocked: bool | None = Field(default=None, description="computed by the gate; false never unblocks")
-    caution: bool | None = Field(default=None, description="computed by the gate")
-    block_reasons: list[str] = Field(default_factory=list, max_length=10, description="computed")
-    caution_reasons: list[str] = Field(default_factory=list, max_length=10, description="computed")
+    rpn: int | None = Field(default=None, description="computed: S*O*D; omit", json_schema_extra=READ_ONLY)
+    blocked: bool | None = Field(
+        default=None, description="computed by the gate; you may send true to block, false is ignored"
+    )
+    caution: bool | None = Field(
+        default=None, description="computed by the gate; omit", json_schema_extra=READ_ONLY
+    )
+    block_reasons: list[str] = Field(
+        default_factory=list, max_length=10, description="computed; omit", json_schema_extra=READ_ONLY
+    )
+    caution_reasons: list[str] = Field(
+        default_factory=list, max_length=10, description="computed; omit", json_schema_extra=READ_ONLY
+    )
 
     @model_validator(mode="after")
     def _gate(self, info: ValidationInfo) -> StabilityMove:
