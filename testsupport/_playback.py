@@ -113,7 +113,11 @@ class PlaybackContext:
         await wait_threading_event(self.stopping)
 
 
-async def wait_threading_event(event: threading.Event) -> None:
-    """Wait for a ``threading.Event`` set from another thread, cancellably (worker thread abandoned)."""
-    if not event.is_set():
-        await anyio.to_thread.run_sync(event.wait, abandon_on_cancel=True)
+async def wait_threading_event(event: threading.Event, poll_s: float = 0.05) -> None:
+    """Wait for a ``threading.Event`` set from another thread (the upstream's ``stop()``), cancellably.
+
+    Polls instead of blocking a worker thread: an abandoned worker stuck in ``event.wait()`` would keep
+    the interpreter from exiting when the event is never set (in-process use without ``stop()``).
+    """
+    while not event.is_set():  # noqa: ASYNC110 - set from a foreign thread, no anyio.Event possible
+        await anyio.sleep(poll_s)
