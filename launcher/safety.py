@@ -30,10 +30,19 @@ Example::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from ._safety_lexicon import NEGATORS, NEUTRAL_PHRASES, PAST_MARKERS, QUESTION_AUX, RULES, Rule
 from ._safety_normalize import Clause, normalize
@@ -50,6 +59,7 @@ __all__ = [
     "DEFAULT_RESOURCES",
     "RULE_IDS",
     "CrisisResource",
+    "ExtraRule",
     "LocaleResources",
     "SafetyConfig",
     "SafetyState",
@@ -76,6 +86,42 @@ _SCOPE_BREAKERS = frozenset(
 )
 
 
+class ExtraRule(BaseModel):
+    """A configured rule, in the lexicon's template syntax (see :mod:`launcher._safety_lexicon`:
+    normal spelling, ``{I}``/``{INTENT}``/``{ACT_SELF}``... vocabularies, ``{G2}`` gaps).
+
+    Example (TOML)::
+
+        [[safety.extra_rules]]
+        id = "t3.local_slang"
+        tier = 3
+        template = "{I} {G2}{INTENT} {G2}(?:yeet myself)"
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^t[0-3]\.[a-z0-9_]{1,60}$")
+    tier: int = Field(ge=0, le=3)
+    template: str = Field(min_length=1, max_length=4000)
+    negation: Literal["before", "inner", "none"] = "inner"
+    requires: Literal["distress", "risk"] | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> ExtraRule:
+        if not self.id.startswith(f"t{self.tier}."):
+            raise ValueError(f"id {self.id!r} must start with 't{self.tier}.' for tier {self.tier}")
+        if self.id in RULE_IDS:
+            raise ValueError(f"id {self.id!r} is a built-in rule id; choose a new one")
+        try:
+            self.compile()
+        except re.error as exc:
+            raise ValueError(f"template is not a valid pattern: {exc}") from None
+        return self
+
+    def compile(self) -> Rule:
+        return Rule(self.id, self.tier, self.template, negation=self.negation, requires=self.requires)
+
+
 class SafetyConfig(BaseModel):
     """The ``[safety]`` section of ``coach.toml``.
 
@@ -88,6 +134,7 @@ class SafetyConfig(BaseModel):
         post_crisis_turns: turns after a tier-3 event screened at tier-2 sensitivity (COACHING.md: 3).
         post_crisis_floor: lowest tier during that window (2 = coaching stays paused; proposal).
         post_crisis_escalate: during that window a tier-2 signal gives tier 3 (proposal).
+        extra_rules: site-specific rules (:class:`ExtraRule`), e.g. local slang or another language.
         disabled_rules: rule ids switched off (must be known ids; see :data:`RULE_IDS`).
     """
 
@@ -99,15 +146,24 @@ class SafetyConfig(BaseModel):
     post_crisis_turns: int = Field(default=3, ge=0, le=100)
     post_crisis_floor: int = Field(default=2, ge=0, le=3)
     post_crisis_escalate: bool = True
+    extra_rules: list[ExtraRule] = Field(default_factory=list, max_length=200)
     disabled_rules: list[str] = Field(default_factory=list)
+    _compiled: tuple[Rule, ...] | None = PrivateAttr(default=None)
 
     @field_validator("disabled_rules")
     @classmethod
-    def _known_rules(cls, value: list[str]) -> list[str]:
-        unknown = sorted(set(value) - RULE_IDS)
+    def _known_rules(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        extra = {r.id for r in info.data.get("extra_rules", [])}
+        unknown = sorted(set(value) - RULE_IDS - extra)
         if unknown:
-            raise ValueError(f"unknown rule ids {unknown}; known ids: {sorted(RULE_IDS)}")
+            raise ValueError(f"unknown rule ids {unknown}; known ids: {sorted(RULE_IDS | extra)}")
         return value
+
+    def rules(self) -> tuple[Rule, ...]:
+        """The built-in :data:`~launcher._safety_lexicon.RULES` followed by ``extra_rules`` (compiled once)."""
+        if self._compiled is None:
+            self._compiled = RULES + tuple(r.compile() for r in self.extra_rules)
+        return self._compiled
 
     def resource_table(self) -> dict[str, LocaleResources]:
         """:data:`DEFAULT_RESOURCES` with this config's ``resources`` laid over it."""
@@ -217,7 +273,7 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
     for clause in normalize(text):
         neutral = _neutral_mask(clause.tokens)
         past = PAST_MARKERS.search(clause.text) is not None
-        for rule in RULES:
+        for rule in cfg.rules():
             if rule.id in disabled:
                 continue
             for m in rule.regex.finditer(clause.text):

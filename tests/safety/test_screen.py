@@ -234,3 +234,27 @@ def test_inverted_question_is_ambivalence_not_intent() -> None:
 def test_hypothetical_medical_words_are_not_an_emergency() -> None:
     assert screen("I guess having a stroke or a heart attack would really be bad for that").tier == 0
     assert screen("I think I'm having a stroke").tier == 3
+
+
+def test_extra_rules_from_config() -> None:
+    cfg = SafetyConfig.model_validate(
+        {"extra_rules": [{"id": "t3.local_slang", "tier": 3, "template": "{I} {G2}{INTENT} {G2}yeet myself"}]}
+    )
+    assert screen("I'm going to yeet myself", config=cfg).reasons == ["t3.local_slang"]
+    assert screen("I'm not going to yeet myself", config=cfg).reasons == ["t1.negated_risk"]
+    assert screen("I'm going to yeet myself").tier == 0  # default config unaffected
+    disabled = SafetyConfig.model_validate({**cfg.model_dump(), "disabled_rules": ["t3.local_slang"]})
+    assert screen("I'm going to yeet myself", config=disabled).tier == 0
+
+
+@pytest.mark.parametrize(
+    ("rule", "message"),
+    [
+        ({"id": "t2.x", "tier": 3, "template": "x"}, "must start with 't3.'"),
+        ({"id": "t3.intent_self_harm", "tier": 3, "template": "x"}, "built-in rule id"),
+        ({"id": "t3.x", "tier": 3, "template": "(unclosed"}, "not a valid pattern"),
+    ],
+)
+def test_extra_rules_are_validated(rule: dict[str, object], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        SafetyConfig.model_validate({"extra_rules": [rule]})
