@@ -110,12 +110,14 @@ class Blackboard:
             problems = validate_synthesis(model, self.brief(user, session, turn))
             if problems:
                 raise SchemaValidationError([f"{p.code}: {p.detail}" for p in problems], what="synthesis")
-        entry = self.store.write(
-            turn_entry_key(user, session, turn, agent),
-            model.model_dump(mode="json"),
-            expected_version=0,
-            author=agent,
-        )
+        key = turn_entry_key(user, session, turn, agent)
+        try:
+            entry = self.store.write(key, model.model_dump(mode="json"), expected_version=0, author=agent)
+        except VersionConflictError:
+            # Already written: an earlier call may have committed and then failed to mark (e.g. lock
+            # timeout); marking is idempotent, so make sure waiters are released before reporting.
+            self.sequencer.mark_written(tid, agent)
+            raise
         self.sequencer.mark_written(tid, agent)
         return entry
 

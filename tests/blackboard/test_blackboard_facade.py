@@ -139,3 +139,14 @@ def test_explicit_store_and_sequencer(tmp_path: Path) -> None:
     assert b.collect("u", "s", t, [], 1)[1].arrived == ("shadow",)
     with pytest.raises(InvalidValueError):
         Blackboard(store=MemoryStore())
+
+
+def test_a_retried_write_after_a_lost_mark_still_releases_waiters(board: Blackboard) -> None:
+    t = board.begin_turn("u", "s")
+    # simulate a write that committed but whose mark_written never happened
+    board.store.write(
+        turn_entry_key("u", "s", t, "shadow"), payload("shadow"), expected_version=0, author="shadow"
+    )
+    with pytest.raises(VersionConflictError):
+        board.write_output("u", "s", t, "shadow", payload("shadow"))
+    assert board.collect("u", "s", t, [], 0)[1].arrived == ("shadow",)
