@@ -226,12 +226,11 @@ def _text(payload: Mapping[str, Any]) -> str:
 
 
 def ok_result(payload: Mapping[str, Any], *, note: str = "") -> CallToolResult:
-    """A successful tool result: ``payload`` as JSON text (plus an optional leading note for the model)
-    and as ``structured_content``."""
-    data = {"ok": True, **payload}
+    """A successful tool result: ``{"ok": true, "message": note, **payload}`` as JSON text and as
+    ``structured_content`` (Claude Code shows the model the structured form when present, other clients
+    the text, so both carry the same data and the note)."""
+    data = {"ok": True, **({"message": note} if note else {}), **payload}
     text = _text(data)
-    if note:
-        text = f"{note}\n{text}"
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
@@ -253,7 +252,8 @@ def error_result(
         1. `traits.openness.score`: got 150, which is too large; allowed: a number from 0 to 100
         What to do: <advice>
 
-    ``structured_content`` = ``{"ok": false, "error": code, "retryable": ..., "problems": [...], **extra}``.
+    ``structured_content`` = ``{"ok": false, "error": code, "message": ..., "problems": [...], **extra,
+    "what_to_do": advice, "retryable": ...}`` (what Claude Code shows the model; same content).
     """
     lines = [f"{tool}: {headline}"]
     lines += [f"{i}. {p.line()}" for i, p in enumerate(problems, 1)]
@@ -264,8 +264,10 @@ def error_result(
     data: dict[str, Any] = {
         "ok": False,
         "error": code,
-        "retryable": retryable,
+        "message": f"{tool}: {headline}",
         "problems": [asdict(p) for p in problems],
         **(extra or {}),
+        "what_to_do": advice,
+        "retryable": retryable,
     }
     return CallToolResult(content=[TextContent(type="text", text="\n".join(lines))], structured_content=data, is_error=True)

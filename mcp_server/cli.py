@@ -106,7 +106,10 @@ def run(
     from blackboard import Blackboard
     from mcp_server._scope import FixedScope, HeaderScope, ScopeSource, scope_from_env
     from mcp_server._server import build_server, serve_http, serve_stdio
+    from mcp_server._session import run_session, session_mode_requested  # Claude Code session mode (issue 7)
 
+    if not http and session_mode_requested():
+        return run_session(data_dir=data_dir, config=config, user=user, session=session)
     cfg, cfg_data_dir = load_config(config)
     overrides = {k: v for k, v in (("host", host), ("port", port), ("path", path)) if v is not None}
     if overrides:

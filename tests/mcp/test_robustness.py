@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from mcp import Client
 
 from blackboard import Blackboard
-from mcp_server import HeaderScope, build_server
+from mcp_server import HeaderScope, McpConfig, build_server
 from tests.mcp.helpers import call, data_of, scoped_server, text_of
 from tests.mcp.payloads import payload
 
@@ -39,11 +39,11 @@ arguments = st.dictionaries(
 def test_random_arguments_never_crash(board: Blackboard, turn: str, tool: str, args: dict[str, Any]) -> None:
     agent = {"write_synthesis": "pineal", "collect_turn": "pineal"}.get(tool, tool.removeprefix("write_"))
     agent = agent if agent in ("shadow", "persona", "plasticity", "stability", "coach", "pineal") else "coach"
-    if tool == "collect_turn":
-        args = {**args, "deadline_s": 0.01} if isinstance(args.get("deadline_s"), int | float) else args
+    # collect_turn must not wait long: cap every deadline at 50 ms.
+    fast = McpConfig(collect_deadline_s=0.05, collect_deadline_max_s=0.05)
 
     async def run() -> None:
-        async with Client(scoped_server(board, agent, turn)) as client:
+        async with Client(scoped_server(board, agent, turn, config=fast)) as client:
             result = await client.call_tool(tool, args)
             assert result.content, "every result carries text for the model"
             if result.is_error:

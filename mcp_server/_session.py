@@ -1,0 +1,243 @@
+"""Session mode of ``coach mcp``: the stdio server Claude Code starts from the repository's ``.mcp.json``
+(project) or the plugin manifest, for one person working inside an interactive Claude Code session.
+
+Turned on by ``COACH_MCP_SESSION=1`` (set by ``.claude-plugin/coach-mcp.sh``). The scope is fixed at
+start: user ``COACH_USER`` (default: the login name, else ``me``) and session ``COACH_SESSION`` (default
+``claude-code``), or ``--user`` / ``--session``; the model never passes them. Same tools as the
+supervisor's server, plus ``coach_turn`` (see :mod:`mcp_server._pipeline_tool`), with these turns:
+
+* ``coach_turn`` runs a whole pipeline turn (the supervisor allocates the turn);
+* a ``write_<agent>`` call from a subagent used on its own (e.g. the Stability subagent rating a plan)
+  acts as that agent and goes to the session's *manual turn*: the first such write opens a new turn
+  (``Blackboard.begin_turn``); later writes of other agents join it; a second write by the same agent,
+  or any write after a ``coach_turn``, opens the next one. Each write is validated against that agent's
+  schema exactly as in the pipeline (Stability's gate included); ``collect_turn`` and
+  ``write_synthesis`` work on the manual turn the same way;
+* the read tools see the session's latest turn (``read_entry("shadow")``), or any turn by key.
+
+Which subagent may call which write tool is enforced by Claude Code (each agent file's ``tools:``); the
+server checks the schema and the create-only rule (one entry per agent per turn).
+
+Data and pipeline configuration: ``launcher.config.load_config`` (``COACH_CONFIG`` or ``./coach.toml``,
+``COACH_DATA_DIR``, ``COACH_UPSTREAM_URL``); ``--data-dir`` wins over ``[data] dir``.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import os
+import re
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+
+from blackboard import Blackboard, turn_entry_key
+from mcp_server._pipeline_tool import PipelineRun, TurnSummary, coach_turn_spec, supervisor_pipeline
+from mcp_server._scope import Scope, ScopeSource
+from mcp_server._server import SERVER_NAME, map_blackboard_error
+from mcp_server._toolkit import ToolSpec, build_tool
+from mcp_server._tools import ToolContext, all_specs
+from mcp_server.config import McpConfig
+from mcp_server.errors import McpConfigError
+
+__all__ = [
+    "DEFAULT_SESSION",
+    "ENV_SESSION_MODE",
+    "SessionTurns",
+    "build_session_server",
+    "run_session",
+    "session_identity",
+    "session_mode_requested",
+]
+
+log = logging.getLogger("mcp_server")
+
+#: Set to 1 (by ``.claude-plugin/coach-mcp.sh``) to serve stdio in session mode.
+ENV_SESSION_MODE = "COACH_MCP_SESSION"
+DEFAULT_SESSION = "claude-code"
+_FALLBACK_USER = "me"
+
+_INSTRUCTIONS = (
+    "coachboard blackboard for this user's coaching session (the connection fixes user and session; never "
+    "pass them). coach_turn runs a whole coaching turn with the user's message and returns the Coach's "
+    "reply and the synthesis. Each coaching subagent writes its output with its own write_<agent> tool "
+    "(write_synthesis for Pineal), passing exactly the fields of its input schema. Read with read_entry, "
+    "list_entries, get_profile and get_session_history. Errors list each problem: fix those and call again."
+)
+
+_PART = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def session_mode_requested(env: Mapping[str, str] | None = None) -> bool:
+    """True when ``COACH_MCP_SESSION`` is set to a true value (1, true, yes, on)."""
+    value = (os.environ if env is None else env).get(ENV_SESSION_MODE, "")
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _default_user() -> str:
+    try:
+        name = getpass.getuser()
+    except (OSError, KeyError):
+        return _FALLBACK_USER
+    cleaned = _PART.sub("-", name).strip(".-")[:64]
+    return cleaned or _FALLBACK_USER
+
+
+def session_identity(
+    env: Mapping[str, str] | None = None, *, user: str | None = None, session: str | None = None
+) -> Scope:
+    """The session server's scope: ``--user``/``--session``, else ``COACH_USER``/``COACH_SESSION``, else
+    the login name (letters, digits, ``_.-`` kept) and :data:`DEFAULT_SESSION`.
+
+    Raises:
+        ScopeError: a given user or session is not a valid key part (1-64 of ``A-Za-z0-9_.-``).
+    """
+    e = os.environ if env is None else env
+    return Scope.create(
+        user or e.get("COACH_USER") or _default_user(),
+        session or e.get("COACH_SESSION") or DEFAULT_SESSION,
+    )
+
+
+class SessionTurns:
+    """The turns the session server's tools act on (see the module docstring). Thread-safe."""
+
+    def __init__(self, board: Blackboard, user: str, session: str) -> None:
+        self.board = board
+        self.user = user
+        self.session = session
+        self._lock = threading.Lock()
+        self._manual: str | None = None
+
+    @property
+    def manual_turn(self) -> str | None:
+        """The open manual turn, or None before the first standalone write (and after a coach_turn)."""
+        return self._manual
+
+    def latest(self) -> str | None:
+        """The session's most recent turn id (pipeline or manual), or None for a new session."""
+        prefix = f"users/{self.user}/sessions/{self.session}/turns/"
+        best: tuple[int, str] | None = None
+        for entry in self.board.store.list(prefix):
+            if not entry.key.endswith("/meta"):
+                continue
+            turn = entry.key[len(prefix):].split("/", 1)[0]
+            index = entry.value.get("index")
+            rank = int(index) if isinstance(index, int) else -1
+            if best is None or (rank, turn) > best:
+                best = (rank, turn)
+        return best[1] if best else None
+
+    def for_agent(self, agent: str) -> str:
+        """The turn ``agent``'s write goes to: the manual turn, or a new one if ``agent`` already wrote
+        there (or none is open). Raises blackboard errors when the store is unusable."""
+        with self._lock:
+            turn = self._manual
+            if turn is not None and self.board.store.read(
+                turn_entry_key(self.user, self.session, turn, agent)
+            ) is None:
+                return turn
+            turn = self.board.begin_turn(self.user, self.session)
+            self._manual = turn
+            log.info("session %s: manual turn %s opened for %s", self.session, turn, agent)
+            return turn
+
+    def pipeline_ran(self, summary: TurnSummary) -> None:
+        """After a coach_turn: the next standalone write opens a new turn."""
+        with self._lock:
+            self._manual = None
+
+
+class _AgentScope:
+    """Scope of one agent's tools: this session, that agent, its manual turn (allocated on demand)."""
+
+    def __init__(self, turns: SessionTurns, agent: str) -> None:
+        self._turns = turns
+        self._agent = agent
+
+    def scope_for(self, headers: Mapping[str, str] | None) -> Scope:
+        t = self._turns
+        return Scope.create(t.user, t.session, t.for_agent(self._agent), self._agent)
+
+
+class _ReaderScope:
+    """Scope of the read tools and coach_turn: this session, its latest turn, no agent."""
+
+    def __init__(self, turns: SessionTurns) -> None:
+        self._turns = turns
+
+    def scope_for(self, headers: Mapping[str, str] | None) -> Scope:
+        t = self._turns
+        return Scope.create(t.user, t.session, t.latest(), None)
+
+
+def _scope_source(spec: ToolSpec, turns: SessionTurns) -> ScopeSource:
+    if spec.agents is not None and len(spec.agents) == 1:
+        return _AgentScope(turns, next(iter(spec.agents)))
+    return _ReaderScope(turns)
+
+
+def build_session_server(
+    board: Blackboard,
+    identity: Scope,
+    pipeline: PipelineRun,
+    config: McpConfig | None = None,
+) -> tuple[MCPServer, SessionTurns]:
+    """Build the session-mode server (named ``coachboard``, like the supervisor's).
+
+    Args:
+        board: the blackboard (the pipeline writes to the same one).
+        identity: user and session (:func:`session_identity`); turn and agent are ignored.
+        pipeline: runs ``coach_turn`` (:func:`mcp_server._pipeline_tool.supervisor_pipeline` for real).
+        config: limits (``McpConfig()`` when None).
+
+    Returns:
+        ``(server, turns)``: the server has the 11 blackboard tools plus ``coach_turn``; ``turns`` is
+        its :class:`SessionTurns`.
+    """
+    cfg = config or McpConfig()
+    turns = SessionTurns(board, identity.user, identity.session)
+    specs = [*all_specs(ToolContext(board=board, config=cfg)), coach_turn_spec(pipeline, on_done=turns.pipeline_ran)]
+    tools = [
+        build_tool(s, _scope_source(s, turns), max_argument_bytes=cfg.max_argument_bytes, map_error=map_blackboard_error)
+        for s in specs
+    ]
+    server: MCPServer = MCPServer(
+        SERVER_NAME, instructions=_INSTRUCTIONS, version="0.1.0", tools=tools, log_level="WARNING"
+    )
+    return server, turns
+
+
+def run_session(
+    *,
+    data_dir: str | None = None,
+    config: Path | None = None,
+    user: str | None = None,
+    session: str | None = None,
+) -> None:
+    """Serve session mode over stdio until Claude Code closes the pipe (blocking).
+
+    Raises:
+        McpConfigError: the configuration file is invalid (the message lists each problem).
+        ScopeError: an invalid user or session id.
+    """
+    from launcher.config import ConfigError, load_config
+
+    try:
+        coach_config: Any = load_config(config)
+    except ConfigError as exc:
+        raise McpConfigError(f"session mode: {exc}") from exc
+    directory = Path(data_dir) if data_dir else Path(coach_config.data.dir)
+    identity = session_identity(user=user, session=session)
+    directory.mkdir(parents=True, exist_ok=True)
+    board = Blackboard(directory)
+    server, _ = build_session_server(board, identity, supervisor_pipeline(coach_config, board), coach_config.mcp)
+    log.info("session mode: user=%s session=%s data=%s", identity.user, identity.session, directory)
+    try:
+        server.run("stdio")
+    finally:
+        board.close()
