@@ -110,6 +110,7 @@ class AgentInvocation:
     prompt: str
     followup: str
     tool_timeout_s: float = 60.0
+    max_turns: int = 6
 
 
 @dataclass
@@ -131,6 +132,7 @@ class AgentOutcome:
     input_tokens: int = 0
     output_tokens: int = 0
     warm: bool = False
+    stopped: str = "end_turn"
 
 
 class AgentEvents(Protocol):
@@ -222,6 +224,7 @@ class ClaudeAgentRunner:
             allowed_tools=allowed,
             permission_mode="bypassPermissions",
             model=inv.model,
+            max_turns=inv.max_turns,
             env=env,
             mcp_servers={name: {"type": "http", "url": cfg.mcp_url, "headers": mcp_headers}},
             strict_mcp_config=True,
@@ -377,7 +380,9 @@ class ClaudeAgentRunner:
                 ) + int(usage.get("cache_creation_input_tokens") or 0)
                 out.output_tokens = int(usage.get("output_tokens") or 0)
                 result_text = msg.result or ""
-                if msg.is_error or _API_ERROR.search(result_text):
+                if msg.subtype == "error_max_turns":
+                    out.stopped = "max_turns"  # the tool calls made so far decide (see _agent_task)
+                elif msg.is_error or _API_ERROR.search(result_text):
                     raise _result_error(inv.agent, msg.subtype, result_text)
         out.text = "\n".join(texts).strip()
         return out, last_input

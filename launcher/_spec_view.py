@@ -38,6 +38,7 @@ class AgentView:
     context_budget_tokens: int
     model_alias: str
     tools: tuple[str, ...]
+    max_turns: int = 6
 
 
 def _first(spec: Any, *names: str, default: Any = None) -> Any:
@@ -74,4 +75,5 @@ def view_of(spec: Any) -> AgentView:
         context_budget_tokens=int(_first(spec, "context_budget_tokens", "context_budget", default=4000)),
         model_alias=str(_first(spec, "model_alias", "model", default="fast")),
         tools=tuple(t for t in tools if t),
+        max_turns=int(_first(spec, "max_turns", default=6)),
     )

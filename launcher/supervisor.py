@@ -234,7 +234,7 @@ class Supervisor:
                 agent=name, user=user, session=session, turn=turn, system_prompt=v.prompt, model=v.model_alias,
                 tools=v.tools, max_output_tokens=v.max_output_tokens,
                 context_budget_tokens=v.context_budget_tokens, prompt=prompt, followup=followup,
-                tool_timeout_s=v.deadline_s,
+                tool_timeout_s=v.deadline_s, max_turns=v.max_turns,
             )
 
         def coach_tool(call: ToolCallRecord) -> None:
@@ -353,18 +353,29 @@ class Supervisor:
             finally:
                 self.directory.disarm(user, session, turn, "pineal")
             entry = (await anyio.to_thread.run_sync(self.board.read_turn, user, session, turn)).get("pineal")
+            calls = outcome.tool_calls if outcome is not None else []
             if entry is not None:
+                # The entry is create-only: whatever is stored is final for this turn.
                 try:
                     synthesis = SynthesisOutput.model_validate(entry.value)
                 except ValueError as exc:
                     problems = [f"stored synthesis does not validate: {exc}"]
-                    break  # create-only entry: cannot be rewritten
+                    break
                 problems = [f"{p.code}: {p.detail}" for p in validate_synthesis(synthesis, brief)]
                 problems += blocked_problems(synthesis.text, brief, *earlier_blocks)
-                if not problems:
-                    return synthesis, source
-                break  # the stored entry is create-only: it cannot be repaired in place
-            calls = outcome.tool_calls if outcome is not None else []
+                if problems:
+                    break
+                server_brief = await anyio.to_thread.run_sync(self.board.brief, user, session, turn)
+                if synthesis.text == fallback_synthesis(server_brief).text or any(
+                    "synthesis_replaced_by_fallback" in c.result for c in calls
+                ):
+                    # The MCP server stored its deterministic fallback after a failed repair.
+                    statuses["pineal"].status = "error"
+                    statuses["pineal"].error = "synthesis rejected twice; the server stored the fallback"
+                    return synthesis, "fallback"
+                if any(c.name == v.output_tool and not c.ok for c in calls):
+                    source = "repaired"
+                return synthesis, source
             problems = [c.result[:600] for c in calls if c.name == v.output_tool and not c.ok] or [
                 statuses["pineal"].error or f"no {v.output_tool} call was made"
             ]
