@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
@@ -16,6 +17,7 @@ from tests.mcp.helpers import data_of, text_of
 from tests.mcp.payloads import payload
 from tests.mcp.processes import (
     REPO_ROOT,
+    ServerProcess,
     call_in_subprocess,
     child_env,
     history_in_subprocess,
@@ -27,6 +29,18 @@ from tests.mcp.processes import (
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
 U, S = "alice", "s1"
+
+
+@pytest.fixture(scope="module")
+def shared_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("mcp-http-data")
+
+
+@pytest.fixture(scope="module")
+def shared_http(shared_dir: Path) -> Iterator[ServerProcess]:
+    """One ``python -m mcp_server --http`` for the HTTP tests of this module (each uses its own session)."""
+    with http_server(shared_dir) as server:
+        yield server
 
 
 def _begin(data_dir: Path, user: str = U, session: str = S) -> str:
@@ -76,67 +90,62 @@ async def test_python_m_mcp_server_scope_from_env(tmp_data_dir: Path) -> None:
         assert data_of(result)["key"] == turn_entry_key(U, S, turn, "shadow")
 
 
-async def test_stdio_refuses_to_start_without_scope(tmp_data_dir: Path) -> None:
-    result = await anyio.run_process(
-        [sys.executable, "-m", "mcp_server", "--data-dir", str(tmp_data_dir)], cwd=REPO_ROOT, env=child_env(),
-        check=False,
-    )
-    assert result.returncode == 2 and b"user is missing" in result.stderr
+async def test_tools_over_http_with_scope_headers(shared_dir: Path, shared_http: ServerProcess) -> None:
+    turn = _begin(shared_dir)
+    bob_turn = _begin(shared_dir, "bob", S)
+    server = shared_http
+    async with http_client(server.url, scope_headers(U, S, turn, "persona")) as persona:
+        names = {t.name for t in (await persona.list_tools()).tools}
+        assert "write_persona" in names and "write_shadow" not in names
+        stored = await persona.call_tool("write_persona", payload("persona"))
+        assert not stored.is_error, text_of(stored)
+        bad = await persona.call_tool("write_persona", {"traits": "x"})
+        assert bad.is_error and "traits" in [p["field"] for p in data_of(bad)["problems"]]
+    async with http_client(server.url, scope_headers(U, S, turn, "stability")) as stability:
+        refused = await stability.call_tool("write_persona", payload("persona"))
+        assert data_of(refused)["error"] == "tool_not_allowed"
+        seen = data_of(await stability.call_tool("read_entry", {"key": "persona"}))
+        assert seen["found"] is True and seen["author"] == "persona"
+    async with http_client(server.url, scope_headers("bob", S, bob_turn, "persona")) as bob:
+        foreign = await bob.call_tool("read_entry", {"key": turn_entry_key(U, S, turn, "persona")})
+        assert foreign.is_error and data_of(foreign)["error"] == "out_of_scope"
+        listing = data_of(await bob.call_tool("list_entries", {"include_values": True}))
+        assert all(e["key"].startswith("users/bob/") for e in listing["entries"])
+    async with http_client(server.url, {}) as anonymous:
+        missing = await anonymous.call_tool("get_profile", {})
+        assert missing.is_error and data_of(missing)["error"] == "scope_missing"
+    async with http_client(server.url, scope_headers(U, S, "../../x", "persona")) as malformed:
+        bad_scope = await malformed.call_tool("get_profile", {})
+        assert data_of(bad_scope)["error"] == "scope_missing"
 
 
-async def test_tools_over_http_with_scope_headers(tmp_data_dir: Path) -> None:
-    turn = _begin(tmp_data_dir)
-    bob_turn = _begin(tmp_data_dir, "bob", S)
-    with http_server(tmp_data_dir) as server:
-        async with http_client(server.url, scope_headers(U, S, turn, "persona")) as persona:
-            names = {t.name for t in (await persona.list_tools()).tools}
-            assert "write_persona" in names and "write_shadow" not in names
-            stored = await persona.call_tool("write_persona", payload("persona"))
-            assert not stored.is_error, text_of(stored)
-            bad = await persona.call_tool("write_persona", {"traits": "x"})
-            assert bad.is_error and "traits" in [p["field"] for p in data_of(bad)["problems"]]
-        async with http_client(server.url, scope_headers(U, S, turn, "stability")) as stability:
-            refused = await stability.call_tool("write_persona", payload("persona"))
-            assert data_of(refused)["error"] == "tool_not_allowed"
-            seen = data_of(await stability.call_tool("read_entry", {"key": "persona"}))
-            assert seen["found"] is True and seen["author"] == "persona"
-        async with http_client(server.url, scope_headers("bob", S, bob_turn, "persona")) as bob:
-            foreign = await bob.call_tool("read_entry", {"key": turn_entry_key(U, S, turn, "persona")})
-            assert foreign.is_error and data_of(foreign)["error"] == "out_of_scope"
-            listing = data_of(await bob.call_tool("list_entries", {"include_values": True}))
-            assert all(e["key"].startswith("users/bob/") for e in listing["entries"])
-        async with http_client(server.url, {}) as anonymous:
-            missing = await anonymous.call_tool("get_profile", {})
-            assert missing.is_error and data_of(missing)["error"] == "scope_missing"
-        async with http_client(server.url, scope_headers(U, S, "../../x", "persona")) as malformed:
-            bad_scope = await malformed.call_tool("get_profile", {})
-            assert data_of(bad_scope)["error"] == "scope_missing"
-
-
-async def test_collect_turn_blocks_until_shadow_writes_from_another_process(tmp_data_dir: Path) -> None:
-    turn = _begin(tmp_data_dir)
-    board = Blackboard(tmp_data_dir)
+async def test_collect_turn_blocks_until_shadow_writes_from_another_process(
+    shared_dir: Path, shared_http: ServerProcess
+) -> None:
+    turn = _begin(shared_dir, U, "collect")
+    board = Blackboard(shared_dir)
     try:
         for agent in ("persona", "plasticity", "stability", "coach"):
-            board.write_output(U, S, turn, agent, payload(agent))
+            board.write_output(U, "collect", turn, agent, payload(agent))
     finally:
         board.close()
-    with http_server(tmp_data_dir) as server:
-        collected: dict[str, object] = {}
+    server = shared_http
+    collected: dict[str, object] = {}
 
-        async def collect() -> None:
-            async with http_client(server.url, scope_headers(U, S, turn, "pineal")) as pineal:
-                result = await pineal.call_tool("collect_turn", {"deadline_s": 45})
-            collected["at"] = time.time()
-            collected["data"] = data_of(result)
+    async def collect() -> None:
+        async with http_client(server.url, scope_headers(U, "collect", turn, "pineal")) as pineal:
+            result = await pineal.call_tool("collect_turn", {"deadline_s": 45})
+        collected["at"] = time.time()
+        collected["data"] = data_of(result)
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(collect)
-            # Shadow writes from a separate process while Pineal's collect_turn is waiting.
-            written = await anyio.to_thread.run_sync(
-                call_in_subprocess, server.url, scope_headers(U, S, turn, "shadow"), "write_shadow", payload("shadow")
-            )
-        assert written["is_error"] is False
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(collect)
+        # Shadow writes from a separate process while Pineal's collect_turn is waiting.
+        written = await anyio.to_thread.run_sync(
+            call_in_subprocess, server.url, scope_headers(U, "collect", turn, "shadow"), "write_shadow",
+            payload("shadow"),
+        )
+    assert written["is_error"] is False
     data = collected["data"]
     assert isinstance(data, dict)
     assert data["timed_out"] is False and data["missing"] == []
@@ -147,14 +156,11 @@ async def test_collect_turn_blocks_until_shadow_writes_from_another_process(tmp_
     assert returned_at - float(data["waited_s"]) < write_at <= returned_at
 
 
-async def test_collect_turn_returns_at_deadline_without_shadow(tmp_data_dir: Path) -> None:
-    turn = _begin(tmp_data_dir)
-    with http_server(tmp_data_dir) as server:
-        started = time.monotonic()
-        result = await anyio.to_thread.run_sync(
-            call_in_subprocess, server.url, scope_headers(U, S, turn, "pineal"), "collect_turn", {"deadline_s": 1.0}
-        )
-        elapsed = time.monotonic() - started
-    data = result["result"]
+async def test_collect_turn_returns_at_deadline_without_shadow(shared_dir: Path, shared_http: ServerProcess) -> None:
+    turn = _begin(shared_dir, U, "deadline")
+    started = time.monotonic()
+    async with http_client(shared_http.url, scope_headers(U, "deadline", turn, "pineal")) as pineal:
+        data = data_of(await pineal.call_tool("collect_turn", {"deadline_s": 1.0}))
+    elapsed = time.monotonic() - started
     assert data["timed_out"] is True and "shadow" in data["missing"] and data["versions"] == {}
-    assert elapsed >= 1.0
+    assert elapsed >= 1.0 and data["waited_s"] >= 1.0
