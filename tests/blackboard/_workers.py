@@ -70,20 +70,20 @@ def write_loop(db_path: str, counter_key: str, report_at: int, reached: Event) -
     ``report_at`` steps so the parent can SIGKILL the process in the middle of the loop."""
     from blackboard import SQLiteStore, turn_entry_key
 
+    def blob_key(n: int) -> str:
+        return turn_entry_key("u", "s", f"t{n}", "blob")
+
     store = SQLiteStore(db_path)
     e = store.read(counter_key)
     i = e.version if e else 0
+    if i and store.read(blob_key(i)) is None:  # the previous run was killed between the two writes
+        store.write(blob_key(i), {"i": i, "blob": "y" * 20_000}, expected_version=0, author="looper")
     steps = 0
     while True:
         store.write(
             counter_key, {"n": i + 1, "pad": "x" * (1000 * (i % 50))}, expected_version=i, author="looper"
         )
-        store.write(
-            turn_entry_key("u", "s", f"t{i + 1}", "blob"),
-            {"i": i + 1, "blob": "y" * 20_000},
-            expected_version=0,
-            author="looper",
-        )
+        store.write(blob_key(i + 1), {"i": i + 1, "blob": "y" * 20_000}, expected_version=0, author="looper")
         i += 1
         steps += 1
         if steps == report_at:
