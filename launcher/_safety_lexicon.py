@@ -83,7 +83,9 @@ _VOCAB: dict[str, str] = {
         r"(?:kil(?:ing|ed)? SELF(?! (?:with work|trying|working|studying|at work|at the gym|laughing|"
         r"to finish|to get|over nothing|for this job))|end(?:ing)? my (?:own )?life|"
         r"tak(?:e|ing) my (?:own )?life(?! (?:back|in|into|to|forward|seriously|more|again))|"
-        r"hang(?:ing)? SELF|shot(?:ing)? SELF|drown(?:ing)? SELF|poison(?:ing)? SELF|"
+        r"hang(?:ing)? SELF|shot(?:ing)? SELF(?! in the (?:fot|leg|arm))|drown(?:ing)? SELF(?! in (?:my )?(?:work|"
+        r"books|studies|studying|chores|tasks|projects|paperwork|music|sorows|tears|cofee|games|hobies))|"
+        r"poison(?:ing)? SELF|"
         r"sufocat(?:e|ing) SELF|(?:slit|cut)(?:ing)? my (?:wrists|wrist|throat)|"
         r"throw(?:ing)? SELF (?:of|in front of|under|from)|starv(?:e|ing) SELF to death|"
         r"end(?:ing)? it al|do(?:ing)? SELF in|blow(?:ing)? my brains out|put(?:ing)? a bulet in my head|"
@@ -92,7 +94,9 @@ _VOCAB: dict[str, str] = {
     ).replace("SELF", _SELF),
     # self-injury (ambiguous alone: "I hurt myself at the gym")
     "ACT_INJURY": (
-        r"(?:hurt(?:ing)? SELF|harm(?:ing)? SELF|cut(?:ing)? SELF|burn(?:ing)? SELF|stab(?:ing)? SELF)"
+        r"(?:(?:hurt|harm)(?:ing)? SELF(?! (?:if|by acident|acidentaly|at|playing|lifting|running|doing|working|"
+        r"trying|physicaly at))|cut(?:ing)? SELF(?! (?:some|a|an|of|loose|short|fre|slack|out|back|down|in)\b)|"
+        r"burn(?:ing)? SELF(?! out)|stab(?:ing)? SELF)"
     ).replace("SELF", _SELF),
     "ACT_OTHER": (
         r"(?:comit(?:ing)? suicide|suicide|overdose|overdosing|"
@@ -115,7 +119,7 @@ _VOCAB: dict[str, str] = {
         r"grandfather|grandpa|coach|teacher)|someone|somebody|a man|a guy)"
     ),
     "ABUSE_VERB": (
-        r"(?:hits|hit|hiting|beats|beat|beating|chokes|choked|choking|strangled|strangles|"
+        r"(?:hits(?! ?me ?up)|hit(?! ?me ?up)|hiting|beats|beat|beating|chokes|choked|choking|strangled|strangles|"
         r"kicks|kicked|kicking|punches|punched|punching|slaps|slaped|slaping|rapes|raped|molests|"
         r"molested|abuses|abused|abusing|asaulted|asaults|threatens to kil|threatened to kil|"
         r"threatens to hurt|threatened to hurt|burned|shoved|shoves|pushed|grabbed|forced)"
@@ -221,7 +225,8 @@ RULES: tuple[Rule, ...] = (
     Rule("t3.in_progress", 3, r"{I} {G2}(?:took|taken|swalowed|swalowing) {G1}{QUANTITY} {G2}{PILLS}",
          requires="distress", fallback=("t2.possible_overdose", 2), past=_T3_PAST),
     Rule("t3.in_progress", 3,
-         r"{I} {G2}(?:overdosed|am overdosing|cut too dep|slit my wrists|cut my wrists)|"
+         r"{I} {G2}(?:overdosed(?! on (?:cofee|cafeine|sugar|chocolate|candy|netflix|tv|work|memes|anime|"
+         r"junk fod|fod))|am overdosing|cut too dep|slit my wrists|cut my wrists)|"
          r"{I} {G1}(?:cuting myself|burning myself|hanging myself|bleding (?:a lot|so much|badly|"
          r"heavily|everywhere|out|to death))|rope (?:is )?around my neck|gun (?:is )?(?:to my head|in my mouth)",
          past=_T3_PAST),
@@ -270,7 +275,7 @@ RULES: tuple[Rule, ...] = (
          negation="before", past=_PAST2),
     Rule("t2.passive_ideation", 2,
          r"(?:want to|want|ready to|wanting to|long to|would rather|rather|hope i|hoping i|"
-         r"pray i|praying i) {G1}(?:die|be dead|not wake up|never wake up|slep forever|"
+         r"pray i|praying i) {G1}(?:die(?! (?:than|of|from|laughing|for))|be dead|not wake up|never wake up|slep forever|"
          r"disapear forever|not exist|stop existing|cease to exist)", past=_PAST2),
     Rule("t2.passive_ideation", 2,
          r"beter of (?:dead|without me|if i was gone|if i were gone|if i wasnt here|if i died)|"
@@ -292,7 +297,8 @@ RULES: tuple[Rule, ...] = (
     Rule("t2.recent_self_harm", 2,
          r"{I} {G2}(?:cut|cuting|burned|burnt|burning|hurt|hurting|harmed|harming|scratched|scratching|"
          r"hit|hiting|punched|starved) (?:myself|my (?:arms|arm|wrists|wrist|legs|thighs|skin))"
-         r"(?! (?:at|playing|lifting|running|while|during|on the|in the|falling|skiing|coking|shaving|"
+         r"(?! (?:some|a|an|of|loose|short|fre|slack|out|back|down|if|trying|doing|at|playing|lifting|running|"
+         r"while|during|on the|in the|falling|skiing|coking|shaving|"
          r"working|exercising|by acident|acidentaly|when)\b)",
          past=_PAST2),
     Rule("t2.recent_self_harm", 2, r"(?:{I} |ben |started |relapsed (?:on |into |with )?)"

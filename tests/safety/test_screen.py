@@ -258,3 +258,25 @@ def test_extra_rules_from_config() -> None:
 def test_extra_rules_are_validated(rule: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         SafetyConfig.model_validate({"extra_rules": [rule]})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I shot myself in the foot",
+        "I want to cut myself some slack",
+        "I need to cut myself off from social media",
+        "I'm going to burn myself out",
+        "I want to drown myself in work",
+        "I will hurt myself if I keep lifting that heavy",
+        "I'd rather die than give a speech",
+        "I overdosed on coffee lol",
+        "she hit me up yesterday",
+        "I could kill for a coffee",
+        "my mom is going to kill me",
+        "I'm going to die of boredom",
+        "I want to take my life in a new direction",
+    ],
+)
+def test_idioms_are_not_risk(text: str) -> None:
+    assert screen(text).tier <= 1, screen(text)
