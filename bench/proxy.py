@@ -105,10 +105,14 @@ def ensure_litellm() -> tuple[Path | None, str]:
     return (exe, "installed") if exe.exists() else (None, "install finished but no litellm executable")
 
 
+LITELLM_KEY = "sk-coachboard-bench-local-only"
+
+
 async def one(client: httpx.AsyncClient, url: str, body: dict[str, Any], anthropic: bool) -> tuple[float, float]:
     t0 = time.perf_counter()
     first: float | None = None
-    async with client.stream("POST", url, json=body) as r:
+    headers = {"authorization": f"Bearer {LITELLM_KEY}"} if anthropic else {}
+    async with client.stream("POST", url, json=body, headers=headers) as r:
         if r.status_code != 200:
             raise RuntimeError(f"{url} answered {r.status_code}: {(await r.aread())[:300]!r}")
         async for line in r.aiter_lines():
@@ -199,12 +203,13 @@ def main() -> int:
                 litellm_note = f"UNAVAILABLE: {how}"
             else:
                 lcfg = tmp / "litellm.yaml"
-                lcfg.write_text("model_list:\n  - model_name: qwen3\n    litellm_params:\n      model: openai/qwen3\n"
+                lcfg.write_text("model_list:\n  - model_name: qwen3\n    litellm_params:\n      model: hosted_vllm/qwen3\n"
                                 f"      api_base: {upstream}/v1\n      api_key: none\n"
                                 "litellm_settings:\n  telemetry: false\n")
                 lite = start([str(exe), "--config", str(lcfg), "--host", "127.0.0.1", "--port", str(lite_port),
                               "--num_workers", "1"],
-                             env={"LITELLM_LOG": "ERROR", "LITELLM_TELEMETRY": "False", "NO_DOCS": "True"},
+                             env={"LITELLM_LOG": "ERROR", "LITELLM_TELEMETRY": "False", "NO_DOCS": "True",
+                                  "LITELLM_MASTER_KEY": LITELLM_KEY},
                              log=tmp / "litellm.log")
                 procs.append(lite)
                 if wait_ready(f"http://127.0.0.1:{lite_port}/health/liveliness", lite, 180):
