@@ -246,6 +246,14 @@ class RecordedRequest:
     def is_model_call(self) -> bool:
         return self.path in ("/v1/messages", "/v1/chat/completions")
 
+    def to_json(self) -> dict[str, Any]:
+        """JSON-safe dict of this record (``step`` in its JSON form), as served by ``/_scripted/requests``."""
+        from .script import step_to_json
+
+        data = {k: v for k, v in self.__dict__.items() if k != "step"}
+        data["step"] = step_to_json(self.step) if self.step is not None else None
+        return data
+
 
 class RequestLog:
     """Thread-safe list of :class:`RecordedRequest` with a blocking ``wait_for``."""

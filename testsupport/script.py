@@ -40,6 +40,9 @@ __all__ = [
     "Text",
     "ToolCall",
     "pick_step",
+    "scripts_from_json",
+    "step_from_json",
+    "step_to_json",
 ]
 
 
@@ -58,7 +61,7 @@ class ToolCall:
         return json.dumps(dict(self.arguments), ensure_ascii=False, separators=(",", ":"))
 
     def arguments_obj(self) -> Any:
-        """The arguments parsed (for non-streaming Anthropic ``input``); invalid JSON => ``{}``-less raw."""
+        """The arguments parsed (non-streaming Anthropic ``input``); invalid JSON => ``{"_raw": text}``."""
         if not isinstance(self.arguments, str):
             return dict(self.arguments)
         try:
@@ -144,3 +147,75 @@ def as_reply(step: Text | ToolCall | Reply) -> Reply:
     if isinstance(step, Text):
         return Reply(text=step.text)
     return Reply(text=step.text, tool_calls=(step,))
+
+
+def step_from_json(data: Mapping[str, Any]) -> Step:
+    """A step from its JSON form (for scripts in files / the subprocess server):
+
+    ``{"type": "text", "text": "..."}``, ``{"type": "tool_call", "name": "...", "arguments": {...}, "text": ""}``,
+    ``{"type": "reply", "text": "", "tool_calls": [{"name": ..., "arguments": ...}]}``,
+    ``{"type": "error", "status": 500, "body": null, "message": "..."}``, ``{"type": "hang",
+    "after_first_token": false}``, ``{"type": "delay", "seconds": 1.5, "then": {...}}``, ``{"type": "garbage"}``.
+
+    Raises :class:`ScriptError` naming the bad field.
+    """
+    if not isinstance(data, Mapping):
+        raise ScriptError(f"a step must be a JSON object, got {data!r}")
+    kind = data.get("type")
+    try:
+        if kind == "text":
+            return Text(str(data["text"]))
+        if kind == "tool_call":
+            return ToolCall(str(data["name"]), data.get("arguments", {}), str(data.get("text", "")))
+        if kind == "reply":
+            calls = tuple(ToolCall(str(c["name"]), c.get("arguments", {})) for c in data.get("tool_calls", []))
+            return Reply(str(data.get("text", "")), calls)
+        if kind == "error":
+            return Error(int(data.get("status", 500)), data.get("body"),
+                         str(data.get("message", "scripted upstream error")))
+        if kind == "hang":
+            return Hang(bool(data.get("after_first_token", False)))
+        if kind == "delay":
+            then = data.get("then")
+            return Delay(float(data["seconds"]), step_from_json(then) if then is not None else None)
+        if kind == "garbage":
+            return Garbage(str(data["body"])) if "body" in data else Garbage()
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ScriptError(f"step {dict(data)!r} of type {kind!r} is missing or has a bad field: {exc}") from exc
+    raise ScriptError(f"unknown step type {kind!r}; use text, tool_call, reply, error, hang, delay or garbage")
+
+
+def scripts_from_json(data: Mapping[str, Any]) -> dict[str, list[Step]]:
+    """``{"agent": [step, ...]}`` in JSON form -> scripts. Raises :class:`ScriptError`."""
+    if not isinstance(data, Mapping):
+        raise ScriptError("scripts must be a JSON object mapping agent name to a list of steps")
+    out: dict[str, list[Step]] = {}
+    for agent, steps in data.items():
+        if not isinstance(steps, list):
+            raise ScriptError(f"script of agent {agent!r} must be a list of steps")
+        out[str(agent)] = [step_from_json(s) for s in steps]
+    return out
+
+
+def step_to_json(step: Step) -> dict[str, Any]:
+    """The JSON form of a step (inverse of :func:`step_from_json`)."""
+    if isinstance(step, Text):
+        return {"type": "text", "text": step.text}
+    if isinstance(step, ToolCall):
+        return {"type": "tool_call", "name": step.name, "arguments": _args(step), "text": step.text}
+    if isinstance(step, Reply):
+        return {"type": "reply", "text": step.text,
+                "tool_calls": [{"name": c.name, "arguments": _args(c)} for c in step.tool_calls]}
+    if isinstance(step, Error):
+        body = step.body if step.body is None or isinstance(step.body, str) else dict(step.body)
+        return {"type": "error", "status": step.status, "body": body, "message": step.message}
+    if isinstance(step, Hang):
+        return {"type": "hang", "after_first_token": step.after_first_token}
+    if isinstance(step, Delay):
+        return {"type": "delay", "seconds": step.seconds,
+                "then": step_to_json(step.then) if step.then is not None else None}
+    return {"type": "garbage", "body": step.body}
+
+
+def _args(call: ToolCall) -> Any:
+    return call.arguments if isinstance(call.arguments, str) else dict(call.arguments)

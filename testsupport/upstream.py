@@ -39,9 +39,10 @@ from starlette.types import Receive, Scope, Send
 
 from . import _anthropic, _openai
 from ._playback import PlaybackContext, build_plan, wait_threading_event
+from .errors import ScriptError
 from .latency import INSTANT, LatencyModel, LatencySimulator, PrefixCache, approx_token_count
 from .model_request import AgentMatcher, ModelRequest, Protocol, RecordedRequest, RequestLog, identify_agent
-from .script import Delay, Error, Garbage, Hang, Script, Step, Text, as_reply, pick_step
+from .script import Delay, Error, Garbage, Hang, Script, Step, Text, as_reply, pick_step, scripts_from_json
 from .server import ThreadedServer
 
 __all__ = ["ScriptedUpstream"]
@@ -108,6 +109,9 @@ class ScriptedUpstream:
                 Route("/tokenize", self._tokenize, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
                 Route("/health", self._health, methods=["GET"]),
+                Route("/_scripted/requests", self._control_requests, methods=["GET"]),
+                Route("/_scripted/scripts", self._control_scripts, methods=["POST"]),
+                Route("/_scripted/reset", self._control_reset, methods=["POST"]),
             ]
         )
 
@@ -312,4 +316,25 @@ class ScriptedUpstream:
                              "first_id": name, "last_id": name})
 
     async def _health(self, request: Request) -> Response:
-        return JSONResponse({"status": "ok", "latency_model": self.sim.model.name})
+        return JSONResponse({"status": "ok", "latency_model": self.sim.model.name,
+                             "time_scale": self.sim.time_scale})
+
+    # ----- control endpoints (not recorded), used by ScriptedUpstreamProcess -------------------------------
+
+    async def _control_requests(self, request: Request) -> Response:
+        """``GET /_scripted/requests``: every record as JSON (times are the server's monotonic clock)."""
+        return JSONResponse([r.to_json() for r in self.log.snapshot()])
+
+    async def _control_scripts(self, request: Request) -> Response:
+        """``POST /_scripted/scripts``: ``{"agent": [steps...]}`` in JSON form replaces those agents' scripts."""
+        try:
+            scripts = scripts_from_json(json.loads(await request.body()))
+        except (ValueError, ScriptError) as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        self.scripts.update(scripts)
+        return JSONResponse({"agents": sorted(self.scripts)})
+
+    async def _control_reset(self, request: Request) -> Response:
+        """``POST /_scripted/reset``: forget records and the prefix cache."""
+        self.reset()
+        return JSONResponse({"status": "ok"})

@@ -183,3 +183,17 @@ async def test_recording_keeps_body_headers_and_times() -> None:
     assert rec.status == 200 and rec.output_tokens == 1 and rec.step == Text("x")
     up.reset()
     assert up.requests == []
+
+
+def test_steps_round_trip_through_json() -> None:
+    from testsupport.script import scripts_from_json, step_from_json, step_to_json
+
+    steps = [Text("t"), ToolCall("write_shadow", {"a": [1]}, text="pre"), ToolCall("x", "{bad json"),
+             Error(503, {"e": 1}), Hang(True), Delay(0.5, Text("late")), Delay(1.0), Garbage("zz")]
+    for step in steps:
+        assert step_from_json(step_to_json(step)) == step
+    assert scripts_from_json({"coach": [{"type": "text", "text": "hi"}]}) == {"coach": [Text("hi")]}
+    with pytest.raises(ScriptError, match="unknown step type"):
+        step_from_json({"type": "sing"})
+    with pytest.raises(ScriptError, match="missing or has a bad field"):
+        step_from_json({"type": "tool_call"})

@@ -81,3 +81,27 @@ def test_hang_after_first_token_is_released_by_stop() -> None:
     up.stop()
     assert done.wait(10)
     assert any("text_delta" in line for line in got) and not any("message_stop" in line for line in got)
+
+
+def test_subprocess_upstream_plays_scripts_and_serves_records() -> None:
+    from testsupport.process import ScriptedUpstreamProcess
+
+    with ScriptedUpstreamProcess({"coach": [Text("from child")]}, latency="qwen3-30b-a3b@2x4090",
+                                 time_scale=0.01) as up:
+        body = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "q"}]}
+        r = httpx.post(up.base_url + "/v1/messages", headers={"x-coach-agent": "coach"}, json=body)
+        assert r.json()["content"][0]["text"] == "from child"
+        up.set_scripts({"coach": [Text("replaced")]})
+        r = httpx.post(up.base_url + "/v1/messages", headers={"x-coach-agent": "coach"}, json=body)
+        assert r.json()["content"][0]["text"] == "replaced"
+        records = up.requests()
+        assert [rec["step"]["text"] for rec in records] == ["from child", "replaced"]
+        assert records[0]["agent"] == "coach" and records[0]["status"] == 200
+        assert httpx.get(up.base_url + "/health").json()["latency_model"] == "qwen3-30b-a3b@2x4090"
+        bad = httpx.post(up.base_url + "/_scripted/scripts", json={"coach": [{"type": "nope"}]})
+        assert bad.status_code == 400 and "unknown step type" in bad.json()["error"]
+        up.reset()
+        assert up.requests() == []
+        url = up.base_url
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(url + "/health")
