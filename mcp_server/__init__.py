@@ -4,7 +4,8 @@ Public API::
 
     build_server(board, scopes, config=None) -> MCPServer    # named "coachboard"
     FixedScope(Scope.create(user, session, turn, agent))     # stdio: scope fixed at start
-    HeaderScope()                                            # HTTP: scope from x-coach-* headers
+    HeaderScope(secret=None)                                 # HTTP: scope from x-coach-* headers
+    scope_token(secret, scope)                               # x-coach-scope-token value
     serve_stdio(server); serve_http(server, config); await serve_http_async(server, config)
     McpConfig                                                # the [mcp] config section
     claude_mcp_config(...)                                   # Claude Code MCP config for an agent
@@ -17,7 +18,17 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from mcp_server._client_config import claude_mcp_config, claude_mcp_stdio_config
-from mcp_server._scope import AGENT_NAMES, ENV_VARS, HEADERS, FixedScope, HeaderScope, Scope, ScopeSource
+from mcp_server._scope import (
+    AGENT_NAMES,
+    ENV_VARS,
+    HEADERS,
+    SCOPE_TOKEN_HEADER,
+    FixedScope,
+    HeaderScope,
+    Scope,
+    ScopeSource,
+    scope_token,
+)
 from mcp_server.config import McpConfig
 from mcp_server.errors import (
     McpConfigError,
@@ -56,6 +67,7 @@ __all__ = [
     "AGENT_NAMES",
     "ENV_VARS",
     "HEADERS",
+    "SCOPE_TOKEN_HEADER",
     "SERVER_NAME",
     "WRITE_TOOL_NAMES",
     "FixedScope",
@@ -73,6 +85,7 @@ __all__ = [
     "build_server",
     "claude_mcp_config",
     "claude_mcp_stdio_config",
+    "scope_token",
     "serve_http",
     "serve_http_async",
     "serve_stdio",

@@ -7,12 +7,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mcp_server._scope import ENV_VARS, HEADERS, Scope
+from mcp_server._scope import ENV_VARS, HEADERS, SCOPE_TOKEN_HEADER, Scope, scope_token
 
 __all__ = ["claude_mcp_config", "claude_mcp_stdio_config"]
 
 
-def claude_mcp_config(url: str, scope: Scope, *, name: str = "coachboard") -> dict[str, Any]:
+def claude_mcp_config(
+    url: str, scope: Scope, *, secret: str | None = None, name: str = "coachboard"
+) -> dict[str, Any]:
     """MCP config JSON for one agent on the shared HTTP server.
 
     Example result (``url="http://127.0.0.1:8765/mcp"``)::
@@ -21,6 +23,7 @@ def claude_mcp_config(url: str, scope: Scope, *, name: str = "coachboard") -> di
           "headers": {"x-coach-user": "u1", "x-coach-session": "s1", "x-coach-turn": "3",
                       "x-coach-agent": "persona"}}}}
 
+    With ``secret`` (the server's ``COACH_MCP_SECRET``) an ``x-coach-scope-token`` header is added.
     The agent's tools are then named ``mcp__coachboard__<tool>``.
     """
     headers = {HEADERS["user"]: scope.user, HEADERS["session"]: scope.session}
@@ -28,6 +31,8 @@ def claude_mcp_config(url: str, scope: Scope, *, name: str = "coachboard") -> di
         headers[HEADERS["turn"]] = scope.turn
     if scope.agent is not None:
         headers[HEADERS["agent"]] = scope.agent
+    if secret is not None:
+        headers[SCOPE_TOKEN_HEADER] = scope_token(secret, scope)
     return {"mcpServers": {name: {"type": "http", "url": url, "headers": headers}}}
 
 

@@ -9,10 +9,12 @@ key of another user or session is refused with :class:`~mcp_server.errors.OutOfS
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from mcp_server.errors import OutOfScopeError, ScopeError
@@ -21,11 +23,13 @@ __all__ = [
     "AGENT_NAMES",
     "ENV_VARS",
     "HEADERS",
+    "SCOPE_TOKEN_HEADER",
     "FixedScope",
     "HeaderScope",
     "Scope",
     "ScopeSource",
     "scope_from_env",
+    "scope_token",
 ]
 
 #: The six agents (TEAM_BRIEF.md): lowercase everywhere.
@@ -46,6 +50,9 @@ ENV_VARS: dict[str, str] = {
     "turn": "COACH_TURN",
     "agent": "COACH_AGENT",
 }
+
+#: HTTP header carrying :func:`scope_token` when the server has a secret (``COACH_MCP_SECRET``).
+SCOPE_TOKEN_HEADER = "x-coach-scope-token"
 
 # Same rule as blackboard keys (TEAM_BRIEF.md): parts match [A-Za-z0-9_.-]{1,64}, not "." or "..".
 _PART = re.compile(r"[A-Za-z0-9_.-]{1,64}")
@@ -224,18 +231,40 @@ class FixedScope:
         return self.scope
 
 
+def scope_token(secret: str, scope: Scope) -> str:
+    """HMAC-SHA256 (hex) of the scope under ``secret``: the value of ``x-coach-scope-token``.
+
+    The supervisor mints one per agent connection; a server started with the same secret refuses
+    scope headers whose token does not match, so a process that can reach the HTTP port but lacks the
+    secret (e.g. a prompt-injected agent with a shell) cannot act for another user.
+    """
+    message = "\n".join((scope.user, scope.session, scope.turn or "", scope.agent or "")).encode()
+    return hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
+
+
 @dataclass(frozen=True)
 class HeaderScope:
     """Scope read from each HTTP request's ``x-coach-*`` headers (see :data:`HEADERS`).
 
-    Raises ScopeError (from :meth:`scope_for`) when the headers are absent or malformed.
+    With ``secret`` set, the request must also carry ``x-coach-scope-token: scope_token(secret, scope)``.
+    Raises ScopeError (from :meth:`scope_for`) when the headers are absent, malformed or not signed.
     """
+
+    secret: str | None = field(default=None, repr=False)
 
     def scope_for(self, headers: Mapping[str, str] | None) -> Scope:
         if headers is None:
             raise ScopeError("this HTTP server needs the x-coach-user and x-coach-session headers")
-        values = {field: headers.get(name) for field, name in HEADERS.items()}
-        return Scope.create(values["user"], values["session"], values["turn"], values["agent"])
+        values = {name: headers.get(header) for name, header in HEADERS.items()}
+        scope = Scope.create(values["user"], values["session"], values["turn"], values["agent"])
+        if self.secret is not None:
+            token = headers.get(SCOPE_TOKEN_HEADER) or ""
+            if not hmac.compare_digest(token.encode(), scope_token(self.secret, scope).encode()):
+                raise ScopeError(
+                    "the x-coach-scope-token header is missing or does not match the scope headers",
+                    code="scope_forbidden",
+                )
+        return scope
 
 
 def scope_from_env(

@@ -227,6 +227,7 @@ _ADVICE: dict[str, str] = {
     "'profile' or 'session'. Do not try other users or sessions.",
     "invalid_key": "pass an entry name like 'shadow', 'turns/<turn>/<entry>', 'profile' or 'session'.",
     "scope_missing": "this is a server setup problem the model cannot fix; finish without this tool.",
+    "scope_forbidden": "this is a server setup problem the model cannot fix; finish without this tool.",
     "tool_not_allowed": "call only your own write tool.",
 }
 

@@ -5,9 +5,10 @@ stdio (one server per Claude Code process; the scope is fixed at start)::
     coach mcp --data-dir .coachboard --user u1 --session s1 --turn 3 --agent persona
     # or COACH_USER / COACH_SESSION / COACH_TURN / COACH_AGENT / COACH_DATA_DIR in the environment
 
-HTTP (one shared server; each request's x-coach-* headers fix its scope)::
+HTTP (one shared server; each request's x-coach-* headers fix its scope; with COACH_MCP_SECRET set,
+each request must also carry x-coach-scope-token = HMAC-SHA256 of the scope, see ``scope_token``)::
 
-    coach mcp --http --port 8765 --data-dir .coachboard
+    COACH_MCP_SECRET=... coach mcp --http --port 8765 --data-dir .coachboard/data
 
 Registered in ``launcher/cli.py`` as ``app.command("mcp")(mcp_cmd)``. Also runnable as
 ``python -m mcp_server`` with the same options.
@@ -27,7 +28,7 @@ import typer
 from mcp_server.config import McpConfig
 from mcp_server.errors import McpConfigError, McpServerError
 
-__all__ = ["DEFAULT_DATA_DIR", "READY_PREFIX", "load_config", "mcp_cmd", "resolve_data_dir", "run"]
+__all__ = ["DEFAULT_DATA_DIR", "READY_PREFIX", "SECRET_ENV", "load_config", "mcp_cmd", "resolve_data_dir", "run"]
 
 #: Data directory when neither --data-dir, COACH_DATA_DIR nor [data] dir is given.
 DEFAULT_DATA_DIR = ".coachboard/data"
@@ -82,6 +83,8 @@ def mcp_cmd(
 
 
 READY_PREFIX = "coach mcp: serving streamable HTTP at "
+#: Environment variable holding the HTTP scope-token secret (never a command-line option: argv is public).
+SECRET_ENV = "COACH_MCP_SECRET"
 
 
 def _announce(url: str) -> None:
@@ -124,7 +127,8 @@ def run(
                 "--user/--session/--turn/--agent are for stdio; over HTTP the scope comes from the "
                 "x-coach-* headers of each request"
             )
-        scopes = HeaderScope()
+        # COACH_MCP_SECRET: when set, every request must carry x-coach-scope-token (see scope_token).
+        scopes = HeaderScope(secret=os.environ.get(SECRET_ENV) or None)
     else:
         scopes = FixedScope(scope_from_env(user=user, session=session, turn=turn, agent=agent))
     directory = resolve_data_dir(data_dir, cfg_data_dir)

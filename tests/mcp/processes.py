@@ -18,6 +18,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from mcp_server import Scope, scope_token
 from mcp_server.cli import READY_PREFIX
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -39,10 +40,12 @@ class ServerProcess:
 
 
 @contextlib.contextmanager
-def http_server(data_dir: Path, *, timeout_s: float = 30.0, args: tuple[str, ...] = ()) -> Iterator[ServerProcess]:
+def http_server(
+    data_dir: Path, *, timeout_s: float = 30.0, args: tuple[str, ...] = (), env: Mapping[str, str] | None = None
+) -> Iterator[ServerProcess]:
     """Start ``python -m mcp_server --http --port 0`` and wait for its ready line (it names the port)."""
     cmd = [sys.executable, "-m", "mcp_server", "--http", "--port", "0", "--data-dir", str(data_dir), *args]
-    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=child_env(), stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=child_env(env), stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     server = ServerProcess(proc)
     ready = threading.Event()
@@ -70,12 +73,17 @@ def http_server(data_dir: Path, *, timeout_s: float = 30.0, args: tuple[str, ...
             proc.wait(10)
 
 
-def scope_headers(user: str, session: str, turn: str | None = None, agent: str | None = None) -> dict[str, str]:
+def scope_headers(
+    user: str, session: str, turn: str | None = None, agent: str | None = None, *, secret: str | None = None
+) -> dict[str, str]:
+    """The x-coach-* headers of a scope (plus x-coach-scope-token when ``secret`` is given)."""
     headers = {"x-coach-user": user, "x-coach-session": session}
     if turn is not None:
         headers["x-coach-turn"] = turn
     if agent is not None:
         headers["x-coach-agent"] = agent
+    if secret is not None:
+        headers["x-coach-scope-token"] = scope_token(secret, Scope.create(user, session, turn, agent))
     return headers
 
 

@@ -107,8 +107,12 @@ def _racing_script() -> Any:
 async def test_two_claude_processes_race_for_the_same_key(tmp_data_dir: Path, tmp_path: Path) -> None:
     turn = _begin(tmp_data_dir)
     scope = Scope.create(U, S, turn, "persona")
-    with http_server(tmp_data_dir) as server, ScriptedUpstream({"persona": _racing_script()}) as up:
-        mcp_config = claude_mcp_config(server.url, scope)
+    secret = "race-secret"
+    with http_server(tmp_data_dir, env={"COACH_MCP_SECRET": secret}) as server, ScriptedUpstream(
+        {"persona": _racing_script()}
+    ) as up:
+        # The config the supervisor gives each agent: URL, scope headers and the scope token.
+        mcp_config = claude_mcp_config(server.url, scope, secret=secret)
         outcomes: dict[str, Any] = {}
 
         async def run(name: str) -> None:

@@ -8,7 +8,14 @@ import pytest
 from typer.testing import CliRunner
 
 from launcher.cli import app
-from mcp_server import McpConfig, McpConfigError, Scope, claude_mcp_config, claude_mcp_stdio_config
+from mcp_server import (
+    McpConfig,
+    McpConfigError,
+    Scope,
+    claude_mcp_config,
+    claude_mcp_stdio_config,
+    scope_token,
+)
 from mcp_server.cli import DEFAULT_DATA_DIR, load_config, resolve_data_dir
 
 runner = CliRunner()
@@ -77,6 +84,8 @@ def test_claude_mcp_configs() -> None:
             }
         }
     }
+    signed = claude_mcp_config("http://h/mcp", scope, secret="k")["mcpServers"]["coachboard"]["headers"]
+    assert signed["x-coach-scope-token"] == scope_token("k", scope)
     stdio = claude_mcp_stdio_config(scope, data_dir="/data", python="/venv/bin/python")["mcpServers"]["coachboard"]
     assert stdio["command"] == "/venv/bin/python" and stdio["args"] == ["-m", "mcp_server"]
     assert stdio["env"]["COACH_AGENT"] == "persona" and stdio["env"]["COACH_DATA_DIR"] == "/data"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_server import FixedScope, HeaderScope, OutOfScopeError, Scope, ScopeError
+from mcp_server import FixedScope, HeaderScope, OutOfScopeError, Scope, ScopeError, scope_token
 from mcp_server._scope import scope_from_env
 
 S = Scope.create("alice", "s1", "3", "persona")
@@ -104,3 +104,18 @@ def test_scope_from_env_args_win() -> None:
     assert scope_from_env(env, user="v", agent="shadow") == Scope("v", "s", "7", "shadow")
     with pytest.raises(ScopeError):
         scope_from_env({})
+
+
+def test_header_scope_with_secret_requires_matching_token() -> None:
+    scopes = HeaderScope(secret="s3cret")
+    headers = {"x-coach-user": "u", "x-coach-session": "s", "x-coach-turn": "1", "x-coach-agent": "coach"}
+    token = scope_token("s3cret", Scope("u", "s", "1", "coach"))
+    assert scopes.scope_for({**headers, "x-coach-scope-token": token}) == Scope("u", "s", "1", "coach")
+    for bad in ({}, {"x-coach-scope-token": ""}, {"x-coach-scope-token": token[:-1] + "0"},
+                {"x-coach-scope-token": scope_token("other", Scope("u", "s", "1", "coach"))}):
+        with pytest.raises(ScopeError) as info:
+            scopes.scope_for({**headers, **bad})
+        assert info.value.code == "scope_forbidden"
+    # The token binds every part: changing the agent breaks it.
+    with pytest.raises(ScopeError):
+        scopes.scope_for({**headers, "x-coach-agent": "pineal", "x-coach-scope-token": token})

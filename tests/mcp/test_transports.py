@@ -29,6 +29,11 @@ from tests.mcp.processes import (
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
 U, S = "alice", "s1"
+SECRET = "test-secret"
+
+
+def signed(user: str, session: str, turn: str | None = None, agent: str | None = None) -> dict[str, str]:
+    return scope_headers(user, session, turn, agent, secret=SECRET)
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +43,9 @@ def shared_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def shared_http(shared_dir: Path) -> Iterator[ServerProcess]:
-    """One ``python -m mcp_server --http`` for the HTTP tests of this module (each uses its own session)."""
-    with http_server(shared_dir) as server:
+    """One ``python -m mcp_server --http`` (with a scope-token secret) for the HTTP tests of this module;
+    each test uses its own session."""
+    with http_server(shared_dir, env={"COACH_MCP_SECRET": SECRET}) as server:
         yield server
 
 
@@ -90,23 +96,23 @@ async def test_python_m_mcp_server_scope_from_env(tmp_data_dir: Path) -> None:
         assert data_of(result)["key"] == turn_entry_key(U, S, turn, "shadow")
 
 
-async def test_tools_over_http_with_scope_headers(shared_dir: Path, shared_http: ServerProcess) -> None:
+async def test_tools_over_http_with_signed(shared_dir: Path, shared_http: ServerProcess) -> None:
     turn = _begin(shared_dir)
     bob_turn = _begin(shared_dir, "bob", S)
     server = shared_http
-    async with http_client(server.url, scope_headers(U, S, turn, "persona")) as persona:
+    async with http_client(server.url, signed(U, S, turn, "persona")) as persona:
         names = {t.name for t in (await persona.list_tools()).tools}
         assert "write_persona" in names and "write_shadow" not in names
         stored = await persona.call_tool("write_persona", payload("persona"))
         assert not stored.is_error, text_of(stored)
         bad = await persona.call_tool("write_persona", {"traits": "x"})
         assert bad.is_error and "traits" in [p["field"] for p in data_of(bad)["problems"]]
-    async with http_client(server.url, scope_headers(U, S, turn, "stability")) as stability:
+    async with http_client(server.url, signed(U, S, turn, "stability")) as stability:
         refused = await stability.call_tool("write_persona", payload("persona"))
         assert data_of(refused)["error"] == "tool_not_allowed"
         seen = data_of(await stability.call_tool("read_entry", {"key": "persona"}))
         assert seen["found"] is True and seen["author"] == "persona"
-    async with http_client(server.url, scope_headers("bob", S, bob_turn, "persona")) as bob:
+    async with http_client(server.url, signed("bob", S, bob_turn, "persona")) as bob:
         foreign = await bob.call_tool("read_entry", {"key": turn_entry_key(U, S, turn, "persona")})
         assert foreign.is_error and data_of(foreign)["error"] == "out_of_scope"
         listing = data_of(await bob.call_tool("list_entries", {"include_values": True}))
@@ -117,6 +123,14 @@ async def test_tools_over_http_with_scope_headers(shared_dir: Path, shared_http:
     async with http_client(server.url, scope_headers(U, S, "../../x", "persona")) as malformed:
         bad_scope = await malformed.call_tool("get_profile", {})
         assert data_of(bad_scope)["error"] == "scope_missing"
+    # Forged scope headers: no token, or another scope's token, are refused before any tool runs.
+    bob_token = signed("bob", S, bob_turn, "persona")["x-coach-scope-token"]
+    for forged in (scope_headers(U, S, turn, "persona"), {**scope_headers(U, S, turn, "persona"),
+                                                           "x-coach-scope-token": bob_token}):
+        async with http_client(server.url, forged) as attacker:
+            refused = await attacker.call_tool("read_entry", {"key": "persona"})
+            assert refused.is_error and data_of(refused)["error"] == "scope_forbidden"
+            assert "openness" not in text_of(refused)
 
 
 async def test_collect_turn_blocks_until_shadow_writes_from_another_process(
@@ -133,7 +147,7 @@ async def test_collect_turn_blocks_until_shadow_writes_from_another_process(
     collected: dict[str, object] = {}
 
     async def collect() -> None:
-        async with http_client(server.url, scope_headers(U, "collect", turn, "pineal")) as pineal:
+        async with http_client(server.url, signed(U, "collect", turn, "pineal")) as pineal:
             result = await pineal.call_tool("collect_turn", {"deadline_s": 45})
         collected["at"] = time.time()
         collected["data"] = data_of(result)
@@ -142,7 +156,7 @@ async def test_collect_turn_blocks_until_shadow_writes_from_another_process(
         tg.start_soon(collect)
         # Shadow writes from a separate process while Pineal's collect_turn is waiting.
         written = await anyio.to_thread.run_sync(
-            call_in_subprocess, server.url, scope_headers(U, "collect", turn, "shadow"), "write_shadow",
+            call_in_subprocess, server.url, signed(U, "collect", turn, "shadow"), "write_shadow",
             payload("shadow"),
         )
     assert written["is_error"] is False
@@ -159,7 +173,7 @@ async def test_collect_turn_blocks_until_shadow_writes_from_another_process(
 async def test_collect_turn_returns_at_deadline_without_shadow(shared_dir: Path, shared_http: ServerProcess) -> None:
     turn = _begin(shared_dir, U, "deadline")
     started = time.monotonic()
-    async with http_client(shared_http.url, scope_headers(U, "deadline", turn, "pineal")) as pineal:
+    async with http_client(shared_http.url, signed(U, "deadline", turn, "pineal")) as pineal:
         data = data_of(await pineal.call_tool("collect_turn", {"deadline_s": 1.0}))
     elapsed = time.monotonic() - started
     assert data["timed_out"] is True and "shadow" in data["missing"] and data["versions"] == {}
