@@ -33,6 +33,7 @@ from .errors import LauncherError
 __all__ = [
     "AGENT_NAMES",
     "EXPECTED_STAGE",
+    "KNOWN_TOOLS",
     "MCP_SERVER",
     "READ_TOOLS",
     "WRITE_TOOLS",
