@@ -2,7 +2,8 @@
 
 :func:`check_events` is THE checker every stream test uses: exactly one ``message_start`` first, with
 full message fields; each content block started once and stopped once, indexes 0, 1, 2, ... in order,
-one block open at a time, no delta outside its open block, delta types matching the block type;
+one block open at a time, no delta outside its open block, delta types matching the block type, a
+tool_use block's ``input_json_delta`` fragments forming one JSON object;
 ``message_delta`` with ``stop_reason`` and ``usage.output_tokens`` before ``message_stop``; nothing after
 ``message_stop``. A stream may instead end with one ``error`` event (mid-stream failure).
 """
@@ -44,6 +45,7 @@ def check_events(events: Iterable[dict[str, Any]]) -> list[str]:
     open_idx: int | None = None
     open_type: str | None = None
     next_idx = 0
+    tool_json: list[str] = []
     for n, ev in enumerate(events):
         t = ev.get("type")
         where = f"event {n} ({t})"
@@ -95,6 +97,7 @@ def check_events(events: Iterable[dict[str, Any]]) -> list[str]:
                 problems.append(f"{where}: tool_use block without id and name")
             open_idx = idx
             next_idx = (idx if isinstance(idx, int) else next_idx) + 1
+            tool_json = []
         elif t == "content_block_delta":
             idx = ev.get("index")
             if idx != open_idx or open_idx is None:
@@ -102,10 +105,19 @@ def check_events(events: Iterable[dict[str, Any]]) -> list[str]:
             dt = (ev.get("delta") or {}).get("type")
             if open_type in _DELTA_FOR and dt not in _DELTA_FOR[open_type]:
                 problems.append(f"{where}: {dt} inside a {open_type} block")
+            if dt == "input_json_delta":
+                tool_json.append(str((ev.get("delta") or {}).get("partial_json", "")))
         elif t == "content_block_stop":
             idx = ev.get("index")
             if idx != open_idx or open_idx is None:
                 problems.append(f"{where}: stop for block {idx}, which is not open")
+            if open_type == "tool_use":
+                raw = "".join(tool_json)
+                try:
+                    if not isinstance(json.loads(raw) if raw else {}, dict):
+                        problems.append(f"{where}: tool_use input is not a JSON object")
+                except ValueError:
+                    problems.append(f"{where}: tool_use input_json_delta fragments are not valid JSON")
             open_idx = open_type = None
         elif t == "message_delta":
             if open_idx is not None:

@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from proxy._adapters import AnthropicAdapter, feed_openai
 from proxy._stream import StreamBuilder, parse_tool_arguments
@@ -261,3 +263,38 @@ def test_anthropic_upstream_error_event_raises() -> None:
     b = StreamBuilder(model="m")
     with pytest.raises(UpstreamError):
         AnthropicAdapter(b).feed({"type": "error", "error": {"type": "api_error", "message": "x"}})
+
+
+def test_checker_catches_invalid_tool_json() -> None:
+    b = StreamBuilder(model="m")
+    events = b.start()
+    events.append({"type": "content_block_start", "index": 0,
+                   "content_block": {"type": "tool_use", "id": "t", "name": "f", "input": {}}})
+    events.append({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"a":'}})
+    events.append({"type": "content_block_stop", "index": 0})
+    assert any("not valid JSON" in p for p in check_events(events))
+
+
+_PIECES = st.sampled_from(["<think>", "</think>", "<tool_call>", "</tool_call>", "<", ">", "plan", " ", "\n",
+                           '{"name": "f", "arguments": {"a": 1}}', "text", "<thi", "nk>", "</tool", "_call>"])
+
+
+@settings(max_examples=100, deadline=None)
+@given(pieces=st.lists(_PIECES, max_size=14), cuts=st.lists(st.integers(min_value=1, max_value=9), max_size=30),
+       reasoning=st.booleans(), finish=st.sampled_from(["stop", "length", "tool_calls", None]))
+def test_any_split_of_any_tagged_text_is_well_formed_and_split_invariant(
+        pieces: list[str], cuts: list[int], reasoning: bool, finish: str | None) -> None:
+    text = "".join(pieces)
+    whole = [chunk(reasoning=text) if reasoning else chunk(text), chunk(finish=finish)]
+    split, i = [], 0
+    for n in [*cuts, len(text)]:
+        if i >= len(text):
+            break
+        part = text[i:i + n]
+        split.append(chunk(reasoning=part) if reasoning else chunk(part))
+        i += n
+    _, m1, _ = run(whole)
+    _, m2, _ = run([*split, chunk(finish=finish)])
+    strip = [{k: v for k, v in b.items() if k != "id"} for b in m1["content"]]
+    assert strip == [{k: v for k, v in b.items() if k != "id"} for b in m2["content"]]
+    assert m1["stop_reason"] == m2["stop_reason"]
