@@ -78,6 +78,7 @@ def plain_claude_env(
     headers: Mapping[str, str] | None = None,
     max_output_tokens: int | None = None,
     home: str | os.PathLike[str] | None = None,
+    max_retries: int | None = 0,
     api_key: str = "test-key",
     inherit: bool = True,
     extra: Mapping[str, str] | None = None,
@@ -92,6 +93,10 @@ def plain_claude_env(
         max_output_tokens: ``CLAUDE_CODE_MAX_OUTPUT_TOKENS`` (caps ``max_tokens`` of each request).
         home: directory used as ``HOME`` and parent of ``CLAUDE_CONFIG_DIR`` (a fresh temp dir if None)
             so runs never read or write the user's Claude config.
+        max_retries: ``CLAUDE_CODE_MAX_RETRIES``. Default 0: a scripted ``Error`` fails the run at once.
+            Measured with CLI 2.1.332: the CLI's own default retries a 5xx about ten times with
+            exponential backoff (8 attempts took > 100 s); with 2 retries the waits were ~0.7 s and ~1.2 s.
+            None leaves the CLI default.
         api_key: ``ANTHROPIC_API_KEY`` (any value works against a fake endpoint).
         inherit: start from ``os.environ`` minus any ``ANTHROPIC_*``/``CLAUDE_CODE_*``/``CLAUDECODE``
             variables (True), or from ``PATH`` only (False).
@@ -126,6 +131,8 @@ def plain_claude_env(
         env["ANTHROPIC_CUSTOM_HEADERS"] = "\n".join(lines)
     if max_output_tokens is not None:
         env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] = str(int(max_output_tokens))
+    if max_retries is not None:
+        env["CLAUDE_CODE_MAX_RETRIES"] = str(int(max_retries))
     if extra:
         env.update(extra)
     return env
