@@ -6,13 +6,24 @@ imported, it needs ``llm``), the chat template from ``launcher/templates/smollm2
 ChatML with Hermes-style ``<tool_call>`` blocks; see ../shared/DESIGN.md "Embedded default").
 
 The server speaks OpenAI ``/v1/chat/completions`` and Anthropic ``/v1/messages`` (both with ``stream``
-and ``tools``), ``/v1/messages/count_tokens``, ``/tokenize`` and ``/health``. What llama-server does with
-``tool_choice`` (measured, see tests/embedded): ``"required"`` (chat) and ``{"type": "any"}`` /
-``{"type": "tool", "name": N}`` (messages) constrain decoding to a call of one of the given tools with
-arguments valid against its JSON schema, but a *named* choice is NOT honoured as a name: chat's object form
-``{"type": "function", "function": {"name": N}}`` is ignored (treated as ``"auto"``) and messages'
-``{"type": "tool", "name": N}`` means "any tool". To force one tool, send only that tool plus
-``tool_choice: "required"`` (chat) or ``{"type": "any"}`` (messages). Always cap ``max_tokens``.
+and ``tools``), ``/v1/messages/count_tokens``, ``/tokenize`` and ``/health``.
+
+Forcing one tool call (measured; tests/embedded/test_embedded_model.py). llama-server turns
+``tool_choice: "required"`` (chat) and ``{"type": "any"}`` / ``{"type": "tool", "name": N}`` (messages) into a
+grammar over the given tools' JSON schemas, but that grammar still admits free text before ``<tool_call>``,
+and SmolLM2-135M writes text until ``max_tokens``. So, for a schema-valid call every time:
+
+1. send only the one tool to be called (a *named* choice is not honoured as a name: chat's object form
+   ``{"type": "function", "function": {"name": N}}`` is ignored, i.e. "auto"; messages'
+   ``{"type": "tool", "name": N}`` means "any of the tools");
+2. ``tool_choice: "required"`` (chat) or ``{"type": "any"}`` / ``{"type": "tool", ...}`` (messages);
+3. append the prefill ``{"role": "assistant", "content": FORCED_TOOL_CALL_PREFILL}`` as the last message
+   (both endpoints continue a final assistant message), which leaves the grammar only the call;
+4. cap ``max_tokens``.
+
+The template renders one call per assistant message, so llama-server disables parallel calls and
+generation stops after the call (finish_reason ``tool_calls`` / stop_reason ``tool_use``). A prefill with
+``tool_choice`` "auto" (or none) fails with HTTP 500 "does not match the expected peg-native format".
 
 Usage::
 
@@ -48,6 +59,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from launcher.errors import LauncherError
 
 __all__ = [
+    "FORCED_TOOL_CALL_PREFILL",
     "EmbeddedConfig",
     "EmbeddedError",
     "EmbeddedModelServer",
@@ -57,6 +69,8 @@ __all__ = [
 ]
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+FORCED_TOOL_CALL_PREFILL = "<tool_call>\n"
+"""Content of the assistant message to append to force a tool call (see the module docstring)."""
 _TEMPLATE = Path(__file__).resolve().parent / "templates" / "smollm2_tools.jinja"
 _PR_SET_PDEATHSIG = 1
 
@@ -87,7 +101,7 @@ class EmbeddedConfig(BaseModel):
     port: int | None = Field(default=None, ge=1, le=65535, description="None: a free loopback port")
     parallel: int = Field(default=6, ge=1, le=64)
     ctx_per_slot: int = Field(default=8192, ge=512, le=131072)
-    threads: int = Field(default=2, ge=1, le=256)
+    threads: int = Field(default=1, ge=1, le=256)
     max_tokens: int = Field(default=512, ge=1)
     cache_ram_mib: int = Field(default=1024, ge=-1, description="llama-server --cache-ram (prompt cache)")
     startup_timeout_s: float = Field(default=120.0, gt=0)
@@ -134,7 +148,9 @@ def template_path() -> Path:
 
 
 def _port_free(host: str, port: int) -> bool:
+    """True when nothing listens on host:port (SO_REUSEADDR, as llama-server sets: TIME_WAIT is free)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:
