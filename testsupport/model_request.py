@@ -124,11 +124,10 @@ class ModelRequest:
         """Canonical prompt text for token counting and prefix caching: system, then tools, then
         messages, as compact JSON (the order a chat template renders them)."""
         system = self.body.get("system")
-        other = [m for m in self.messages]
         head = json.dumps(system, ensure_ascii=False, separators=(",", ":"), sort_keys=True) if system else ""
         tools = self.body.get("tools")
         tools_text = json.dumps(tools, ensure_ascii=False, separators=(",", ":"), sort_keys=True) if tools else ""
-        msgs = json.dumps(other, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+        msgs = json.dumps(self.messages, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
         return head + tools_text + msgs
 
 

@@ -168,7 +168,7 @@ class ScriptedUpstream:
 
     @property
     def base_url(self) -> str:
-        """Base URL of the running server (start() first)."""
+        """Base URL of the running server (starts it on a free port if it is not running)."""
         if self._server is None:
             return self.start()
         return self._server.base_url
@@ -235,7 +235,10 @@ class ScriptedUpstream:
         record.agent = mreq.agent
         record.step_index = mreq.step_index
         script = self.scripts.get(mreq.agent) if mreq.agent else None
-        step: Step = pick_step(script, mreq, Text(self.default_text))
+        try:
+            step: Step = pick_step(script, mreq, Text(self.default_text))
+        except ScriptError as exc:
+            return self._error(protocol, record, 500, f"bad script for agent {mreq.agent!r}: {exc}")
         while isinstance(step, Delay):
             await self.sim.sleep_model(step.seconds)
             step = step.then if step.then is not None else Text(self.default_text)

@@ -197,3 +197,12 @@ def test_steps_round_trip_through_json() -> None:
         step_from_json({"type": "sing"})
     with pytest.raises(ScriptError, match="missing or has a bad field"):
         step_from_json({"type": "tool_call"})
+
+
+@pytest.mark.anyio
+async def test_callable_returning_a_non_step_is_a_500_naming_the_agent() -> None:
+    up = ScriptedUpstream({"shadow": lambda req: "oops"})
+    async with up.client() as c:
+        r = await c.post("/v1/messages", headers={"x-coach-agent": "shadow"},
+                         json={"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "q"}]})
+    assert r.status_code == 500 and "shadow" in r.json()["error"]["message"]
