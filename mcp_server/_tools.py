@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+import anyio
 import anyio.to_thread
 from mcp_types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field
@@ -34,10 +35,26 @@ __all__ = ["ToolContext", "all_specs"]
 
 @dataclass(frozen=True)
 class ToolContext:
-    """What every handler needs: the blackboard facade and the server configuration."""
+    """What every handler needs: the blackboard facade and the server configuration.
+
+    ``collect_turn`` waits hold a worker thread for up to their deadline, so they run on their own
+    capacity limiter (``config.max_concurrent_collects``): waiting Pineals can never take every thread
+    of anyio's default limiter and starve the writes they are waiting for.
+    """
 
     board: Blackboard
     config: McpConfig
+    _limiters: dict[int, anyio.CapacityLimiter] = field(default_factory=dict, repr=False)
+
+    def collect_limiter(self) -> anyio.CapacityLimiter:
+        """This event loop's limiter for collect waits (created on first use, inside the loop)."""
+        from anyio.lowlevel import current_token
+
+        key = id(current_token())
+        limiter = self._limiters.get(key)
+        if limiter is None:
+            limiter = self._limiters[key] = anyio.CapacityLimiter(self.config.max_concurrent_collects)
+        return limiter
 
 
 def _entry_meta(entry: Entry) -> dict[str, Any]:
@@ -254,7 +271,9 @@ def _read_specs(tc: ToolContext) -> list[ToolSpec]:
         deadline = min(args.deadline_s or tc.config.collect_deadline_s, tc.config.collect_deadline_max_s)
         agents = [a for a in tc.config.collect_agents if a in AGENT_NAMES and a != "pineal"]
         brief, waited = await anyio.to_thread.run_sync(
-            partial(tc.board.collect, scope.user, scope.session, turn, agents, deadline), abandon_on_cancel=True
+            partial(tc.board.collect, scope.user, scope.session, turn, agents, deadline),
+            abandon_on_cancel=True,
+            limiter=tc.collect_limiter(),
         )
         versions = {src.agent: src.version for src in brief.sources}
         data = {

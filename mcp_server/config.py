@@ -33,6 +33,8 @@ class McpConfig(BaseModel):
         synthesis_attempts: rejected ``write_synthesis`` attempts per turn after which the server stores
             ``blackboard.fallback_synthesis(brief)`` instead (COACHING.md, PINEAL: rejected, repaired once,
             then a deterministic fallback). 0 = never store the fallback (the supervisor does).
+        max_concurrent_collects: ``collect_turn`` calls waiting at once (each holds a thread on its own
+            limiter, apart from the threads reads and writes use); more wait for a slot.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -47,3 +49,4 @@ class McpConfig(BaseModel):
     history_limit: int = Field(default=20, ge=1, le=1000)
     hide_other_agents_tools: bool = True
     synthesis_attempts: int = Field(default=2, ge=0, le=10)
+    max_concurrent_collects: int = Field(default=256, ge=1, le=10_000)

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
+import anyio
+import anyio.to_thread
 import pytest
+from anyio import wait_all_tasks_blocked
 from mcp import Client
 
 from blackboard import Blackboard, profile_key, turn_entry_key
@@ -190,3 +196,25 @@ async def test_fallback_can_be_disabled(board: Blackboard, turn: str) -> None:
         result = await call(server, "write_synthesis", {"text": "No citations here."})
         assert data_of(result)["error"] == "synthesis_rejected"
     assert board.store.read(turn_entry_key(USER, SESSION, turn, "pineal")) is None
+
+
+async def test_waiting_collects_do_not_starve_writes(board: Blackboard, turn: str) -> None:
+    # Shrink anyio's default thread pool to one thread: if collect_turn waits held default threads,
+    # the writes they wait for could not run and every collect would time out.
+    anyio.to_thread.current_default_thread_limiter().total_tokens = 1
+    pineal = scoped_server(board, "pineal", turn)
+    results: list[dict[str, Any]] = []
+
+    async def collect() -> None:
+        results.append(data_of(await call(pineal, "collect_turn", {"deadline_s": 30})))
+
+    started = time.monotonic()
+    async with anyio.create_task_group() as tg:
+        for _ in range(3):
+            tg.start_soon(collect)
+        await wait_all_tasks_blocked()
+        for agent in SPECIALISTS:
+            stored = await call(scoped_server(board, agent, turn), f"write_{agent}", payload(agent))
+            assert not stored.is_error
+    assert len(results) == 3 and all(r["timed_out"] is False for r in results)
+    assert time.monotonic() - started < 20
