@@ -16,10 +16,11 @@ Approximations (documented, deliberate):
 
 * Tokens are fixed 4-character slices of the text (:data:`CHARS_PER_TOKEN`); ``approx_token_count``
   is ``ceil(len(text) / 4)``. Real Qwen3 BPE averages 3.5-4.5 chars/token on English prose and JSON.
-* Prefix cache (:class:`PrefixCache`): a prompt's cached tokens are the longest common *character*
-  prefix with any prompt seen in the last ``ttl_s`` seconds (default 300 s, real time, not scaled),
-  divided by 4 (floor), capped at the prompt's token count. vLLM caches whole 16-token blocks; we do not
-  round to blocks.
+* Prefix cache (:class:`PrefixCache`), like vLLM's automatic prefix caching: the prompt is cut into
+  blocks of 16 tokens (64 characters); a block is cached when it and every block before it, byte for
+  byte, belonged to a prompt seen in the last ``ttl_s`` seconds (default 300 s, real time, not scaled).
+  Cached tokens = 16 x the number of leading cached blocks (a partial last block is never cached).
+  Lookup is O(prompt length) via chained block hashes, so 70 KB prompts cost about a millisecond.
 * Concurrency: ``n`` is the number of responses currently *decoding* on this server (prefill does not
   count). The rate is re-read before each chunk, so it changes as streams start and stop; a chunk is at
   most ``MIN_CHUNK_REAL_S`` long (or one token), so a change takes effect within a chunk.
@@ -164,64 +165,61 @@ def get_latency_model(model: str | LatencyModel) -> LatencyModel:
 
 
 class PrefixCache:
-    """Recently seen prompts, to price a new prompt's cached prefix (see module docstring).
+    """Recently seen prompt blocks, to price a new prompt's cached prefix (see module docstring).
 
     Args:
-        ttl_s: how long a prompt stays cached, real seconds (DESIGN.md: "the last few minutes").
-        max_entries: most prompts kept (least recently seen dropped first).
+        ttl_s: how long a block stays cached after it was last seen, real seconds (DESIGN.md: "the last
+            few minutes").
+        max_blocks: most blocks kept (the least recently seen are dropped first past it).
         clock: monotonic clock in seconds (injectable for tests).
     """
+
+    block_tokens = 16
+    """Tokens per cache block (vLLM's default block size)."""
 
     def __init__(
         self,
         ttl_s: float = 300.0,
-        max_entries: int = 512,
+        max_blocks: int = 200_000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.ttl_s = ttl_s
-        self.max_entries = max_entries
+        self.max_blocks = max_blocks
         self._clock = clock
-        self._entries: OrderedDict[str, float] = OrderedDict()
+        self._blocks: OrderedDict[int, float] = OrderedDict()
 
-    def _expire(self) -> None:
-        cutoff = self._clock() - self.ttl_s
-        for prompt, seen in list(self._entries.items()):
-            if seen < cutoff:
-                del self._entries[prompt]
-        while len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
+    def _chain(self, prompt: str) -> list[int]:
+        size = self.block_tokens * CHARS_PER_TOKEN
+        hashes: list[int] = []
+        previous = 0
+        for start in range(0, len(prompt) - size + 1, size):
+            previous = hash((previous, prompt[start : start + size]))
+            hashes.append(previous)
+        return hashes
 
     def cached_tokens(self, prompt: str) -> int:
-        """Tokens of ``prompt`` whose prefix repeats, character for character, a recent prompt."""
-        self._expire()
-        best = 0
-        for seen in self._entries:
-            best = max(best, _common_prefix_len(prompt, seen))
-            if best == len(prompt):
+        """Tokens of ``prompt`` in leading blocks that repeat, byte for byte, a recently seen prompt."""
+        cutoff = self._clock() - self.ttl_s
+        blocks = 0
+        for block_hash in self._chain(prompt):
+            seen = self._blocks.get(block_hash)
+            if seen is None or seen < cutoff:
                 break
-        return min(best // CHARS_PER_TOKEN, approx_token_count(prompt))
+            blocks += 1
+        return min(blocks * self.block_tokens, approx_token_count(prompt))
 
     def add(self, prompt: str) -> None:
-        """Remember ``prompt`` as seen now."""
-        self._entries.pop(prompt, None)
-        self._entries[prompt] = self._clock()
-        self._expire()
+        """Remember every full block of ``prompt`` as seen now."""
+        now = self._clock()
+        for block_hash in self._chain(prompt):
+            self._blocks.pop(block_hash, None)
+            self._blocks[block_hash] = now
+        while len(self._blocks) > self.max_blocks:
+            self._blocks.popitem(last=False)
 
     def clear(self) -> None:
-        """Forget every prompt."""
-        self._entries.clear()
-
-
-def _common_prefix_len(a: str, b: str) -> int:
-    """Length of the longest common prefix of ``a`` and ``b`` (binary search over C-level slices)."""
-    lo, hi = 0, min(len(a), len(b))
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+        """Forget every block."""
+        self._blocks.clear()
 
 
 @dataclass(frozen=True)

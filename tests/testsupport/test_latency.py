@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 import anyio
 import pytest
@@ -56,16 +57,32 @@ def test_cheap_tokenizer() -> None:
     assert "".join(split_tokens("hello world!")) == "hello world!"
 
 
-def test_prefix_cache_counts_repeated_prefix_and_expires() -> None:
+def test_prefix_cache_counts_repeated_prefix_blocks_and_expires() -> None:
     now = [0.0]
     cache = PrefixCache(ttl_s=300, clock=lambda: now[0])
-    shared = "S" * 400  # 100 tokens
+    shared = "S" * 640  # 10 blocks of 16 tokens
     assert cache.cached_tokens(shared + "first question") == 0
     cache.add(shared + "first question")
-    assert cache.cached_tokens(shared + "second question") == 100
+    assert cache.cached_tokens(shared + "second question") == 160
+    assert cache.cached_tokens(shared[:100] + "different") == 16  # only whole leading blocks
     assert cache.cached_tokens("X" + shared) == 0  # byte for byte *from the start*
+    now[0] = 200.0
+    cache.add(shared[:64])  # refreshes the first block only
     now[0] = 301.0
+    assert cache.cached_tokens(shared + "second question") == 16
+    now[0] = 600.0
     assert cache.cached_tokens(shared + "second question") == 0
+
+
+def test_prefix_cache_lookup_is_fast_for_large_prompts() -> None:
+    cache = PrefixCache()
+    base = "tool schema and system prompt text " * 2000  # 70 KB
+    for i in range(200):
+        cache.add(base + f"message {i}")
+    start = time.perf_counter()
+    cached = cache.cached_tokens(base + "new message")
+    assert time.perf_counter() - start < 0.05
+    assert cached == len(base) // 64 * 16
 
 
 async def _timed_response(sim: LatencySimulator, prompt: str, output_tokens: int) -> tuple[float, float]:
