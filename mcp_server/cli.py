@@ -2,7 +2,7 @@
 
 stdio (one server per Claude Code process; the scope is fixed at start)::
 
-    coach mcp --data-dir .coachboard --user u1 --session s1 --turn 3 --agent persona
+    coach mcp --data-dir .coachboard/data --user u1 --session s1 --turn t000003 --agent persona
     # or COACH_USER / COACH_SESSION / COACH_TURN / COACH_AGENT / COACH_DATA_DIR in the environment
 
 HTTP (one shared server; each request's x-coach-* headers fix its scope; with COACH_MCP_SECRET set,
@@ -106,7 +106,7 @@ def run(
     agent: str | None = None,
 ) -> None:
     """Build the blackboard and the server, then serve (blocking). Raises McpServerError subclasses."""
-    from blackboard import Blackboard
+    from blackboard import Blackboard, BlackboardError
     from mcp_server._scope import FixedScope, HeaderScope, ScopeSource, scope_from_env
     from mcp_server._server import build_server, serve_http, serve_stdio
     from mcp_server._session import run_session, session_mode_requested  # Claude Code session mode (issue 7)
@@ -132,8 +132,11 @@ def run(
     else:
         scopes = FixedScope(scope_from_env(user=user, session=session, turn=turn, agent=agent))
     directory = resolve_data_dir(data_dir, cfg_data_dir)
-    directory.mkdir(parents=True, exist_ok=True)
-    board = Blackboard(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        board = Blackboard(directory)
+    except (OSError, BlackboardError) as exc:
+        raise McpConfigError(f"cannot open the blackboard in {directory}: {type(exc).__name__}: {exc}") from exc
     server = build_server(board, scopes, cfg)
     try:
         if http:

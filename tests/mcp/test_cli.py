@@ -89,3 +89,10 @@ def test_claude_mcp_configs() -> None:
     stdio = claude_mcp_stdio_config(scope, data_dir="/data", python="/venv/bin/python")["mcpServers"]["coachboard"]
     assert stdio["command"] == "/venv/bin/python" and stdio["args"] == ["-m", "mcp_server"]
     assert stdio["env"]["COACH_AGENT"] == "persona" and stdio["env"]["COACH_DATA_DIR"] == "/data"
+
+
+def test_unusable_data_dir_exits_2(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory", encoding="utf-8")
+    result = runner.invoke(app, ["mcp", "--data-dir", str(blocker / "data"), "--user", "u", "--session", "s"])
+    assert result.exit_code == 2 and "cannot open the blackboard" in result.output
