@@ -218,3 +218,27 @@ async def test_waiting_collects_do_not_starve_writes(board: Blackboard, turn: st
             assert not stored.is_error
     assert len(results) == 3 and all(r["timed_out"] is False for r in results)
     assert time.monotonic() - started < 20
+
+
+@pytest.mark.parametrize(
+    ("agent", "tool", "args", "field", "allowed"),
+    [
+        ("coach", "read_entry", {}, "key", "text of 1 to 400 characters"),
+        ("coach", "read_entry", {"key": ""}, "key", "text of 1 to 400 characters"),
+        ("coach", "read_entry", {"key": 5}, "key", "text"),
+        ("coach", "read_entry", {"key": "x" * 401}, "key", "text of 1 to 400 characters"),
+        ("coach", "list_entries", {"limit": "many"}, "limit", "a whole number from 1 to 500"),
+        ("coach", "list_entries", {"include_values": "maybe"}, "include_values", "true or false"),
+        ("coach", "get_profile", {"anything": 1}, "anything", ""),
+        ("coach", "get_session_history", {"last_n": 0}, "last_n", "a whole number from 1 to 1000"),
+        ("pineal", "collect_turn", {"deadline_s": -1}, "deadline_s", "3600"),
+        ("pineal", "collect_turn", {"deadline_s": "soon"}, "deadline_s", "a number"),
+    ],
+)
+async def test_read_tools_bad_input(
+    board: Blackboard, turn: str, agent: str, tool: str, args: dict[str, object], field: str, allowed: str
+) -> None:
+    result = await call(scoped_server(board, agent, turn), tool, args)
+    assert result.is_error
+    problem = next(p for p in data_of(result)["problems"] if p["field"] == field)
+    assert allowed in problem["allowed"], problem
