@@ -76,6 +76,7 @@ class RunnerConfig:
         mcp_server_name: the MCP server's name in the config (tool names ``mcp__<name>__<tool>``).
         cli_path: the ``claude`` binary; None => the SDK's bundled one.
         cwd: the processes' working directory (no project settings are loaded from it).
+        mcp_secret: signs the MCP scope headers (``x-coach-scope-token``; see ``mcp_server.scope_token``).
         extra_env: added to every process's environment (after ours).
     """
 
@@ -87,6 +88,7 @@ class RunnerConfig:
     mcp_server_name: str = "coachboard"
     cli_path: str | None = None
     cwd: str | None = None
+    mcp_secret: str | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
@@ -136,7 +138,10 @@ class AgentOutcome:
 
 
 class AgentEvents(Protocol):
-    """Callbacks the runner makes while an agent runs (called from the runner's task)."""
+    """Callbacks the runner makes while an agent runs (called from the runner's task).
+    ``on_started``: the process is up and the prompt was sent."""
+
+    def on_started(self) -> None: ...
 
     def on_first_token(self) -> None: ...
 
@@ -218,6 +223,11 @@ class ClaudeAgentRunner:
         name = cfg.mcp_server_name
         allowed = [f"mcp__{name}__{t}" for t in inv.tools]
         mcp_headers = self._headers(inv, with_turn=one_shot or cfg.mcp_turn_header)
+        if cfg.mcp_secret is not None:
+            from mcp_server import SCOPE_TOKEN_HEADER, Scope, scope_token
+
+            scope = Scope.create(inv.user, inv.session, mcp_headers.get("x-coach-turn"), inv.agent)
+            mcp_headers[SCOPE_TOKEN_HEADER] = scope_token(cfg.mcp_secret, scope)
         return ClaudeAgentOptions(
             system_prompt=inv.system_prompt,
             tools=[],
@@ -346,6 +356,7 @@ class ClaudeAgentRunner:
         last_input = 0
         texts: list[str] = []
         await client.query(prompt)
+        events.on_started()
         async for msg in client.receive_response():
             if isinstance(msg, StreamEvent):
                 ev = msg.event

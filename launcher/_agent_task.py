@@ -34,11 +34,17 @@ class _Events:
         t0: float,
         on_tool_result: Callable[[ToolCallRecord], None] | None,
         on_change: Callable[[AgentStatus], None] | None,
+        on_started: Callable[[], None] | None = None,
     ) -> None:
         self.status = status
         self.t0 = t0
         self._on_tool_result = on_tool_result
         self._on_change = on_change
+        self._on_started = on_started
+
+    def on_started(self) -> None:
+        if self._on_started:
+            self._on_started()
 
     def on_first_token(self) -> None:
         if self.status.first_token_s is None:
@@ -61,13 +67,15 @@ async def run_agent(
     deadline_at: float,
     on_tool_result: Callable[[ToolCallRecord], None] | None = None,
     on_change: Callable[[AgentStatus], None] | None = None,
+    on_started: Callable[[], None] | None = None,
 ) -> AgentOutcome | None:
     """Run ``invocation`` until ``deadline_at``; update ``status``; never raise for agent failures.
 
     Returns the successful attempt's outcome, or None (status says why: ``error``, ``timeout`` or
-    ``crashed``). Cancellation from outside (the turn being cancelled) propagates.
+    ``crashed``). ``on_started`` is called when an attempt's process is up and prompted.
+    Cancellation from outside (the turn being cancelled) propagates.
     """
-    events = _Events(status, t0, on_tool_result, on_change)
+    events = _Events(status, t0, on_tool_result, on_change, on_started)
     while True:
         now = time.monotonic()
         remaining = deadline_at - now

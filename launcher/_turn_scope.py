@@ -66,14 +66,18 @@ class TurnDirectory:
 
 
 class DirectoryScope:
-    """``ScopeSource`` for the MCP HTTP server: header scope, with the turn filled from a directory."""
+    """``ScopeSource`` for the MCP HTTP server: header scope, with the turn filled from a directory.
 
-    def __init__(self, directory: TurnDirectory) -> None:
+    With ``secret``, the headers must carry ``x-coach-scope-token`` = ``mcp_server.scope_token(secret,
+    scope)`` of the scope *as sent* (no turn for warm processes), checked before the turn is filled in.
+    """
+
+    def __init__(self, directory: TurnDirectory, secret: str | None = None) -> None:
         self.directory = directory
-        self._headers = HeaderScope()
+        self._headers = HeaderScope(secret=secret)
 
     def scope_for(self, headers: Mapping[str, str] | None) -> Scope:
-        """Raises ``mcp_server.errors.ScopeError`` when headers are missing or malformed."""
+        """Raises ``mcp_server.errors.ScopeError`` when headers are missing, malformed or not signed."""
         scope = self._headers.scope_for(headers)
         if scope.turn is not None:
             return scope

@@ -30,3 +30,8 @@ app.add_typer(eval_app, name="eval")
 from mcp_server.cli import mcp_cmd  # noqa: E402  (typer only; mcp and the blackboard load when it runs)
 
 app.command("mcp")(mcp_cmd)
+
+from launcher.cli_run import run_cmd, session_app  # noqa: E402  (typer only; the stack loads when it runs)
+
+app.command("run")(run_cmd)
+app.add_typer(session_app, name="session")

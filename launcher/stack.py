@@ -92,6 +92,7 @@ async def running_stack(
     agents: Mapping[str, Any] | None = None,
     proxy_url: str | None = None,
     mcp_url: str | None = None,
+    mcp_secret: str | None = None,
     host: str = "127.0.0.1",
 ) -> AsyncIterator[StackUrls]:
     """Start what is not given, yield the URLs, stop on exit.
@@ -104,6 +105,8 @@ async def running_stack(
         mcp_config: a ``mcp_server.McpConfig`` (its host/port are ignored: a free loopback port is used).
         agents: the agent specs, for :func:`launcher.policies.policies_from_agents`.
         proxy_url / mcp_url: use these running servers instead of starting one.
+        mcp_secret: when set, the in-process MCP server refuses scope headers not signed with it
+            (``x-coach-scope-token``; the runner signs with the same secret).
 
     Raises:
         StackError: a server could not be started.
@@ -126,7 +129,7 @@ async def running_stack(
                 from mcp_server import McpConfig, build_server
 
                 mcfg = mcp_config if mcp_config is not None else McpConfig()
-                mcp = build_server(board, DirectoryScope(directory), mcfg)
+                mcp = build_server(board, DirectoryScope(directory, mcp_secret), mcfg)
                 app = mcp.streamable_http_app(streamable_http_path=mcfg.path, stateless_http=True, host=host)
                 server, port = await _start(tg, app, host, "MCP server")
                 servers.append(server)

@@ -80,11 +80,16 @@ class SupervisorSettings:
         collect_grace_s: how long the barrier check waits after the agents are done (they are, so this
             only absorbs the sequencer's lock latency).
         pineal_min_s: a repair is not attempted with less than this left of Pineal's deadline.
+        coach_head_start_s: the specialists start once the Coach's process is up and prompted, or
+            after this many seconds, whichever comes first ("Coach first": starting six cold Claude
+            Code processes at once on a small machine delays the Coach's first token by seconds; a
+            warm Coach is up in milliseconds, so warm turns lose nothing). 0 = all start together.
     """
 
     history_turns: int = 6
     collect_grace_s: float = 0.05
     pineal_min_s: float = 1.0
+    coach_head_start_s: float = 2.0
 
 
 def _tail(view: AgentView, turn: str, extra: str = "") -> str:
@@ -249,15 +254,25 @@ class Supervisor:
             else:
                 deliver(reply, fallback=False)
 
+        coach_up = anyio.Event()
+        if "coach" not in launch or self.settings.coach_head_start_s <= 0:
+            coach_up.set()
+
         async def one(name: str) -> None:
             v = views[name]
             try:
+                if name != "coach":
+                    with anyio.move_on_after(self.settings.coach_head_start_s):
+                        await coach_up.wait()
                 await run_agent(
                     self.runner, invocation(name, packs[name].text, followups[name]), v.output_tool,
                     statuses[name], t0=t0, deadline_at=t0 + v.deadline_s,
                     on_tool_result=coach_tool if name == "coach" else None, on_change=on_status,
+                    on_started=coach_up.set if name == "coach" else None,
                 )
             finally:
+                if name == "coach":
+                    coach_up.set()
                 self.directory.disarm(user, session, turn, name)
                 if name == "coach" and "reply" not in delivered:
                     deliver(FALLBACK_COACH_REPLY, fallback=True)

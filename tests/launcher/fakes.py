@@ -81,6 +81,7 @@ class FakeRunner:
         if how == "crash":
             raise AgentFailedError(inv.agent, "process died", status="crashed", code="agent_crashed",
                                    retryable=True)
+        events.on_started()
         events.on_first_token()
         if how == "silent":
             return AgentOutcome(text="I forgot the tool", input_tokens=7, output_tokens=3)

@@ -1,0 +1,94 @@
+"""Everything one command needs to run turns, built from the :class:`~launcher.config.CoachConfig`:
+the blackboard, the agent registry, the in-process stack (unless URLs are given), the agent runner and
+the supervisor. An async context manager; everything it started is stopped on exit (Ctrl-C included).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from blackboard import Blackboard
+from launcher._agent_runner import ClaudeAgentRunner, RunnerConfig
+from launcher._screen import SafetyScreen
+from launcher._turn_scope import TurnDirectory
+from launcher.stack import StackUrls, running_stack
+from launcher.supervisor import Supervisor
+
+__all__ = ["Runtime", "coach_runtime"]
+
+
+@dataclass
+class Runtime:
+    """The live objects of one command."""
+
+    config: Any
+    board: Blackboard
+    registry: Any
+    urls: StackUrls
+    runner: ClaudeAgentRunner
+    supervisor: Supervisor
+
+
+def _prepare_dirs(data_dir: Path) -> Path:
+    """Create the data dir and the agents' private Claude config dir; returns the latter's parent."""
+    home = data_dir / "claude-home"
+    (home / ".claude").mkdir(parents=True, exist_ok=True)
+    return home
+
+
+@contextlib.asynccontextmanager
+async def coach_runtime(
+    config: Any,
+    *,
+    proxy_url: str | None = None,
+    mcp_url: str | None = None,
+    agents_dir: Path | None = None,
+) -> AsyncIterator[Runtime]:
+    """Build and start everything for ``config`` (a ``CoachConfig``).
+
+    Raises:
+        launcher.agents.AgentSpecError: invalid agent files (each problem with file, line and fix).
+        launcher.errors.StackError: the proxy or MCP server could not start.
+    """
+    from launcher.agents import AgentRegistry
+
+    data_dir = Path(config.data.dir)
+    home = _prepare_dirs(data_dir)
+    registry = AgentRegistry(agents_dir or config.agents.dir)
+    board = Blackboard(data_dir, thresholds=config.thresholds)
+    directory = TurnDirectory()
+    # A fresh secret per run signs the agents' MCP scope headers (x-coach-scope-token): another local
+    # process that can reach the port cannot act for a user without it.
+    secret = secrets.token_hex(16) if mcp_url is None else None
+    try:
+        async with running_stack(
+            board=board,
+            directory=directory,
+            proxy_config=config.proxy_config(),
+            mcp_config=config.mcp,
+            agents=registry.current(),
+            proxy_url=proxy_url,
+            mcp_url=mcp_url,
+            mcp_secret=secret,
+        ) as urls:
+            runner_cfg = RunnerConfig(
+                proxy_url=urls.proxy_url,
+                mcp_url=urls.mcp_url,
+                max_warm=config.agents.warm_process_limit,
+                mcp_turn_header=not urls.in_process_mcp,
+                mcp_secret=secret,
+                cwd=str(data_dir),
+                extra_env={"CLAUDE_CONFIG_DIR": str(home / ".claude")},
+            )
+            async with ClaudeAgentRunner(runner_cfg) as runner:
+                supervisor = Supervisor(
+                    board, runner, registry.current, screen=SafetyScreen(config.safety), directory=directory
+                )
+                yield Runtime(config, board, registry, urls, runner, supervisor)
+    finally:
+        board.close()

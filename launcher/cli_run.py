@@ -1,0 +1,160 @@
+"""``coach run MESSAGE --user U --session S [--json]`` and ``coach session close --user U --session S``.
+
+``coach run`` runs one turn headless: it prints the Coach's reply the moment it exists, then the
+synthesis, then a per-agent timeline (rich table). ``--json`` prints exactly one JSON document (nothing
+else on stdout): ``turn_id``, ``coach_reply``, ``synthesis``, ``degraded``, ``crisis_tier`` and per agent
+``status``, ``started_s``, ``first_token_s``, ``finished_s``, ``input_tokens``, ``output_tokens``, ``error``.
+The proxy and the MCP HTTP server are started in-process for the command unless ``--proxy-url`` /
+``--mcp-url`` point at running ones (``coach serve``). Exit codes: 0 done (possibly degraded), 2 bad
+configuration, agent files or ids, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+__all__ = ["run_cmd", "session_app"]
+
+session_app = typer.Typer(help="Coaching sessions.", no_args_is_help=True)
+
+_ConfigOpt = Annotated[Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")]
+_UserOpt = Annotated[str, typer.Option("--user", "-u", help="user id ([A-Za-z0-9_.-], 1-64 chars)")]
+_SessionOpt = Annotated[str, typer.Option("--session", "-s", help="session id ([A-Za-z0-9_.-], 1-64 chars)")]
+
+
+def _load(config_path: Path | None) -> Any:
+    from launcher.config import ConfigError, load_config
+
+    try:
+        return load_config(config_path)
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _check_ids(user: str, session: str) -> None:
+    from blackboard import InvalidKeyError, session_key
+
+    try:
+        session_key(user, session)
+    except InvalidKeyError as exc:
+        typer.echo(f"error: --user/--session: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _timeline(result: Any) -> Any:
+    from rich.table import Table
+
+    table = Table(title=f"turn {result.turn_id}: agents (seconds since the turn started)")
+    for col in ("agent", "status", "start", "1st tok", "end", "in", "out", "warm"):
+        table.add_column(col, no_wrap=True, justify="left" if col in ("agent", "status", "warm") else "right")
+    table.add_column("error", overflow="fold")
+
+    def fmt(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
+    for name, st in result.to_json()["agents"].items():
+        colour = {"ok": "green", "skipped": "dim"}.get(st["status"], "red")
+        table.add_row(
+            name, f"[{colour}]{st['status']}[/{colour}]", fmt(st["started_s"]), fmt(st["first_token_s"]),
+            fmt(st["finished_s"]), str(st["input_tokens"]), str(st["output_tokens"]),
+            "yes" if st["warm"] else "no", (st["error"] or "")[:60],
+        )
+    return table
+
+
+def run_cmd(
+    message: Annotated[str, typer.Argument(help="the user's message for this turn")],
+    user: _UserOpt,
+    session: _SessionOpt,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON document only")] = False,
+    config_path: _ConfigOpt = None,
+    proxy_url: Annotated[str | None, typer.Option("--proxy-url", help="use a running proxy")] = None,
+    mcp_url: Annotated[str | None, typer.Option("--mcp-url", help="use a running MCP HTTP server")] = None,
+) -> None:
+    """Run one coaching turn through the six agents and print the result."""
+    import anyio
+    from rich.console import Console
+
+    from launcher.agents import AgentSpecError
+    from launcher.errors import LauncherError
+
+    _check_ids(user=user, session=session)
+    config = _load(config_path)
+    out = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    err = Console(file=sys.stderr, highlight=False)
+
+    def on_reply(text: str) -> None:
+        if not as_json:
+            out.print("[bold]Coach:[/bold]", text)
+            out.file.flush()
+
+    async def main() -> Any:
+        from launcher._runtime import coach_runtime
+
+        async with coach_runtime(config, proxy_url=proxy_url, mcp_url=mcp_url) as rt:
+            return await rt.supervisor.run_turn(user, session, message, on_coach_reply=on_reply)
+
+    try:
+        result = anyio.run(main)
+    except KeyboardInterrupt:
+        err.print("interrupted: the turn was cancelled and every agent process stopped")
+        raise typer.Exit(130) from None
+    except (AgentSpecError, LauncherError) as exc:
+        err.print(f"error: {exc}")
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
+        return
+    if result.synthesis:
+        label = "Synthesis (degraded: missing " + ", ".join(result.missing) + ")" if result.degraded else "Synthesis"
+        out.print(f"\n[bold]{label}:[/bold]", result.synthesis)
+    out.print()
+    out.print(_timeline(result))
+
+
+@session_app.command("close")
+def session_close_cmd(
+    user: _UserOpt,
+    session: _SessionOpt,
+    as_json: Annotated[bool, typer.Option("--json", help="print a JSON document")] = False,
+    config_path: _ConfigOpt = None,
+) -> None:
+    """Compact a session into the user's profile (compare-and-swap; a second close changes nothing)."""
+    import anyio
+
+    from blackboard import Blackboard
+    from launcher.errors import SessionError
+    from launcher.sessions import close_session
+
+    _check_ids(user=user, session=session)
+    config = _load(config_path)
+
+    async def main() -> Any:
+        board = Blackboard(config.data.dir, thresholds=config.thresholds)
+        try:
+            return await close_session(board, user, session)
+        finally:
+            board.close()
+
+    try:
+        res = anyio.run(main)
+    except SessionError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    doc = {
+        "user": res.user, "session": res.session, "profile_version": res.profile_version,
+        "merged": list(res.merged), "already_closed": res.already_closed, "turns": res.turns,
+    }
+    if as_json:
+        typer.echo(json.dumps(doc))
+    elif res.already_closed:
+        typer.echo(f"session {session} was already closed; profile of {user} stays at version {res.profile_version}")
+    else:
+        merged = ", ".join(res.merged) or "nothing (no Persona or Shadow output in this session)"
+        typer.echo(f"session {session} closed ({res.turns} turns): merged {merged}; profile v{res.profile_version}")
