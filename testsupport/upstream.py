@@ -240,6 +240,7 @@ class ScriptedUpstream:
         except ScriptError as exc:
             return self._error(protocol, record, 500, f"bad script for agent {mreq.agent!r}: {exc}")
         while isinstance(step, Delay):
+            record.extra["delay_s"] = record.extra.get("delay_s", 0.0) + step.seconds
             await self.sim.sleep_model(step.seconds)
             step = step.then if step.then is not None else Text(self.default_text)
         record.step = step

@@ -151,6 +151,8 @@ async def test_delay_is_scaled_then_plays_its_step() -> None:
     reply = await _ask(up, _tool_round(0))
     assert reply["content"][0]["text"] == "late"
     assert 0.1 - 0.01 <= anyio.current_time() - start < 1.0
+    (rec,) = up.model_calls()
+    assert rec.step == Text("late") and rec.extra["delay_s"] == 2.0
 
 
 @pytest.mark.anyio
