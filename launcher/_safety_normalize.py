@@ -188,9 +188,9 @@ class Clause:
 
 def _deleet(raw: str) -> str:
     """Map leetspeak; "1" reads as "i" unless reading it as "l" gives a risk word ("ki11" -> "kill")."""
-    as_i = raw.translate(_LEET)
+    as_i = _BANG_IN_WORD.sub("i", raw.translate(_LEET))
     if "1" in raw:
-        as_l = raw.replace("1", "l").translate(_LEET)
+        as_l = _BANG_IN_WORD.sub("i", raw.replace("1", "l").translate(_LEET))
         if collapse_word(_NON_ALNUM.sub("", as_l)) in L_WORDS:
             return as_l
     return as_i

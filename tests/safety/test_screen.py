@@ -280,3 +280,7 @@ def test_extra_rules_are_validated(rule: dict[str, object], message: str) -> Non
 )
 def test_idioms_are_not_risk(text: str) -> None:
     assert screen(text).tier <= 1, screen(text)
+
+
+def test_mixed_leet_next_to_a_bang() -> None:
+    assert screen("I'm g0!ng to jump off a bridge").tier == 3
