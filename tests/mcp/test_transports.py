@@ -96,7 +96,7 @@ async def test_python_m_mcp_server_scope_from_env(tmp_data_dir: Path) -> None:
         assert data_of(result)["key"] == turn_entry_key(U, S, turn, "shadow")
 
 
-async def test_tools_over_http_with_signed(shared_dir: Path, shared_http: ServerProcess) -> None:
+async def test_tools_over_http_with_scope_headers(shared_dir: Path, shared_http: ServerProcess) -> None:
     turn = _begin(shared_dir)
     bob_turn = _begin(shared_dir, "bob", S)
     server = shared_http
