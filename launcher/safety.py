@@ -24,7 +24,7 @@ Example::
     state = SafetyState()
     result = screen("i w4nt to k1ll my self tonight", state)
     result.tier            # 3
-    result.reasons         # ['t3.intent_self_harm']
+    result.reasons         # ['t3.intent_self_harm', 't3.timeline', 't2.self_harm_mention']
     crisis_response("en-GB")   # Samaritans 116 123 ...
 """
 
