@@ -18,7 +18,8 @@ WRITE_TOOL_NAMES: dict[str, str] = {
 _WRITE_COMMON = (
     " Pass your output as the tool arguments: one JSON object with exactly the fields of the input "
     "schema (no extra fields). The user, session and turn are fixed by the connection; do not pass them."
-    "\n\nReturns: {ok, key, version, agent, turn}. The entry is stored once per turn (create-only)."
+    "\n\nReturns: {ok: true, message: \"STORED.\", stored, agent, turn, key, version, author, updated_at}. "
+    "Each agent's entry is stored once per turn (create-only); after STORED, you are done with this tool."
     "\n\nOn error: the result lists each problem as `field`: what was wrong; allowed: what is allowed. "
     "Fix exactly those fields and call the tool again with the whole object. If it says the entry "
     "already exists (version_conflict), your output for this turn is already stored: do not write again."
