@@ -1,0 +1,225 @@
+"""The repository inside the real ``claude`` binary: as a project (``setting_sources=["project"]``) and as a
+plugin, against the scripted Anthropic-compatible upstream.
+
+* ``/coach <message>``: the outer session's model calls ``coach_turn`` on the project's stdio MCP server
+  (``.mcp.json`` -> ``.claude-plugin/coach-mcp.sh`` -> ``coach mcp`` in session mode), which runs the
+  whole pipeline: the proxy and the HTTP MCP server in-process, six real ``claude`` agent processes
+  through the proxy against the same upstream, the blackboard in SQLite. The test checks the six
+  entries of that turn and that the Coach's reply, then the synthesis, reached the session.
+* A project subagent used on its own (Stability) writes through the same typed tool and gate.
+* Loaded as a plugin: the six agents, the commands and the MCP server appear under their plugin names.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    ResultMessage,
+    SystemMessage,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserMessage,
+    query,
+)
+
+from blackboard import Blackboard
+from tests.claude_code._support import (
+    AGENTS,
+    OUTER,
+    PLUGIN_SERVER,
+    PLUGIN_TOOL_PREFIX,
+    copy_repo,
+    outer_script,
+    session_env,
+    trust_project,
+    write_coach_toml,
+    write_then_stop,
+)
+from tests.e2e.harness import agent_script
+from tests.launcher.payloads import BLOCKED_MOVE, stability_blocking
+from testsupport import ScriptedUpstream, Text, ToolCall
+
+pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
+
+USER = "cc-user"
+SESSION = "cc-session"
+MESSAGE = "I keep saying I will run three times a week, and then I skip it."
+
+
+async def _collect(prompt: str, options: ClaudeAgentOptions, deadline_s: float) -> list[Any]:
+    messages: list[Any] = []
+    with anyio.fail_after(deadline_s):
+        async for message in query(prompt=prompt, options=options):
+            messages.append(message)
+    return messages
+
+
+def _init(messages: list[Any]) -> dict[str, Any]:
+    return next(m.data for m in messages if isinstance(m, SystemMessage) and m.subtype == "init")
+
+
+def _result(messages: list[Any]) -> ResultMessage:
+    return next(m for m in messages if isinstance(m, ResultMessage))
+
+
+def _tool_result_for(messages: list[Any], tool: str) -> str:
+    ids = {
+        b.id for m in messages if isinstance(m, AssistantMessage) for b in m.content
+        if isinstance(b, ToolUseBlock) and b.name == tool
+    }  # fmt: skip
+    assert ids, f"the session never called {tool}"
+    for m in messages:
+        if isinstance(m, UserMessage) and isinstance(m.content, list):
+            for b in m.content:
+                if isinstance(b, ToolResultBlock) and b.tool_use_id in ids:
+                    content = b.content
+                    if isinstance(content, list):
+                        return "".join(str(x.get("text", "")) for x in content if isinstance(x, dict))
+                    return str(content)
+    raise AssertionError(f"no result of {tool} reached the session")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> dict[str, Path]:
+    repo = copy_repo(tmp_path / "repo")
+    home = tmp_path / "home"
+    trust_project(home, repo)
+    return {"repo": repo, "home": home, "data": tmp_path / "data", "tmp": tmp_path}
+
+
+async def test_coach_command_runs_the_whole_pipeline_and_the_reply_reaches_the_session(
+    project: dict[str, Path],
+) -> None:
+    outer_requests: list[Any] = []
+    scripts: dict[str, Any] = {a: agent_script(a) for a in AGENTS}
+    scripts[OUTER] = outer_script(lambda r: ToolCall("coach_turn", {"message": MESSAGE}), seen=outer_requests)
+    with ScriptedUpstream(scripts) as upstream:
+        config = write_coach_toml(project["tmp"] / "coach.toml", upstream_url=upstream.base_url, data_dir=project["data"])
+        env = session_env(upstream.base_url, project["home"], user=USER, session=SESSION,
+                          extra={"COACH_CONFIG": str(config)})
+        options = ClaudeAgentOptions(
+            cwd=str(project["repo"]), setting_sources=["project"], env=env, permission_mode="bypassPermissions",
+        )
+        messages = await _collect(f"/coach {MESSAGE}", options, deadline_s=240)
+        agent_calls = {a: len(upstream.model_calls(a)) for a in AGENTS}
+
+    init = _init(messages)
+    assert {"name": "coachboard", "status": "connected", "source": "project"} in init["mcp_servers"], (
+        init["mcp_servers"], _result(messages).result)
+    assert "coach" in init["slash_commands"] and "coach-board" in init["slash_commands"]
+    assert set(AGENTS) <= set(init["agents"]), "the six agents load as project subagents (through symlinks)"
+
+    # The command reached the outer model with the user's message; the model had the tool.
+    first = outer_requests[0]
+    prompt_text = json.dumps(first.messages)
+    assert "coach_turn" in prompt_text and MESSAGE in prompt_text
+    assert "mcp__coachboard__coach_turn" in first.tool_names
+    assert all(n >= 1 for n in agent_calls.values()), agent_calls
+
+    # The blackboard: one turn of this user and session holding all six agents' entries.
+    board = Blackboard(project["data"])
+    try:
+        turn_keys = {e.key.split("/")[5] for e in board.store.list(f"users/{USER}/sessions/{SESSION}/turns/")}
+        assert len(turn_keys) == 1, turn_keys
+        (turn,) = turn_keys
+        entries = board.read_turn(USER, SESSION, turn)
+        assert set(AGENTS) <= set(entries), sorted(entries)
+        assert {entries[a].author for a in AGENTS} == set(AGENTS)
+        delivery = board.store.read(f"users/{USER}/sessions/{SESSION}/turns/{turn}/delivery")
+        assert delivery is not None
+    finally:
+        board.close()
+
+    # The tool result and the session's final answer: the Coach's reply first, then the synthesis.
+    data = json.loads(_tool_result_for(messages, "mcp__coachboard__coach_turn"))
+    assert data["ok"] is True and data["turn"] == turn
+    assert data["coach_reply"] == entries["coach"].value["reply"] == delivery.value["coach_reply"]
+    assert entries["pineal"].value["text"] in data["synthesis"]
+    shown = data["message"]
+    assert shown.index(data["coach_reply"]) < shown.index(entries["pineal"].value["text"])
+    final = _result(messages)
+    assert not final.is_error
+    assert final.result is not None and final.result.startswith("DONE:")
+    assert data["coach_reply"] in final.result and entries["pineal"].value["text"] in final.result
+
+
+async def test_stability_subagent_alone_writes_through_the_typed_tool_and_the_gate(
+    project: dict[str, Path],
+) -> None:
+    outer_requests: list[Any] = []
+    launch = ToolCall("Task", {
+        "subagent_type": "stability", "description": "rate a plan", "run_in_background": False,
+        "prompt": "Rate this plan: I will stop taking my medication next week.",
+    })  # fmt: skip
+    script = outer_script(
+        lambda r: launch,
+        sub_agents={"stability": write_then_stop("write_stability", stability_blocking())},
+        seen=outer_requests,
+    )
+    with ScriptedUpstream({OUTER: script}) as upstream:
+        config = write_coach_toml(project["tmp"] / "coach.toml", upstream_url=upstream.base_url, data_dir=project["data"])
+        env = session_env(upstream.base_url, project["home"], user=USER, session=SESSION,
+                          extra={"COACH_CONFIG": str(config)})
+        options = ClaudeAgentOptions(
+            cwd=str(project["repo"]), setting_sources=["project"], env=env, permission_mode="bypassPermissions",
+        )
+        messages = await _collect("Ask the stability agent to rate my plan.", options, deadline_s=120)
+
+    sub_requests = [r for r in outer_requests if "You are Stability" in r.system_text]
+    assert sub_requests, "the Stability subagent ran"
+    # The subagent sees exactly its own write tool (its tools: front matter), under the project's name.
+    assert set(sub_requests[0].tool_names) == {"mcp__coachboard__write_stability"}
+    assert not _result(messages).is_error
+
+    board = Blackboard(project["data"])
+    try:
+        stored = [e for e in board.store.list(f"users/{USER}/sessions/{SESSION}/turns/") if e.key.endswith("/stability")]
+        assert len(stored) == 1 and stored[0].author == "stability"
+        moves = {m["id"]: m for m in stored[0].value["moves"]}
+        assert moves[BLOCKED_MOVE["id"]]["blocked"] is True, "Stability's gate applied to the standalone write"
+    finally:
+        board.close()
+
+
+async def test_repository_loads_as_a_plugin_with_its_agents_commands_and_mcp_server(tmp_path: Path) -> None:
+    repo = copy_repo(tmp_path / "repo")
+    work = tmp_path / "work"
+    work.mkdir()
+    with ScriptedUpstream({OUTER: [Text("ok")]}) as upstream:
+        env = session_env(upstream.base_url, tmp_path / "home", user=USER, session=SESSION,
+                          extra={"COACH_DATA_DIR": str(tmp_path / "data")})
+        options = ClaudeAgentOptions(
+            cwd=str(work), setting_sources=[], plugins=[{"type": "local", "path": str(repo)}], env=env,
+            permission_mode="bypassPermissions",
+        )
+        async with ClaudeSDKClient(options) as client:
+            await client.query("hello")
+            messages: list[Any] = []
+            with anyio.fail_after(90):
+                async for message in client.receive_response():
+                    messages.append(message)
+                init = _init(messages)
+                status: dict[str, Any] = {}
+                while status.get("status") != "connected":  # plugin servers connect in the background
+                    found = [s for s in (await client.get_mcp_status())["mcpServers"] if s["name"] == PLUGIN_SERVER]
+                    status = dict(found[0]) if found else {}
+                    assert status.get("status") in ("pending", "connected"), status
+                    if status.get("status") != "connected":
+                        await anyio.sleep(0.2)
+
+    plugin = next(p for p in init["plugins"] if p["name"] == "coachboard")
+    assert Path(plugin["path"]) == repo
+    assert {f"coachboard:{a}" for a in AGENTS} <= set(init["agents"])
+    assert {"coachboard:coach", "coachboard:coach-board"} <= set(init["slash_commands"])
+    assert any(s["name"] == PLUGIN_SERVER for s in init["mcp_servers"])
+    tools = {t["name"] for t in status.get("tools", [])}
+    expected = {"coach_turn", "write_stability", "write_synthesis", "get_profile", "get_session_history"}
+    assert expected <= {t.removeprefix(PLUGIN_TOOL_PREFIX) for t in tools}, tools
