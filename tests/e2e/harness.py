@@ -19,34 +19,25 @@ from typing import Any
 from blackboard import Blackboard
 from launcher._agent_runner import ClaudeAgentRunner, RunnerConfig
 from launcher._turn_scope import TurnDirectory
+from launcher.agents import load_agents
 from launcher.stack import running_stack
 from launcher.supervisor import Supervisor
 from proxy import ModelPool, ProxyConfig
-from tests.launcher.fakes import OUTPUT_TOOLS, FakeSpec
+from tests.launcher.fakes import OUTPUT_TOOLS
 from tests.launcher.payloads import payload_for, synthesis_citing
 from testsupport.script import Delay, Step, Text, ToolCall
 from testsupport.upstream import ScriptedUpstream
 
 BRIEF_MARKER = "The arbitrated brief for this turn (cite its sources with their versions):\n"
 
-AGENT_PROMPTS = {
-    "shadow": "You are Shadow. Write your patterns with write_shadow exactly once.",
-    "persona": "You are Persona. Write OCEAN traits with write_persona exactly once.",
-    "plasticity": "You are Plasticity. Write a strategy with write_plasticity exactly once.",
-    "stability": "You are Stability. Write the risk frame with write_stability exactly once.",
-    "coach": "You are the Coach. Write your reply with write_coach exactly once.",
-    "pineal": "You are Pineal. Write the synthesis with write_synthesis exactly once.",
-}
+REPO = Path(__file__).resolve().parents[2]
 
 
-def e2e_specs(**overrides: dict[str, Any]) -> dict[str, FakeSpec]:
-    """Agent specs for e2e runs (short prompts; deadlines in real seconds)."""
-    out = {}
-    for name in OUTPUT_TOOLS:
-        kw: dict[str, Any] = {"prompt": AGENT_PROMPTS[name], "deadline_s": 30.0, "context_budget_tokens": 6000}
-        kw.update(overrides.get(name, {}))
-        out[name] = FakeSpec(name=name, **kw)
-    return out
+def e2e_specs() -> dict[str, Any]:
+    """The shipped agent files (``agents/*.md``), deadlines raised to at least 60 s: the e2e machine is
+    a shared 2-core box where six cold Claude Code processes start at once."""
+    specs = load_agents(REPO / "agents")
+    return {n: s.model_copy(update={"deadline_s": max(s.deadline_s, 60.0)}) for n, s in specs.items()}
 
 
 def messages_of(request: Any) -> list[dict[str, Any]]:
@@ -112,7 +103,7 @@ class Harness:
     board: Blackboard
     supervisor: Supervisor
     runner: ClaudeAgentRunner
-    specs: dict[str, FakeSpec]
+    specs: dict[str, Any]
     data_dir: Path
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -122,7 +113,7 @@ async def harness(
     tmp_path: Path,
     scripts: dict[str, Any] | None = None,
     *,
-    specs: dict[str, FakeSpec] | None = None,
+    specs: dict[str, Any] | None = None,
     max_warm: int = 6,
     time_scale: float = 0.02,
     latency: str = "instant",

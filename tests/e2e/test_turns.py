@@ -13,7 +13,6 @@ import random
 import signal
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +23,6 @@ from launcher._fallbacks import FALLBACK_COACH_REPLY
 from launcher.safety import crisis_response
 from launcher.sessions import close_session
 from launcher.supervisor import TurnResult
-from testsupport.script import Error, Hang, Step, Text, ToolCall
 from tests.e2e.harness import (
     Harness,
     agent_script,
@@ -36,6 +34,7 @@ from tests.e2e.harness import (
 )
 from tests.launcher.fakes import OUTPUT_TOOLS
 from tests.launcher.payloads import BLOCKED_MOVE, payload_for, stability_blocking, synthesis_citing
+from testsupport.script import Error, Hang, Step, Text, ToolCall
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
 
@@ -52,12 +51,11 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BlockingPo
 @pytest.fixture
 def h(stack: tuple[BlockingPortal, Harness]) -> Iterator[Harness]:
     _, hh = stack
-    saved = {a: dict(vars(s)) for a, s in hh.specs.items()}
+    saved = dict(hh.specs)
     yield hh
+    hh.specs.update(saved)
     for a in AGENTS:
         hh.upstream.set_script(a, agent_script(a))
-        for k, v in saved[a].items():
-            setattr(hh.specs[a], k, v)
 
 
 def turn(stack: tuple[BlockingPortal, Harness], user: str, session: str, text: str,
@@ -65,6 +63,10 @@ def turn(stack: tuple[BlockingPortal, Harness], user: str, session: str, text: s
     portal, h = stack
     result: TurnResult = portal.call(lambda: h.supervisor.run_turn(user, session, text, on_coach_reply=on_reply))
     return result
+
+
+def set_deadline(h: Harness, agent: str, seconds: float) -> None:
+    h.specs[agent] = h.specs[agent].model_copy(update={"deadline_s": seconds})
 
 
 def calls_of(h: Harness, session: str, agent: str | None = None) -> list[Any]:
@@ -156,8 +158,9 @@ def test_failing_hanging_and_killed_specialists_degrade_but_never_stop_the_turn(
     h.upstream.set_script("persona", lambda r: Error(500))
     h.upstream.set_script("stability", lambda r: Hang())
     h.upstream.set_script("plasticity", lambda r: Hang())
-    h.specs["stability"].deadline_s = 4.0
-    h.specs["plasticity"].deadline_s = 20.0
+    saved = dict(h.specs)
+    set_deadline(h, "stability", 4.0)
+    set_deadline(h, "plasticity", 30.0)
     before = len(calls_of(h, session, "plasticity"))
     t0 = time.monotonic()
     fut = portal.start_task_soon(lambda: h.supervisor.run_turn(user, session, "second turn"))
@@ -176,11 +179,11 @@ def test_failing_hanging_and_killed_specialists_degrade_but_never_stop_the_turn(
     for a in ("persona", "stability", "plasticity"):
         assert a in res.synthesis  # the synthesis names what was missing
     assert res.agents["pineal"].status == "ok" and res.synthesis_source == "model"
-    assert wall < 4.0 + h.specs["pineal"].deadline_s + 5, wall  # within the deadlines
+    assert wall < 30.0 + 5, wall  # within the deadlines (plasticity's 30 s bounds the join)
     # The next turn works again with fresh processes.
     for a in ("persona", "stability", "plasticity"):
         h.upstream.set_script(a, agent_script(a))
-    h.specs["stability"].deadline_s = h.specs["plasticity"].deadline_s = 30.0
+    h.specs.update(saved)
     again = turn(stack, user, session, "third turn")
     assert not again.degraded, again.to_json()
 
@@ -244,6 +247,6 @@ def test_second_session_agents_receive_the_compacted_profile(stack: Any, h: Harn
     h.upstream.set_script("persona", agent_script("persona"))
     turn(stack, user, "sB", "new week")
     for agent in ("shadow", "persona", "coach"):
-        first = [r for r in calls_of(h, "sB", agent) if r.headers.get("x-coach-user") == user][0]
+        first = next(r for r in calls_of(h, "sB", agent) if r.headers.get("x-coach-user") == user)
         text = all_text(first)
         assert "swim before work" in text and '"sessions_seen":1' in text, agent
