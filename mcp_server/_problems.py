@@ -222,7 +222,7 @@ def problems_from_validation(exc: ValidationError, schema: Mapping[str, Any]) ->
 
 
 def _text(payload: Mapping[str, Any]) -> str:
-    return json.dumps(payload, ensure_ascii=False, indent=1, default=str)
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def ok_result(payload: Mapping[str, Any], *, note: str = "") -> CallToolResult:
