@@ -132,6 +132,7 @@ class Supervisor:
         self._screen: ScreenFn = screen or SafetyScreen()
         self.directory = directory or TurnDirectory()
         self.settings = settings or SupervisorSettings()
+        self._session_locks: dict[tuple[str, str], anyio.Lock] = {}
 
     async def run_turn(
         self,
@@ -145,9 +146,22 @@ class Supervisor:
         """Run one turn; see the module docstring. Returns the :class:`TurnResult`.
 
         ``on_coach_reply(text)`` is called once, as soon as the reply exists (before the synthesis);
-        ``on_status(status)`` on every agent status change. Raises ``blackboard`` errors only when the
+        ``on_status(status)`` on every agent status change. Turns of one session run one at a time (in
+        call order); different sessions run concurrently. Raises ``blackboard`` errors only when the
         blackboard itself is unusable (bad ids, store unavailable); agent failures never raise.
         """
+        lock = self._session_locks.setdefault((user, session), anyio.Lock())
+        async with lock:
+            return await self._run_turn(user, session, text, on_coach_reply, on_status)
+
+    async def _run_turn(
+        self,
+        user: str,
+        session: str,
+        text: str,
+        on_coach_reply: Callable[[str], None] | None,
+        on_status: Callable[[AgentStatus], None] | None,
+    ) -> TurnResult:
         t0 = time.monotonic()
         started_at = time.time()
         store = self.board.store

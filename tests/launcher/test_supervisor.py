@@ -224,3 +224,23 @@ async def test_idle_sessions_close_after_timeout() -> None:
     now[0] = 12.0
     assert await idle.close_idle() == [("u", "a")]
     assert closed == [("u", "a")]
+
+
+async def test_turns_of_one_session_run_one_at_a_time(board: Blackboard) -> None:
+    import anyio
+
+    runner = FakeRunner(board)
+    sup = make(board, runner)
+    results: list[Any] = []
+
+    async def one(text: str) -> None:
+        results.append(await sup.run_turn("u1", "s1", text))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(one, "first")
+        tg.start_soon(one, "second")
+    assert sorted(r.turn_id for r in results) == ["t000001", "t000002"]
+    assert all(r.synthesis_source == "model" and not r.degraded for r in results)
+    # no interleaving: every agent of turn 1 started before any agent of turn 2
+    turns = [c.turn for c in runner.calls]
+    assert turns == sorted(turns)
