@@ -143,14 +143,23 @@ def build_server(board: Blackboard, scopes: ScopeSource, config: McpConfig | Non
         build_tool(spec, scopes, max_argument_bytes=cfg.max_argument_bytes, map_error=map_blackboard_error)
         for spec in all_specs(tc)
     ]
-    server: MCPServer = MCPServer(
-        SERVER_NAME,
-        instructions=_INSTRUCTIONS,
-        version="0.1.0",
-        tools=tools,
-        log_level="WARNING",
-        middleware=[_tools_list_filter(scopes)] if cfg.hide_other_agents_tools else None,
-    )
+    # MCPServer's constructor calls logging.basicConfig (a Rich handler on the root logger); a
+    # placeholder handler makes that a no-op, so building the server never reconfigures the host
+    # process's logging (the supervisor builds it in process). `coach mcp` configures logging itself.
+    root = logging.getLogger()
+    placeholder = logging.NullHandler()
+    root.addHandler(placeholder)
+    try:
+        server: MCPServer = MCPServer(
+            SERVER_NAME,
+            instructions=_INSTRUCTIONS,
+            version="0.1.0",
+            tools=tools,
+            log_level="WARNING",
+            middleware=[_tools_list_filter(scopes)] if cfg.hide_other_agents_tools else None,
+        )
+    finally:
+        root.removeHandler(placeholder)
     return server
 
 

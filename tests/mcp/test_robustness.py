@@ -132,3 +132,12 @@ async def test_unexpected_failure_is_generic_and_not_leaked(
     assert "MY-PRIVATE-WORDS-42" not in text_of(result)
     assert not [r for r in caplog.records if "MY-PRIVATE-WORDS-42" in r.getMessage()]
     assert any("RuntimeError" in r.getMessage() for r in caplog.records)
+
+
+def test_building_the_server_leaves_host_logging_alone(board: Blackboard, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = logging.getLogger()
+    # A host process that has not configured logging yet (pytest's own handlers set aside).
+    monkeypatch.setattr(root, "handlers", [])
+    level = root.level
+    build_server(board, HeaderScope())
+    assert root.handlers == [] and root.level == level
