@@ -13,7 +13,8 @@ supervisor's server, plus ``coach_turn`` (see :mod:`mcp_server._pipeline_tool`),
   or any write after a ``coach_turn``, opens the next one. Each write is validated against that agent's
   schema exactly as in the pipeline (Stability's gate included); ``collect_turn`` and
   ``write_synthesis`` work on the manual turn the same way;
-* the read tools see the session's latest turn (``read_entry("shadow")``), or any turn by key.
+* ``read_entry("shadow")`` reads the session's latest turn (any turn by key); ``get_session_history``
+  lists every turn, the latest included (what ``/coach-board`` shows).
 
 Which subagent may call which write tool is enforced by Claude Code (each agent file's ``tools:``); the
 server checks the schema and the create-only rule (one entry per agent per turn).
@@ -165,20 +166,23 @@ class _AgentScope:
 
 
 class _ReaderScope:
-    """Scope of the read tools and coach_turn: this session, its latest turn, no agent."""
+    """Scope of the read tools and coach_turn: this session, no agent, and its latest turn (so that
+    ``read_entry("shadow")`` reads the latest turn) or no turn (``get_session_history`` then includes
+    the latest turn instead of treating it as the current one)."""
 
-    def __init__(self, turns: SessionTurns) -> None:
+    def __init__(self, turns: SessionTurns, *, with_turn: bool) -> None:
         self._turns = turns
+        self._with_turn = with_turn
 
     def scope_for(self, headers: Mapping[str, str] | None) -> Scope:
         t = self._turns
-        return Scope.create(t.user, t.session, t.latest(), None)
+        return Scope.create(t.user, t.session, t.latest() if self._with_turn else None, None)
 
 
 def _scope_source(spec: ToolSpec, turns: SessionTurns) -> ScopeSource:
     if spec.agents is not None and len(spec.agents) == 1:
         return _AgentScope(turns, next(iter(spec.agents)))
-    return _ReaderScope(turns)
+    return _ReaderScope(turns, with_turn=spec.name == "read_entry")
 
 
 def build_session_server(
