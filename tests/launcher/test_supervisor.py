@@ -244,3 +244,38 @@ async def test_turns_of_one_session_run_one_at_a_time(board: Blackboard) -> None
     # no interleaving: every agent of turn 1 started before any agent of turn 2
     turns = [c.turn for c in runner.calls]
     assert turns == sorted(turns)
+
+
+@pytest.fixture
+def agents_dir(tmp_path: Path) -> Path:
+    import shutil
+
+    target = tmp_path / "agents"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "agents", target)
+    return target
+
+
+async def test_agent_file_edits_apply_next_turn_and_invalid_edits_keep_the_old_version(
+    board: Blackboard, agents_dir: Path
+) -> None:
+    from launcher.agents import AgentRegistry
+
+    registry = AgentRegistry(agents_dir)
+    runner = FakeRunner(board)
+    sup = Supervisor(board, runner, registry.current, screen=fake_screen)
+
+    def coach_prompt(turn: str) -> str:
+        return next(c.system_prompt for c in runner.calls if c.agent == "coach" and c.turn == turn)
+
+    await sup.run_turn("u1", "s1", "one")
+    path = agents_dir / "coach.md"
+    original = path.read_text()
+    path.write_text(original.rstrip("\n") + "\nAlways end with the word MARKER-V2.\n")
+    assert registry.reload()
+    await sup.run_turn("u1", "s1", "two")
+    assert "MARKER-V2" not in coach_prompt("t000001") and "MARKER-V2" in coach_prompt("t000002")
+    path.write_text(original.replace("deadline_s: 20", "deadline_s: -5") + "MARKER-V3\n")
+    assert not registry.reload() and registry.last_error is not None
+    res = await sup.run_turn("u1", "s1", "three")
+    assert "MARKER-V2" in coach_prompt("t000003") and "MARKER-V3" not in coach_prompt("t000003")
+    assert res.agents["coach"].status == "ok"
