@@ -81,6 +81,10 @@ async def test_coach_mcp_over_stdio(tmp_data_dir: Path) -> None:
         assert data_of(foreign)["error"] == "out_of_scope"
         back = data_of(await client.call_tool("read_entry", {"key": "persona"}))
         assert back["version"] == 1 and back["value"]["traits"]["openness"]["score"] == 70
+        listing = data_of(await client.call_tool("list_entries", {"prefix": f"turns/{turn}/"}))
+        assert {e["key"].rsplit("/", 1)[1] for e in listing["entries"]} == {"meta", "persona"}
+        assert data_of(await client.call_tool("get_profile", {}))["found"] is False
+        assert data_of(await client.call_tool("get_session_history", {}))["turns"] == []
     history = history_in_subprocess(tmp_data_dir / "blackboard.sqlite3", turn_entry_key(U, S, turn, "persona"))
     assert [(h["version"], h["author"]) for h in history] == [(1, "persona")]
 
@@ -178,3 +182,30 @@ async def test_collect_turn_returns_at_deadline_without_shadow(shared_dir: Path,
     elapsed = time.monotonic() - started
     assert data["timed_out"] is True and "shadow" in data["missing"] and data["versions"] == {}
     assert elapsed >= 1.0 and data["waited_s"] >= 1.0
+
+
+async def test_every_tool_over_http(shared_dir: Path, shared_http: ServerProcess) -> None:
+    session = "every"
+    turn = _begin(shared_dir, U, session)
+    for agent in ("shadow", "persona", "plasticity", "stability", "coach"):
+        async with http_client(shared_http.url, signed(U, session, turn, agent)) as client:
+            stored = await client.call_tool(f"write_{agent}", payload(agent))
+            assert not stored.is_error, text_of(stored)
+    async with http_client(shared_http.url, signed(U, session, turn, "pineal")) as pineal:
+        tools = {t.name for t in (await pineal.list_tools()).tools}
+        assert {"collect_turn", "write_synthesis", "read_entry", "list_entries", "get_profile",
+                "get_session_history"} == tools
+        brief = data_of(await pineal.call_tool("collect_turn", {"deadline_s": 10}))
+        assert brief["missing"] == [] and len(brief["versions"]) == 5
+        citations = [{"agent": a, "version": v} for a, v in brief["versions"].items()]
+        synthesis = await pineal.call_tool("write_synthesis", {"text": "One small step.", "citations": citations})
+        assert not synthesis.is_error, text_of(synthesis)
+        assert data_of(await pineal.call_tool("read_entry", {"key": "pineal"}))["value"]["text"] == "One small step."
+        assert data_of(await pineal.call_tool("list_entries", {}))["count"] == 7  # meta + 6 agents
+        assert data_of(await pineal.call_tool("get_profile", {}))["found"] is False
+    later = _begin(shared_dir, U, session)
+    async with http_client(shared_http.url, signed(U, session, later, "shadow")) as shadow:
+        history = data_of(await shadow.call_tool("get_session_history", {}))
+        assert [t["turn"] for t in history["turns"]] == [turn]
+        assert set(history["turns"][0]["entries"]) == {"meta", "shadow", "persona", "plasticity", "stability",
+                                                       "coach", "pineal"}
