@@ -133,7 +133,7 @@ def build_tool(
     """Build an ``MCPServer`` tool from ``spec``.
 
     The tool's call path: scope from the request (never from arguments) -> agent check -> size check
-    -> validation against ``spec.input_model`` -> ``spec.handler(scope, model)``. Every exception
+    -> validation against ``spec.input_model`` -> ``spec.handler(scope, model, raw_arguments)``. Every exception
     becomes an ``is_error`` result: ``McpServerError`` with its code, anything ``map_error`` recognises
     (the blackboard's errors), and anything else as ``internal_error`` (logged by type, not message).
     """
