@@ -1,0 +1,320 @@
+"""``coach chat --user U [--session S]``: an interactive coaching session in the terminal (rich).
+
+Each line the user types is one turn (``Supervisor.run_turn``): the Coach's reply is printed the moment
+it exists, a live per-agent status line runs while the specialists and Pineal work, and the synthesis is
+appended when it is ready, followed by one ``turn <id> done`` line. A crisis message (safety tier 3)
+is shown as a crisis response (no coaching content follows); a tier-2 message gets the support response
+first. ``/quit`` (or ``/exit``, Ctrl-D / end of input) closes the session: it is compacted into the
+user's profile (``launcher.sessions.close_session``) and every agent process is stopped.
+
+The agents folder is watched (watchfiles, :meth:`launcher.agents.AgentRegistry.watch`) while the chat
+runs: a valid edit is used from the next turn (the edited agent's warm process is replaced because its
+prompt changed); an invalid edit is reported with file, line and fix, and the previous version keeps
+being used. Limitation: the proxy's per-agent policies (forced tool, max tokens, model alias) are
+computed when the chat starts; edits of those front-matter fields reach the proxy on the next start.
+
+When stdout is not a terminal (pipes, tests) the status line is replaced by one plain line per agent
+result, so the output stays line-oriented. Exit codes: 0 closed normally, 2 bad configuration, agent
+files or ids, 130 interrupted (the session is left open; ``coach session close`` closes it later).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+__all__ = ["QUIT_COMMANDS", "chat_cmd"]
+
+#: Lines that end the session (case-insensitive, surrounding spaces ignored).
+QUIT_COMMANDS = frozenset({"/quit", "/exit", "/q"})
+
+_ICON = {"pending": "·", "running": "…", "ok": "✓", "error": "✗", "timeout": "⌛", "crashed": "✗", "skipped": "-"}
+_DONE = frozenset({"ok", "error", "timeout", "crashed", "skipped"})
+
+
+def default_session_id(now: datetime | None = None) -> str:
+    """A new session id for a chat started without ``--session``: ``chat-YYYYMMDD-HHMMSS`` (UTC)."""
+    return (now or datetime.now(UTC)).strftime("chat-%Y%m%d-%H%M%S")
+
+
+class _RecordingScreen:
+    """Wraps the safety screen and remembers the tier of the latest message (to label the first reply)."""
+
+    def __init__(self, inner: Callable[[str, Mapping[str, Any] | None], Any]) -> None:
+        self._inner = inner
+        self.last_tier = 0
+
+    def __call__(self, text: str, state: Mapping[str, Any] | None) -> Any:
+        outcome = self._inner(text, state)
+        self.last_tier = int(outcome.tier)
+        return outcome
+
+
+class _StatusView:
+    """The per-agent status of the running turn: a rich ``Live`` line on a terminal, else one plain
+    line per agent that finishes."""
+
+    def __init__(self, console: Any, t0: float) -> None:
+        self.console = console
+        self.t0 = t0
+        self.states: dict[str, Any] = {}
+        self.live: Any = None
+        self._printed: set[str] = set()
+
+    def __enter__(self) -> _StatusView:
+        if self.console.is_terminal:
+            from rich.live import Live
+
+            self.live = Live(self._render(), console=self.console, transient=True, refresh_per_second=8)
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.__exit__(None, None, None)
+            self.live = None
+
+    def _render(self) -> Any:
+        from rich.text import Text
+
+        line = Text(f"[{time.monotonic() - self.t0:5.1f}s] ", style="dim")
+        for name, st in self.states.items():
+            colour = {"ok": "green", "running": "yellow", "pending": "dim", "skipped": "dim"}.get(st.status, "red")
+            line.append(f"{_ICON.get(st.status, '?')} {name}  ", style=colour)
+        return line
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        """Print above the live line (or plainly)."""
+        self.console.print(*objects, **kwargs)
+        self.console.file.flush()
+
+    def update(self, status: Any) -> None:
+        self.states[status.agent] = status
+        if self.live is not None:
+            self.live.update(self._render())
+        elif status.status in _DONE and status.agent not in self._printed and status.status != "skipped":
+            self._printed.add(status.agent)
+            took = "" if status.finished_s is None else f" at {status.finished_s:.1f}s"
+            detail = f" ({status.error})" if status.error and status.status != "ok" else ""
+            self.print(f"  · {status.agent}: {status.status}{took}{detail}", markup=False)
+
+    def refresh(self) -> None:
+        if self.live is not None:
+            self.live.update(self._render())
+
+
+class _LineReader:
+    """Reads stdin lines in a daemon thread (a blocked read never holds up the exit) and hands them to
+    the event loop; None means end of input."""
+
+    def __init__(self) -> None:
+        import anyio
+
+        self._send, self._recv = anyio.create_memory_object_stream[str | None](16)
+        self._loop = asyncio.get_running_loop()
+        threading.Thread(target=self._run, name="coach-chat-stdin", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                line = sys.stdin.readline()
+            except (OSError, ValueError):
+                line = ""
+            item = line.rstrip("\r\n") if line else None
+            try:
+                self._loop.call_soon_threadsafe(self._send.send_nowait, item)
+            except RuntimeError:  # the loop is closed: the chat is over
+                return
+            if item is None:
+                return
+
+    async def read(self) -> str | None:
+        return await self._recv.receive()
+
+
+def _problems_text(error: Any) -> str:
+    problems = getattr(error, "problems", None)
+    if not problems:
+        return f"  {error}"
+    return "\n".join(f"  {p}" for p in problems)
+
+
+async def _watch_agents(registry: Any, console: Any, stop: Any) -> None:
+    """Run the registry's watcher and report every reload attempt (valid or not) on the console."""
+    import anyio
+
+    async def report() -> None:
+        seen_version, seen_error = registry.version, registry.last_error
+        while True:
+            await registry.next_change().wait()
+            if registry.last_error is not None and registry.last_error is not seen_error:
+                console.print(
+                    f"[bold red]agents:[/bold red] the edited agent files are invalid; still using version "
+                    f"{registry.version}. Fix:\n" + _problems_text(registry.last_error),
+                    highlight=False,
+                )
+            elif registry.version != seen_version:
+                console.print(
+                    f"[bold green]agents:[/bold green] reloaded agent files (version {registry.version}); "
+                    "used from the next turn",
+                    highlight=False,
+                )
+            console.file.flush()
+            seen_version, seen_error = registry.version, registry.last_error
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(report)
+        await registry.watch(stop_event=stop)
+        tg.cancel_scope.cancel()
+
+
+def _log_to_file(data_dir: Path) -> None:
+    """Send log records (warnings and up; never user text) to ``<data dir>/logs/chat.log`` so they do
+    not tear the chat's screen; problems the user must act on are printed by the chat itself."""
+    import logging
+
+    logs = data_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(logs / "chat.log", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+
+
+def _show_first_reply(view: _StatusView, text: str, tier: int) -> None:
+    from rich.panel import Panel
+
+    if tier >= 3:
+        view.print(Panel(text, title="Crisis response", border_style="bold red", expand=False))
+    elif tier == 2:
+        view.print(Panel(text, title="Support", border_style="yellow", expand=False))
+    else:
+        view.print("[bold cyan]Coach:[/bold cyan]", text, highlight=False)
+
+
+def _show_result(console: Any, result: Any) -> None:
+    if result.crisis_tier >= 3:
+        console.print("[dim](crisis response only: no coaching content this turn)[/dim]")
+    elif result.synthesis:
+        label = "Synthesis"
+        if result.degraded:
+            label += " (degraded: missing " + (", ".join(result.missing) or "nothing") + ")"
+        console.print(f"[bold magenta]{label}:[/bold magenta]", result.synthesis, highlight=False)
+    took = "" if result.synthesis_s is None else f"; synthesis after {result.synthesis_s:.1f}s"
+    first = "" if result.coach_reply_s is None else f"first reply after {result.coach_reply_s:.1f}s"
+    console.print(f"[dim]── turn {result.turn_id} done ({first}{took}) ──[/dim]", highlight=False)
+    console.file.flush()
+
+
+async def _chat(config: Any, user: str, session: str, console: Any, urls: tuple[str | None, str | None]) -> int:
+    import anyio
+
+    from launcher._runtime import coach_runtime
+    from launcher._screen import SafetyScreen
+    from launcher.sessions import close_session
+    from launcher.supervisor import Supervisor
+
+    _log_to_file(Path(config.data.dir))
+    async with coach_runtime(config, proxy_url=urls[0], mcp_url=urls[1]) as rt:
+        screen = _RecordingScreen(SafetyScreen(config.safety))
+        supervisor = Supervisor(
+            rt.board, rt.runner, rt.registry.current, screen=screen,
+            directory=rt.supervisor.directory, settings=rt.supervisor.settings,
+        )
+        reader = _LineReader()
+        stop = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            if config.agents.watch:
+                tg.start_soon(_watch_agents, rt.registry, console, stop)
+            console.print(
+                f"[bold]coach chat[/bold] user [bold]{user}[/bold], session [bold]{session}[/bold] "
+                f"(agents v{rt.registry.version} from {rt.registry.directory}; /quit or Ctrl-D ends the session)",
+                highlight=False,
+            )
+            console.file.flush()
+            while True:
+                if console.is_terminal:
+                    console.print("[bold]you>[/bold] ", end="")
+                line = await reader.read()
+                if line is None or line.strip().lower() in QUIT_COMMANDS:
+                    break
+                if not line.strip():
+                    continue
+                view = _StatusView(console, time.monotonic())
+                with view:
+                    tick = anyio.Event()
+
+                    async def ticker(view: _StatusView = view, tick: anyio.Event = tick) -> None:
+                        while not tick.is_set():
+                            view.refresh()
+                            await anyio.sleep(0.25)
+
+                    def first_reply(text: str, view: _StatusView = view) -> None:
+                        _show_first_reply(view, text, screen.last_tier)
+
+                    tg.start_soon(ticker)
+                    try:
+                        result = await supervisor.run_turn(
+                            user, session, line,
+                            on_coach_reply=first_reply,
+                            on_status=view.update,
+                        )
+                    finally:
+                        tick.set()
+                _show_result(console, result)
+            stop.set()
+            tg.cancel_scope.cancel()
+        console.print("[dim]closing the session (compacting it into the profile)…[/dim]")
+        console.file.flush()
+        res = await close_session(rt.board, user, session, runner=rt.runner)
+        merged = ", ".join(res.merged) or "nothing"
+        console.print(
+            f"session {session} closed ({res.turns} turns): merged {merged}; profile v{res.profile_version}",
+            highlight=False,
+        )
+    return 0
+
+
+def chat_cmd(
+    user: Annotated[str, typer.Option("--user", "-u", help="user id ([A-Za-z0-9_.-], 1-64 chars)")],
+    session: Annotated[
+        str | None, typer.Option("--session", "-s", help="session id (default: a new chat-YYYYMMDD-HHMMSS)")
+    ] = None,
+    config_path: Annotated[Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")] = None,
+    proxy_url: Annotated[str | None, typer.Option("--proxy-url", help="use a running proxy")] = None,
+    mcp_url: Annotated[str | None, typer.Option("--mcp-url", help="use a running MCP HTTP server")] = None,
+) -> None:
+    """Chat with the coach: the Coach's reply at once, the synthesis appended later."""
+    import anyio
+    from rich.console import Console
+
+    from launcher.agents import AgentSpecError
+    from launcher.cli_run import _check_ids, _load
+    from launcher.errors import LauncherError
+
+    session = session or default_session_id()
+    _check_ids(user=user, session=session)
+    config = _load(config_path)
+    console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
+    err = Console(file=sys.stderr, highlight=False)
+    try:
+        code = anyio.run(_chat, config, user, session, console, (proxy_url, mcp_url))
+    except KeyboardInterrupt:
+        err.print(
+            f"interrupted: agent processes stopped; session {session} is still open "
+            f"(close it with: coach session close --user {user} --session {session})"
+        )
+        raise typer.Exit(130) from None
+    except (AgentSpecError, LauncherError) as exc:
+        err.print(f"error: {exc}", markup=False)
+        raise typer.Exit(2) from None
+    raise typer.Exit(code)
