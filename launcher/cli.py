@@ -35,3 +35,7 @@ from launcher.cli_run import run_cmd, session_app  # noqa: E402  (typer only; th
 
 app.command("run")(run_cmd)
 app.add_typer(session_app, name="session")
+
+from launcher.cli_chat import chat_cmd  # noqa: E402  (typer only; the stack loads when it runs)
+
+app.command("chat")(chat_cmd)
