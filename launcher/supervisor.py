@@ -104,6 +104,20 @@ def _tail(view: AgentView, turn: str, extra: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+def _safe_status(cb: Callable[[AgentStatus], None] | None) -> Callable[[AgentStatus], None] | None:
+    """Wrap a status callback so a broken display never stops a turn."""
+    if cb is None:
+        return None
+
+    def safe(status: AgentStatus) -> None:
+        try:
+            cb(status)
+        except Exception:
+            log.exception("on_status callback failed")
+
+    return safe
+
+
 class Supervisor:
     """Runs coaching turns. One instance serves many users and sessions concurrently.
 
@@ -152,7 +166,7 @@ class Supervisor:
         """
         lock = self._session_locks.setdefault((user, session), anyio.Lock())
         async with lock:
-            return await self._run_turn(user, session, text, on_coach_reply, on_status)
+            return await self._run_turn(user, session, text, on_coach_reply, _safe_status(on_status))
 
     async def _run_turn(
         self,
@@ -185,7 +199,10 @@ class Supervisor:
                 return
             delivered.update(reply=reply, fallback=fallback, at=time.monotonic() - t0)
             if on_coach_reply:
-                on_coach_reply(reply)
+                try:
+                    on_coach_reply(reply)
+                except Exception:  # a broken display must not stop the turn
+                    log.exception("on_coach_reply callback failed")
 
         if verdict.tier >= 3:
             for st in statuses.values():

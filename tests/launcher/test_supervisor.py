@@ -279,3 +279,11 @@ async def test_agent_file_edits_apply_next_turn_and_invalid_edits_keep_the_old_v
     res = await sup.run_turn("u1", "s1", "three")
     assert "MARKER-V2" in coach_prompt("t000003") and "MARKER-V3" not in coach_prompt("t000003")
     assert res.agents["coach"].status == "ok"
+
+
+async def test_broken_callbacks_never_stop_the_turn(board: Blackboard) -> None:
+    def boom(*_: Any) -> None:
+        raise RuntimeError("display broke")
+
+    res = await make(board, FakeRunner(board)).run_turn("u1", "s1", "hello", on_coach_reply=boom, on_status=boom)
+    assert res.synthesis_source == "model" and not res.degraded
