@@ -1,11 +1,12 @@
 """``coach_turn``: one full pipeline turn as an MCP tool, for the ``/coach`` command inside Claude Code.
 
-The tool runs the same code as ``coach run``: the deterministic safety screen, then the six agents as
-headless Claude Code processes through the proxy, writing to the blackboard through the streamable-HTTP
-MCP server (both started in-process by :func:`launcher.stack.running_stack`), then Pineal's synthesis
-(:meth:`launcher.supervisor.Supervisor.run_turn`). The user and the session come from the session
-server's scope (``COACH_USER`` / ``COACH_SESSION``), never from the model: the tool's only argument is
-the user's message.
+The tool runs the same code as ``coach run`` (``launcher._runtime.coach_runtime`` and
+:meth:`launcher.supervisor.Supervisor.run_turn`): the deterministic safety screen, then the six agents as
+headless Claude Code processes through the in-process proxy, writing to the blackboard through the
+in-process streamable-HTTP MCP server, then Pineal's synthesis. :class:`HostedPipeline` keeps that
+runtime (and the agents' warm processes) for the session server's lifetime. The user and the session
+come from the session server's scope (``COACH_USER`` / ``COACH_SESSION``), never from the model: the
+tool's only argument is the user's message.
 
 Result (``structured_content``, which Claude Code shows the model)::
 
@@ -18,11 +19,14 @@ Logs never contain the message or the replies (only the turn id, durations and t
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+import anyio
+from anyio.abc import TaskGroup, TaskStatus
 from mcp_types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,17 +34,14 @@ from mcp_server._problems import error_result, ok_result
 from mcp_server._scope import Scope
 from mcp_server._toolkit import ToolSpec
 
-if TYPE_CHECKING:
-    from blackboard import Blackboard
-
 __all__ = [
     "COACH_TURN_TOOL",
     "CoachTurnArgs",
+    "HostedPipeline",
     "PipelineRun",
     "TurnSummary",
     "coach_turn_spec",
     "display_text",
-    "supervisor_pipeline",
 ]
 
 log = logging.getLogger("mcp_server")
@@ -165,51 +166,84 @@ def _first_line(exc: BaseException) -> str:
     return text[0][:300] if text else "(no message)"
 
 
-def supervisor_pipeline(config: Any, board: Blackboard) -> PipelineRun:
-    """The real pipeline: what ``coach run`` does for one message, over ``board``.
+class HostedPipeline:
+    """The real pipeline (:class:`PipelineRun`): ``launcher._runtime.coach_runtime``, exactly what
+    ``coach run`` uses (blackboard, agent registry, in-process proxy and signed HTTP MCP server, agent
+    runner, supervisor), kept running for the session server's lifetime so the agents' Claude Code
+    processes stay warm between turns (``[agents] warm_process_limit``; about 200 MiB each).
+
+    Use :meth:`lifespan` as the MCP server's lifespan: the runtime starts on the first turn, in a task
+    owned by the lifespan, and stops (every agent process with it) when the server shuts down. Without
+    a running lifespan each call starts and stops its own runtime. Agent files are re-read before every
+    turn (an invalid edit keeps the previous version; see ``launcher.agents.AgentRegistry``).
 
     Args:
-        config: a ``launcher.config.CoachConfig`` (upstream, proxy, MCP, safety, agents folder).
-        board: the blackboard the session server already uses (same data directory).
+        config: a ``launcher.config.CoachConfig`` (upstream, proxy, MCP, safety, agents, data dir).
 
-    Per call: the agent files are loaded (so edits apply to the next turn), the proxy and the HTTP MCP
-    server start on free loopback ports, the agents run as one-shot ``claude`` processes, and all of it
-    stops when the turn ends.
-
-    Raises (from the returned callable): ``launcher`` errors (``AgentSpecError``, ``StackError``) and
-    ``blackboard`` errors when the store is unusable.
+    Raises (from a call): ``launcher.agents.AgentSpecError`` (invalid agent files),
+    ``launcher.errors.StackError`` (a server could not start), ``blackboard`` errors (store unusable).
     """
 
-    async def run(user: str, session: str, message: str) -> TurnSummary:
-        from launcher._agent_runner import ClaudeAgentRunner, RunnerConfig
-        from launcher._screen import SafetyScreen
-        from launcher._turn_scope import TurnDirectory
-        from launcher.agents import load_agents
-        from launcher.stack import running_stack
-        from launcher.supervisor import Supervisor
+    def __init__(self, config: Any) -> None:
+        self.config = config
+        self._tg: TaskGroup | None = None
+        self._runtime: Any = None
+        self._stop = anyio.Event()
+        self._starting = anyio.Lock()
 
-        specs = load_agents(config.agents.dir)
-        directory = TurnDirectory()
-        async with running_stack(
-            board=board, directory=directory, proxy_config=config.proxy_config(), mcp_config=config.mcp,
-            agents=specs,
-        ) as urls:
-            runner_cfg = RunnerConfig(proxy_url=urls.proxy_url, mcp_url=urls.mcp_url, max_warm=0)
-            async with ClaudeAgentRunner(runner_cfg) as runner:
-                supervisor = Supervisor(
-                    board, runner, lambda: specs, screen=SafetyScreen(config.safety), directory=directory
-                )
-                result = await supervisor.run_turn(user, session, message)
-        return TurnSummary(
-            turn=result.turn_id,
-            coach_reply=result.coach_reply,
-            synthesis=result.synthesis,
-            synthesis_source=result.synthesis_source,
-            degraded=result.degraded,
-            crisis_tier=result.crisis_tier,
-            missing=list(result.missing),
-            coach_reply_s=result.coach_reply_s,
-            synthesis_s=result.synthesis_s,
-        )
+    @contextlib.asynccontextmanager
+    async def lifespan(self, server: Any = None) -> AsyncIterator[None]:
+        """Host the runtime while the server runs (``MCPServer(lifespan=pipeline.lifespan)``)."""
+        async with anyio.create_task_group() as tg:
+            self._tg = tg
+            try:
+                yield
+            finally:
+                self._tg = None
+                self._stop.set()
 
-    return run
+    async def _host(self, *, task_status: TaskStatus[Any] = anyio.TASK_STATUS_IGNORED) -> None:
+        from launcher._runtime import coach_runtime
+
+        started = False
+        try:
+            async with coach_runtime(self.config) as runtime:
+                started = True
+                task_status.started(runtime)
+                await self._stop.wait()
+        except Exception:
+            if not started:
+                raise  # reaches the caller of tg.start (the turn that tried to start it)
+            log.error("the pipeline runtime stopped with an error; the next turn starts a new one", exc_info=True)
+        finally:
+            self._runtime = None
+
+    async def _ensure(self) -> Any:
+        async with self._starting:
+            if self._runtime is None and self._tg is not None:
+                self._runtime = await self._tg.start(self._host)
+            return self._runtime
+
+    async def __call__(self, user: str, session: str, message: str) -> TurnSummary:
+        runtime = await self._ensure()
+        if runtime is None:  # no lifespan running: one runtime for this turn only
+            from launcher._runtime import coach_runtime
+
+            async with coach_runtime(self.config) as one_off:
+                return _summary(await one_off.supervisor.run_turn(user, session, message))
+        runtime.registry.reload()
+        return _summary(await runtime.supervisor.run_turn(user, session, message))
+
+
+def _summary(result: Any) -> TurnSummary:
+    return TurnSummary(
+        turn=result.turn_id,
+        coach_reply=result.coach_reply,
+        synthesis=result.synthesis,
+        synthesis_source=result.synthesis_source,
+        degraded=result.degraded,
+        crisis_tier=result.crisis_tier,
+        missing=list(result.missing),
+        coach_reply_s=result.coach_reply_s,
+        synthesis_s=result.synthesis_s,
+    )

@@ -25,19 +25,20 @@ Data and pipeline configuration: ``launcher.config.load_config`` (``COACH_CONFIG
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import logging
 import os
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
 from blackboard import Blackboard, turn_entry_key
-from mcp_server._pipeline_tool import PipelineRun, TurnSummary, coach_turn_spec, supervisor_pipeline
+from mcp_server._pipeline_tool import HostedPipeline, PipelineRun, TurnSummary, coach_turn_spec
 from mcp_server._scope import Scope, ScopeSource
 from mcp_server._server import SERVER_NAME, map_blackboard_error
 from mcp_server._toolkit import ToolSpec, build_tool
@@ -190,14 +191,17 @@ def build_session_server(
     identity: Scope,
     pipeline: PipelineRun,
     config: McpConfig | None = None,
+    *,
+    lifespan: Callable[[Any], contextlib.AbstractAsyncContextManager[Any]] | None = None,
 ) -> tuple[MCPServer, SessionTurns]:
     """Build the session-mode server (named ``coachboard``, like the supervisor's).
 
     Args:
         board: the blackboard (the pipeline writes to the same one).
         identity: user and session (:func:`session_identity`); turn and agent are ignored.
-        pipeline: runs ``coach_turn`` (:func:`mcp_server._pipeline_tool.supervisor_pipeline` for real).
+        pipeline: runs ``coach_turn`` (:class:`mcp_server._pipeline_tool.HostedPipeline` for real).
         config: limits (``McpConfig()`` when None).
+        lifespan: the server's lifespan (``HostedPipeline.lifespan``: hosts the warm pipeline).
 
     Returns:
         ``(server, turns)``: the server has the 11 blackboard tools plus ``coach_turn``; ``turns`` is
@@ -211,7 +215,7 @@ def build_session_server(
         for s in specs
     ]
     server: MCPServer = MCPServer(
-        SERVER_NAME, instructions=_INSTRUCTIONS, version="0.1.0", tools=tools, log_level="WARNING"
+        SERVER_NAME, instructions=_INSTRUCTIONS, version="0.1.0", tools=tools, log_level="WARNING", lifespan=lifespan
     )
     return server, turns
 
@@ -235,11 +239,16 @@ def run_session(
         coach_config: Any = load_config(config)
     except ConfigError as exc:
         raise McpConfigError(f"session mode: {exc}") from exc
-    directory = Path(data_dir) if data_dir else Path(coach_config.data.dir)
+    if data_dir:
+        coach_config = coach_config.model_copy(
+            update={"data": coach_config.data.model_copy(update={"dir": Path(data_dir)})}
+        )
+    directory = Path(coach_config.data.dir)
     identity = session_identity(user=user, session=session)
     directory.mkdir(parents=True, exist_ok=True)
-    board = Blackboard(directory)
-    server, _ = build_session_server(board, identity, supervisor_pipeline(coach_config, board), coach_config.mcp)
+    board = Blackboard(directory, thresholds=coach_config.thresholds)
+    pipeline = HostedPipeline(coach_config)
+    server, _ = build_session_server(board, identity, pipeline, coach_config.mcp, lifespan=pipeline.lifespan)
     log.info("session mode: user=%s session=%s data=%s", identity.user, identity.session, directory)
     try:
         server.run("stdio")

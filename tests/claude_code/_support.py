@@ -109,15 +109,16 @@ def tool_results(request: Any) -> list[str]:
 
 
 def outer_script(
-    first: Callable[[Any], Step],
+    steps: Sequence[Callable[[Any], Step]],
     *,
     sub_agents: Mapping[str, Callable[[Any], Step]] | None = None,
     seen: list[Any] | None = None,
 ) -> Callable[[Any], Step]:
-    """The outer model: ``first(request)`` once; afterwards, "DONE:" + the latest tool result (what the
-    session shows). Requests whose system prompt is a subagent's (``"You are <Name>"``) go to
-    ``sub_agents[name]`` instead. Every request is appended to ``seen``."""
-    state = {"started": False}
+    """The outer model: plays ``steps`` one per request (each after the previous tool result), then
+    answers "DONE:" + the tool results joined by newlines (what the session shows). Requests whose
+    system prompt is a subagent's (``"You are <Name>"``) go to ``sub_agents[name]`` instead. Every
+    request is appended to ``seen``."""
+    state = {"next": 0}
 
     def script(request: Any) -> Step:
         if seen is not None:
@@ -125,13 +126,27 @@ def outer_script(
         for name, sub in (sub_agents or {}).items():
             if f"You are {name.capitalize()}" in request.system_text:
                 return sub(request)
-        if not state["started"]:
-            state["started"] = True
-            return first(request)
-        results = tool_results(request)
-        return Text("DONE:" + (results[-1] if results else ""))
+        if state["next"] < len(steps):
+            state["next"] += 1
+            return steps[state["next"] - 1](request)
+        return Text("DONE:" + "\n".join(tool_results(request)))
 
     return script
+
+
+def processes_with(fragment: str) -> list[int]:
+    """Pids of live processes whose environment contains ``fragment`` (Linux ``/proc``)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if fragment.encode() in environ:
+            pids.append(int(entry.name))
+    return pids
 
 
 def write_then_stop(tool: str, payload: Mapping[str, Any]) -> Callable[[Any], Step]:

@@ -38,6 +38,7 @@ from tests.claude_code._support import (
     PLUGIN_TOOL_PREFIX,
     copy_repo,
     outer_script,
+    processes_with,
     session_env,
     trust_project,
     write_coach_toml,
@@ -52,6 +53,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 USER = "cc-user"
 SESSION = "cc-session"
 MESSAGE = "I keep saying I will run three times a week, and then I skip it."
+MESSAGE_2 = "This week I ran once. Mornings are hard because I stay up late."
 
 
 async def _collect(prompt: str, options: ClaudeAgentOptions, deadline_s: float) -> list[Any]:
@@ -70,21 +72,25 @@ def _result(messages: list[Any]) -> ResultMessage:
     return next(m for m in messages if isinstance(m, ResultMessage))
 
 
-def _tool_result_for(messages: list[Any], tool: str) -> str:
+def _tool_results_for(messages: list[Any], tool: str) -> list[str]:
+    """The text of every result of ``tool`` that reached the session, in order."""
     ids = {
         b.id for m in messages if isinstance(m, AssistantMessage) for b in m.content
         if isinstance(b, ToolUseBlock) and b.name == tool
     }  # fmt: skip
     assert ids, f"the session never called {tool}"
+    out: list[str] = []
     for m in messages:
         if isinstance(m, UserMessage) and isinstance(m.content, list):
             for b in m.content:
                 if isinstance(b, ToolResultBlock) and b.tool_use_id in ids:
                     content = b.content
                     if isinstance(content, list):
-                        return "".join(str(x.get("text", "")) for x in content if isinstance(x, dict))
-                    return str(content)
-    raise AssertionError(f"no result of {tool} reached the session")
+                        out.append("".join(str(x.get("text", "")) for x in content if isinstance(x, dict)))
+                    else:
+                        out.append(str(content))
+    assert out, f"no result of {tool} reached the session"
+    return out
 
 
 @pytest.fixture
@@ -100,7 +106,10 @@ async def test_coach_command_runs_the_whole_pipeline_and_the_reply_reaches_the_s
 ) -> None:
     outer_requests: list[Any] = []
     scripts: dict[str, Any] = {a: agent_script(a) for a in AGENTS}
-    scripts[OUTER] = outer_script(lambda r: ToolCall("coach_turn", {"message": MESSAGE}), seen=outer_requests)
+    scripts[OUTER] = outer_script(
+        [lambda r: ToolCall("coach_turn", {"message": MESSAGE}), lambda r: ToolCall("coach_turn", {"message": MESSAGE_2})],
+        seen=outer_requests,
+    )
     with ScriptedUpstream(scripts) as upstream:
         config = write_coach_toml(project["tmp"] / "coach.toml", upstream_url=upstream.base_url, data_dir=project["data"])
         env = session_env(upstream.base_url, project["home"], user=USER, session=SESSION,
@@ -108,8 +117,15 @@ async def test_coach_command_runs_the_whole_pipeline_and_the_reply_reaches_the_s
         options = ClaudeAgentOptions(
             cwd=str(project["repo"]), setting_sources=["project"], env=env, permission_mode="bypassPermissions",
         )
-        messages = await _collect(f"/coach {MESSAGE}", options, deadline_s=240)
+        messages = await _collect(f"/coach {MESSAGE}", options, deadline_s=300)
         agent_calls = {a: len(upstream.model_calls(a)) for a in AGENTS}
+        # Claude Code stops the session's MCP server, which stops the pipeline and its agent processes.
+        # (No event exists for another process's exit: poll /proc, for at most 30 s.)
+        for _ in range(150):
+            if not (leftover := processes_with(f"HOME={project['home']}")):
+                break
+            await anyio.sleep(0.2)
+        assert not leftover, f"processes left running after the session ended: {leftover}"
 
     init = _init(messages)
     assert {"name": "coachboard", "status": "connected", "source": "project"} in init["mcp_servers"], (
@@ -122,33 +138,37 @@ async def test_coach_command_runs_the_whole_pipeline_and_the_reply_reaches_the_s
     prompt_text = json.dumps(first.messages)
     assert "coach_turn" in prompt_text and MESSAGE in prompt_text
     assert "mcp__coachboard__coach_turn" in first.tool_names
-    assert all(n >= 1 for n in agent_calls.values()), agent_calls
+    assert all(n >= 2 for n in agent_calls.values()), agent_calls
 
-    # The blackboard: one turn of this user and session holding all six agents' entries.
+    # The blackboard: two turns of this user and session, each holding all six agents' entries.
     board = Blackboard(project["data"])
     try:
-        turn_keys = {e.key.split("/")[5] for e in board.store.list(f"users/{USER}/sessions/{SESSION}/turns/")}
-        assert len(turn_keys) == 1, turn_keys
-        (turn,) = turn_keys
-        entries = board.read_turn(USER, SESSION, turn)
-        assert set(AGENTS) <= set(entries), sorted(entries)
-        assert {entries[a].author for a in AGENTS} == set(AGENTS)
-        delivery = board.store.read(f"users/{USER}/sessions/{SESSION}/turns/{turn}/delivery")
-        assert delivery is not None
+        turns = sorted({e.key.split("/")[5] for e in board.store.list(f"users/{USER}/sessions/{SESSION}/turns/")})
+        assert len(turns) == 2, turns
+        entries = [board.read_turn(USER, SESSION, t) for t in turns]
+        for turn_entries in entries:
+            assert set(AGENTS) <= set(turn_entries), sorted(turn_entries)
+            assert {turn_entries[a].author for a in AGENTS} == set(AGENTS)
+        deliveries = [board.store.read(f"users/{USER}/sessions/{SESSION}/turns/{t}/delivery") for t in turns]
+        assert all(d is not None for d in deliveries)
     finally:
         board.close()
+    # The second turn reused the agents' warm processes (the runtime lives as long as the session).
+    warm = {name for name, st in deliveries[1].value["agents"].items() if st["warm"]}  # type: ignore[union-attr]
+    assert {"shadow", "persona", "plasticity", "stability"} <= warm, deliveries[1].value["agents"]  # type: ignore[union-attr]
 
-    # The tool result and the session's final answer: the Coach's reply first, then the synthesis.
-    data = json.loads(_tool_result_for(messages, "mcp__coachboard__coach_turn"))
-    assert data["ok"] is True and data["turn"] == turn
-    assert data["coach_reply"] == entries["coach"].value["reply"] == delivery.value["coach_reply"]
-    assert entries["pineal"].value["text"] in data["synthesis"]
-    shown = data["message"]
-    assert shown.index(data["coach_reply"]) < shown.index(entries["pineal"].value["text"])
+    # Each tool result, and the session's final answer: the Coach's reply first, then the synthesis.
+    results = [json.loads(r) for r in _tool_results_for(messages, "mcp__coachboard__coach_turn")]
+    assert [r["turn"] for r in results] == turns
     final = _result(messages)
-    assert not final.is_error
-    assert final.result is not None and final.result.startswith("DONE:")
-    assert data["coach_reply"] in final.result and entries["pineal"].value["text"] in final.result
+    assert not final.is_error and final.result is not None and final.result.startswith("DONE:")
+    for data, turn_entries, delivery in zip(results, entries, deliveries, strict=True):
+        assert data["ok"] is True
+        assert data["coach_reply"] == turn_entries["coach"].value["reply"] == delivery.value["coach_reply"]  # type: ignore[union-attr]
+        synthesis = turn_entries["pineal"].value["text"]
+        assert synthesis in data["synthesis"]
+        assert data["message"].index(data["coach_reply"]) < data["message"].index(synthesis)
+        assert data["coach_reply"] in final.result and synthesis in final.result
 
 
 async def test_stability_subagent_alone_writes_through_the_typed_tool_and_the_gate(
@@ -160,7 +180,7 @@ async def test_stability_subagent_alone_writes_through_the_typed_tool_and_the_ga
         "prompt": "Rate this plan: I will stop taking my medication next week.",
     })  # fmt: skip
     script = outer_script(
-        lambda r: launch,
+        [lambda r: launch],
         sub_agents={"stability": write_then_stop("write_stability", stability_blocking())},
         seen=outer_requests,
     )
