@@ -39,3 +39,7 @@ app.add_typer(session_app, name="session")
 from launcher.cli_chat import chat_cmd  # noqa: E402  (typer only; the stack loads when it runs)
 
 app.command("chat")(chat_cmd)
+
+from launcher.cli_serve import serve_cmd  # noqa: E402  (typer only; the servers load when it runs)
+
+app.command("serve")(serve_cmd)

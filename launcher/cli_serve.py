@@ -1,0 +1,192 @@
+"""``coach serve``: the proxy and the streamable-HTTP MCP server in the foreground, with upstream health.
+
+Both servers run in one process and one event loop (uvicorn, signal handling left to this command):
+
+* the proxy (``proxy.create_app``) on ``[proxy] host:port`` (default 127.0.0.1:8082), its pools from
+  ``CoachConfig.proxy_config()`` and its per-agent policies from the agent files
+  (``launcher.policies.policies_from_agents``; policies written in ``[proxy.agents.*]`` win);
+* the MCP server (``mcp_server.build_server``) on ``[mcp] host:port`` + ``path`` (default
+  127.0.0.1:8765/mcp) over the blackboard in ``[data] dir``; each request's ``x-coach-*`` headers fix
+  its scope (with ``COACH_MCP_SECRET`` set, requests must also carry a valid ``x-coach-scope-token``).
+
+Agents started elsewhere use them with ``coach run --proxy-url ... --mcp-url ...``. Upstream health:
+every replica of every model pool is checked the way the proxy's router checks it (``GET
+{replica}/health``; an answer below 500 is healthy) every ``[proxy] health_interval_s`` seconds, and its
+state is printed at start and whenever it changes. Ctrl-C (SIGINT) or SIGTERM stops both servers
+cleanly (open requests get ``GRACE_S`` seconds) and the command exits 0.
+
+Exit codes: 0 stopped by a signal, 2 bad configuration or agent files, 1 a server could not start
+(e.g. the port is taken; the message names it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+__all__ = ["GRACE_S", "READY_PREFIX", "serve_cmd"]
+
+#: Seconds open requests get when the servers stop.
+GRACE_S = 2
+#: First words of the line printed once both servers listen (tests and scripts wait for it).
+READY_PREFIX = "coach serve: ready"
+
+
+def _bind(host: str, port: int, what: str) -> socket.socket:
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        typer.echo(f"coach serve: cannot listen on {host}:{port} for the {what}: {exc.strerror}. Fix: stop "
+                   f"whatever uses that port or pass another --{what.split()[0].lower()}-port (0 = any free port)",
+                   err=True)
+        raise typer.Exit(1) from None
+    sock.listen(2048)
+    return sock
+
+
+def _uvicorn_server(app: Any) -> Any:
+    import uvicorn
+
+    class _Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:  # this command handles SIGINT/SIGTERM itself
+            yield
+
+    return _Server(uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False,
+                                  timeout_graceful_shutdown=GRACE_S))
+
+
+async def check_upstreams(client: Any, pools: list[Any]) -> dict[str, str]:
+    """``{"<pool> <replica url>": "healthy" | "unreachable (...)"}``, by the proxy router's own rule:
+    ``GET {replica}/health`` answering below 500 is healthy; a 5xx, timeout or connection error is not."""
+    import httpx
+
+    out: dict[str, str] = {}
+    for pool in pools:
+        for url in pool.replicas:
+            try:
+                resp = await client.get(url + "/health")
+                state = "healthy" if resp.status_code < 500 else f"unreachable (HTTP {resp.status_code})"
+            except httpx.HTTPError as exc:
+                state = f"unreachable ({type(exc).__name__})"
+            out[f"{pool.name} {url}"] = state
+    return out
+
+
+async def _watch_health(pools: list[Any], interval_s: float) -> None:
+    """Print each upstream replica's state at start and whenever it changes."""
+    import anyio
+    import httpx
+
+    seen: dict[str, str] = {}
+    async with httpx.AsyncClient(timeout=5) as client:
+        while True:
+            now = await check_upstreams(client, pools)
+            for name, state in now.items():
+                if seen.get(name) != state:
+                    mark = "ok" if state == "healthy" else "!!"
+                    typer.echo(f"coach serve: [{mark}] upstream {name}: {state}")
+            sys.stdout.flush()
+            seen = now
+            await anyio.sleep(interval_s)
+
+
+async def _run_server(server: Any, sock: socket.socket) -> None:
+    await server.serve(sockets=[sock])
+
+
+async def _serve(config: Any, specs: dict[str, Any], ports: tuple[int | None, int | None], board: Any) -> None:
+    import anyio
+
+    from launcher.policies import policies_from_agents
+    from mcp_server import HeaderScope, build_server
+    from proxy import create_app
+
+    pcfg = config.proxy_config()
+    pcfg = pcfg.model_copy(update={"agents": {**policies_from_agents(specs), **pcfg.agents}})
+    mcfg = config.mcp
+    proxy_sock = _bind(pcfg.host, pcfg.port if ports[0] is None else ports[0], "proxy")
+    mcp_sock = _bind(mcfg.host, mcfg.port if ports[1] is None else ports[1], "mcp server")
+    data_dir = Path(config.data.dir)
+    secret = os.environ.get("COACH_MCP_SECRET") or None
+    mcp = build_server(board, HeaderScope(secret=secret), mcfg)
+    mcp_app = mcp.streamable_http_app(streamable_http_path=mcfg.path, stateless_http=True, host=mcfg.host)
+    servers = [_uvicorn_server(create_app(pcfg)), _uvicorn_server(mcp_app)]
+    proxy_url = f"http://{pcfg.host}:{proxy_sock.getsockname()[1]}"
+    mcp_url = f"http://{mcfg.host}:{mcp_sock.getsockname()[1]}{mcfg.path}"
+    try:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with anyio.create_task_group() as outer:
+                async with anyio.create_task_group() as inner:
+                    for server, sock in zip(servers, (proxy_sock, mcp_sock), strict=True):
+                        inner.start_soon(_run_server, server, sock)
+                    with anyio.fail_after(30):
+                        while not all(s.started for s in servers):  # noqa: ASYNC110 (uvicorn has no started event)
+                            await anyio.sleep(0.02)
+                    typer.echo(f"{READY_PREFIX}: proxy {proxy_url}  mcp {mcp_url}  data {data_dir}"
+                               f"{'  (MCP scope tokens required)' if secret else ''}")
+                    typer.echo(f"coach serve: agents use: coach run MESSAGE --user U --session S "
+                               f"--proxy-url {proxy_url} --mcp-url {mcp_url}   (Ctrl-C stops)")
+                    sys.stdout.flush()
+                    outer.start_soon(_watch_health, pcfg.models, pcfg.health_interval_s)
+                    async for signum in signals:
+                        typer.echo(f"coach serve: {signal.Signals(signum).name} received, stopping "
+                                   f"(open requests get {GRACE_S}s)")
+                        break
+                    for s in servers:
+                        s.should_exit = True
+                    # the servers return on their own; past this bound their tasks are cancelled
+                    inner.cancel_scope.deadline = anyio.current_time() + GRACE_S + 3
+                outer.cancel_scope.cancel()
+    finally:
+        for sock in (proxy_sock, mcp_sock):
+            with contextlib.suppress(OSError):
+                sock.close()
+    typer.echo("coach serve: stopped")
+
+
+def serve_cmd(
+    config_path: Annotated[Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")] = None,
+    proxy_port: Annotated[int | None, typer.Option("--proxy-port", help="proxy port (default [proxy] port; 0 = any free)")] = None,
+    mcp_port: Annotated[int | None, typer.Option("--mcp-port", help="MCP port (default [mcp] port; 0 = any free)")] = None,
+) -> None:
+    """Serve the proxy and the MCP HTTP server in the foreground, showing upstream health."""
+    import anyio
+
+    from launcher.agents import AgentSpecError, load_agents
+    from launcher.cli_run import _load
+
+    config = _load(config_path)
+    for name, port in (("--proxy-port", proxy_port), ("--mcp-port", mcp_port)):
+        if port is not None and not 0 <= port <= 65535:
+            typer.echo(f"coach serve: {name} must be 0-65535 (0 = any free port), got {port}", err=True)
+            raise typer.Exit(2)
+    try:
+        specs = load_agents(config.agents.dir)
+    except AgentSpecError as exc:
+        typer.echo(f"coach serve: {exc}\nFix the agent files (coach agents check) or set [agents] dir.", err=True)
+        raise typer.Exit(2) from None
+    from blackboard import Blackboard, BlackboardError
+
+    try:
+        Path(config.data.dir).mkdir(parents=True, exist_ok=True)
+        board = Blackboard(Path(config.data.dir), thresholds=config.thresholds)
+    except (OSError, BlackboardError) as exc:
+        typer.echo(f"coach serve: cannot open the blackboard in {config.data.dir}: {exc}. Fix: point [data] dir "
+                   "(or COACH_DATA_DIR) at a writable folder", err=True)
+        raise typer.Exit(2) from None
+    try:
+        anyio.run(_serve, config, specs, (proxy_port, mcp_port), board)
+    finally:
+        board.close()
