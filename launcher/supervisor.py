@@ -40,6 +40,7 @@ from blackboard import (
     TurnRecord,
     build_brief,
     fallback_synthesis,
+    turn_entry_key,
     validate_synthesis,
 )
 from launcher._agent_runner import AgentInvocation, AgentRunner, ToolCallRecord
@@ -273,13 +274,29 @@ class Supervisor:
                 tool_timeout_s=v.deadline_s, max_turns=v.max_turns,
             )
 
+        candidate: dict[str, str] = {}
+        reply_ready = anyio.Event()
+
         def coach_tool(call: ToolCallRecord) -> None:
             if call.name != views["coach"].output_tool or not call.ok:
                 return
             reply = str(call.input.get("reply", "")).strip()
-            if not reply:
+            if reply:
+                candidate.setdefault("reply", reply)
+                reply_ready.set()
+
+        async def deliver_coach_reply() -> None:
+            """Deliver the Coach's reply the moment it is written, unless it names a move blocked earlier
+            in the session or already blocked by this turn's Stability entry (then the fallback reply)."""
+            await reply_ready.wait()
+            reply = candidate.get("reply")
+            if reply is None:
+                deliver(FALLBACK_COACH_REPLY, fallback=True)
                 return
-            if blocked_problems(reply, *earlier_blocks):
+            key = turn_entry_key(user, session, turn, "stability")
+            current = await anyio.to_thread.run_sync(self.board.store.read, key)
+            blocks = [*earlier_blocks, build_brief({"stability": current})] if current else earlier_blocks
+            if blocked_problems(reply, *blocks):
                 log.warning("coach reply named a blocked move; the fallback reply is shown instead")
                 deliver(FALLBACK_COACH_REPLY, fallback=True)
             else:
@@ -304,11 +321,12 @@ class Supervisor:
             finally:
                 if name == "coach":
                     coach_up.set()
+                    reply_ready.set()  # no reply written: the deliverer shows the fallback reply
                 self.directory.disarm(user, session, turn, name)
-                if name == "coach" and "reply" not in delivered:
-                    deliver(FALLBACK_COACH_REPLY, fallback=True)
 
         async with anyio.create_task_group() as tg:
+            if "coach" in launch:
+                tg.start_soon(deliver_coach_reply)
             for name in launch:
                 tg.start_soon(one, name)
 

@@ -287,3 +287,29 @@ async def test_broken_callbacks_never_stop_the_turn(board: Blackboard) -> None:
 
     res = await make(board, FakeRunner(board)).run_turn("u1", "s1", "hello", on_coach_reply=boom, on_status=boom)
     assert res.synthesis_source == "model" and not res.degraded
+
+
+async def test_coach_reply_is_checked_against_this_turns_stability_if_already_written(board: Blackboard) -> None:
+    import anyio
+
+    stability_done = anyio.Event()
+
+    runner = FakeRunner(board, behaviours={
+        "stability": lambda inv, n: stability_blocking(),
+        "coach": lambda inv, n: {"reply": "You could stop taking your medication."},
+    })
+    # Run Stability before the Coach writes: give the Coach no head start and let Stability go first.
+    orig = runner.run
+
+    async def ordered(inv: Any, events: Any) -> Any:
+        if inv.agent == "coach":
+            await stability_done.wait()
+        out = await orig(inv, events)
+        if inv.agent == "stability":
+            stability_done.set()
+        return out
+
+    runner.run = ordered  # type: ignore[method-assign]
+    shown: list[str] = []
+    res = await make(board, runner).run_turn("u1", "s1", "hello", on_coach_reply=shown.append)
+    assert shown == [FALLBACK_COACH_REPLY] and res.coach_fallback
