@@ -76,6 +76,8 @@ class RunnerConfig:
         mcp_server_name: the MCP server's name in the config (tool names ``mcp__<name>__<tool>``).
         cli_path: the ``claude`` binary; None => the SDK's bundled one.
         cwd: the processes' working directory (no project settings are loaded from it).
+        seed_way: run agents "the seed's way" (benchmarks only): Claude Code's default system prompt
+            (the agent prompt appended) and built-in tools, thinking on, none of the plain-request env.
         mcp_secret: signs the MCP scope headers (``x-coach-scope-token``; see ``mcp_server.scope_token``).
         extra_env: added to every process's environment (after ours).
     """
@@ -89,6 +91,7 @@ class RunnerConfig:
     cli_path: str | None = None
     cwd: str | None = None
     mcp_secret: str | None = None
+    seed_way: bool = False
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
@@ -210,7 +213,7 @@ class ClaudeAgentRunner:
         cfg = self.config
         proxy_headers = self._headers(inv, with_turn=one_shot)
         env = {
-            **PLAIN_REQUEST_ENV,
+            **({} if cfg.seed_way else PLAIN_REQUEST_ENV),
             "ANTHROPIC_BASE_URL": cfg.proxy_url,
             "ANTHROPIC_API_KEY": cfg.api_key,
             "ANTHROPIC_CUSTOM_HEADERS": "\n".join(f"{k}: {v}" for k, v in proxy_headers.items()),
@@ -228,6 +231,22 @@ class ClaudeAgentRunner:
 
             scope = Scope.create(inv.user, inv.session, mcp_headers.get("x-coach-turn"), inv.agent)
             mcp_headers[SCOPE_TOKEN_HEADER] = scope_token(cfg.mcp_secret, scope)
+        if cfg.seed_way:
+            return ClaudeAgentOptions(
+                system_prompt={"type": "preset", "preset": "claude_code", "append": inv.system_prompt},
+                allowed_tools=allowed,
+                permission_mode="bypassPermissions",
+                model=inv.model,
+                max_turns=inv.max_turns,
+                env=env,
+                mcp_servers={name: {"type": "http", "url": cfg.mcp_url, "headers": mcp_headers}},
+                strict_mcp_config=True,
+                setting_sources=[],
+                include_partial_messages=True,
+                cli_path=cfg.cli_path,
+                cwd=cfg.cwd,
+                stderr=stderr,
+            )
         return ClaudeAgentOptions(
             system_prompt=inv.system_prompt,
             tools=[],

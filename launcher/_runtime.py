@@ -6,6 +6,7 @@ the supervisor. An async context manager; everything it started is stopped on ex
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -63,8 +64,9 @@ async def coach_runtime(
     board = Blackboard(data_dir, thresholds=config.thresholds)
     directory = TurnDirectory()
     # A fresh secret per run signs the agents' MCP scope headers (x-coach-scope-token): another local
-    # process that can reach the port cannot act for a user without it.
-    secret = secrets.token_hex(16) if mcp_url is None else None
+    # process that can reach the port cannot act for a user without it. A running server (--mcp-url)
+    # is signed for with its own COACH_MCP_SECRET when set.
+    secret = secrets.token_hex(16) if mcp_url is None else (os.environ.get("COACH_MCP_SECRET") or None)
     try:
         async with running_stack(
             board=board,

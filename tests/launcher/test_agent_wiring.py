@@ -117,3 +117,10 @@ def test_directory_scope_fills_the_turn_only_for_armed_agents() -> None:
 def test_tail_names_the_agent_tool_and_forbids_ids(specs: dict) -> None:
     t = _tail(view_of(specs["stability"]), "t000002")
     assert "write_stability exactly once" in t and "Never pass user, session or turn ids" in t
+
+
+def test_seed_way_options_keep_claude_codes_defaults(specs: dict) -> None:
+    runner = ClaudeAgentRunner(RunnerConfig(proxy_url="http://p", mcp_url="http://m/mcp", seed_way=True))
+    opts = runner.options(_invocation(specs), one_shot=True, stderr=lambda _: None)
+    assert opts.system_prompt["type"] == "preset" and opts.system_prompt["append"] == specs["persona"].prompt
+    assert opts.tools is None and "CLAUDE_CODE_DISABLE_THINKING" not in opts.env
