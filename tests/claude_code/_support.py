@@ -44,7 +44,8 @@ def copy_repo(dst: Path, *, deadline_factor: int = DEADLINE_FACTOR) -> Path:
             os.symlink(os.readlink(src), out)
         elif src.is_file():
             shutil.copy2(src, out)
-    os.symlink(REPO_ROOT / ".venv", dst / ".venv")
+    if not (dst / ".venv").exists():
+        os.symlink((REPO_ROOT / ".venv").resolve(), dst / ".venv")
     for agent in AGENTS:
         path = dst / "agents" / f"{agent}.md"
         text = path.read_text(encoding="utf-8")

@@ -243,3 +243,54 @@ async def test_repository_loads_as_a_plugin_with_its_agents_commands_and_mcp_ser
     tools = {t["name"] for t in status.get("tools", [])}
     expected = {"coach_turn", "write_stability", "write_synthesis", "get_profile", "get_session_history"}
     assert expected <= {t.removeprefix(PLUGIN_TOOL_PREFIX) for t in tools}, tools
+
+
+async def test_plugin_subagent_resolves_its_write_tool_only_if_its_file_names_the_plugin_tool(
+    tmp_path: Path,
+) -> None:
+    """In a plugin, Claude Code names the server's tools ``mcp__plugin_coachboard_coachboard__*``; a
+    subagent's ``tools:`` resolves only names listed there. With the plugin name listed (next to the
+    project name), the plugin's Stability writes through it; without it, Claude Code refuses to start
+    the subagent with zero tools. Both outcomes are asserted, so the test follows the agent files."""
+    repo = copy_repo(tmp_path / "repo")
+    listed = _front_matter_tools(repo / "agents" / "stability.md")
+    plugin_tool = f"{PLUGIN_TOOL_PREFIX}write_stability"
+    work = tmp_path / "work"
+    work.mkdir()
+    seen: list[Any] = []
+    launch = ToolCall("Task", {
+        "subagent_type": "coachboard:stability", "description": "rate a plan", "run_in_background": False,
+        "prompt": "Rate this plan: I will stop taking my medication next week.",
+    })  # fmt: skip
+    script = outer_script(
+        [lambda r: launch], sub_agents={"stability": write_then_stop("write_stability", stability_blocking())}, seen=seen
+    )
+    with ScriptedUpstream({OUTER: script}) as upstream:
+        env = session_env(upstream.base_url, tmp_path / "home", user=USER, session=SESSION,
+                          extra={"COACH_DATA_DIR": str(tmp_path / "data")})
+        options = ClaudeAgentOptions(
+            cwd=str(work), setting_sources=[], plugins=[{"type": "local", "path": str(repo)}], env=env,
+            permission_mode="bypassPermissions",
+        )
+        messages = await _collect("Ask the stability agent to rate my plan.", options, deadline_s=120)
+
+    task_result = "\n".join(_tool_results_for(messages, "Task"))
+    sub_requests = [r for r in seen if "You are Stability" in r.system_text]
+    if plugin_tool in listed:
+        assert sub_requests and set(sub_requests[0].tool_names) == {plugin_tool}
+        board = Blackboard(tmp_path / "data")
+        try:
+            stored = [e for e in board.store.list(f"users/{USER}/") if e.key.endswith("/stability")]
+        finally:
+            board.close()
+        assert len(stored) == 1 and stored[0].author == "stability"
+    else:
+        assert not sub_requests
+        assert "zero tools" in task_result and "mcp__coachboard__write_stability" in task_result
+
+
+def _front_matter_tools(path: Path) -> set[str]:
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("tools:"):
+            return {t.strip() for t in line.removeprefix("tools:").split(",")}
+    raise AssertionError(f"{path} has no tools: line")
