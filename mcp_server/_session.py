@@ -19,6 +19,9 @@ supervisor's server, plus ``coach_turn`` (see :mod:`mcp_server._pipeline_tool`),
 Which subagent may call which write tool is enforced by Claude Code (each agent file's ``tools:``); the
 server checks the schema and the create-only rule (one entry per agent per turn).
 
+The parent session's Claude Code variables (endpoint, provider, credentials) are removed from this
+process's environment before any agent starts (:func:`drop_parent_session_env`).
+
 Data and pipeline configuration: ``launcher.config.load_config`` (``COACH_CONFIG`` or ``./coach.toml``,
 ``COACH_DATA_DIR``, ``COACH_UPSTREAM_URL``); ``--data-dir`` wins over ``[data] dir``.
 """
@@ -31,7 +34,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +52,10 @@ from mcp_server.errors import McpConfigError
 __all__ = [
     "DEFAULT_SESSION",
     "ENV_SESSION_MODE",
+    "PARENT_SESSION_ENV_PREFIXES",
     "SessionTurns",
     "build_session_server",
+    "drop_parent_session_env",
     "run_session",
     "session_identity",
     "session_mode_requested",
@@ -72,6 +77,24 @@ _INSTRUCTIONS = (
 )
 
 _PART = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+#: Variables of the parent Claude Code session that must not reach the pipeline's agent processes: they
+#: would send the agents to another endpoint or provider (Bedrock, Vertex) or hand the user's own
+#: credentials (``ANTHROPIC_AUTH_TOKEN``, ``CLAUDE_CODE_OAUTH_TOKEN``) to the local proxy. The runner
+#: sets what the agents need (proxy URL, key, headers, plain-request settings) itself.
+PARENT_SESSION_ENV_PREFIXES: tuple[str, ...] = (
+    "ANTHROPIC_", "CLAUDE_CODE_", "CLAUDECODE", "CLAUDE_AGENT_SDK", "CLAUDE_CONFIG_DIR",
+)  # fmt: skip
+
+
+def drop_parent_session_env(env: MutableMapping[str, str]) -> list[str]:
+    """Remove the parent Claude Code session's variables (:data:`PARENT_SESSION_ENV_PREFIXES`) from
+    ``env`` in place. Returns the removed names, sorted (names only: values may be secrets)."""
+    names = sorted(k for k in env if k.startswith(PARENT_SESSION_ENV_PREFIXES))
+    for name in names:
+        del env[name]
+    return names
 
 
 def session_mode_requested(env: Mapping[str, str] | None = None) -> bool:
@@ -247,6 +270,9 @@ def run_session(
     identity = session_identity(user=user, session=session)
     directory.mkdir(parents=True, exist_ok=True)
     board = Blackboard(directory, thresholds=coach_config.thresholds)
+    dropped = drop_parent_session_env(os.environ)
+    if dropped:
+        log.info("not passed to the pipeline's agents: %s", ", ".join(dropped))
     pipeline = HostedPipeline(coach_config)
     server, _ = build_session_server(board, identity, pipeline, coach_config.mcp, lifespan=pipeline.lifespan)
     log.info("session mode: user=%s session=%s data=%s", identity.user, identity.session, directory)

@@ -19,6 +19,7 @@ from mcp_server._session import (
     DEFAULT_SESSION,
     SessionTurns,
     build_session_server,
+    drop_parent_session_env,
     session_identity,
     session_mode_requested,
 )
@@ -176,3 +177,13 @@ def test_display_text_puts_the_reply_first_and_names_missing_agents() -> None:
                                     degraded=True, crisis_tier=0, missing=["shadow"]))
     assert text.index("R") < text.index("S")
     assert "missing: shadow" in text and "t000002" in text
+
+
+def test_parent_session_variables_do_not_reach_the_agents() -> None:
+    env = {"ANTHROPIC_AUTH_TOKEN": "secret", "ANTHROPIC_BASE_URL": "https://elsewhere", "CLAUDECODE": "1",
+           "CLAUDE_CODE_USE_BEDROCK": "1", "CLAUDE_CONFIG_DIR": "/home/u/.claude", "HOME": "/home/u",
+           "COACH_USER": "u1", "PATH": "/bin"}
+    dropped = drop_parent_session_env(env)
+    assert dropped == sorted(["ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "CLAUDECODE",
+                              "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CONFIG_DIR"])
+    assert env == {"HOME": "/home/u", "COACH_USER": "u1", "PATH": "/bin"}
