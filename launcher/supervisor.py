@@ -85,12 +85,15 @@ class SupervisorSettings:
             after this many seconds, whichever comes first ("Coach first": starting six cold Claude
             Code processes at once on a small machine delays the Coach's first token by seconds; a
             warm Coach is up in milliseconds, so warm turns lose nothing). 0 = all start together.
+        sequential: benchmarks only: run the agents one after another (each deadline counted from its
+            own start) to measure what parallel dispatch saves.
     """
 
     history_turns: int = 6
     collect_grace_s: float = 0.05
     pineal_min_s: float = 1.0
     coach_head_start_s: float = 2.0
+    sequential: bool = False
 
 
 def _tail(view: AgentView, turn: str, extra: str = "") -> str:
@@ -314,7 +317,8 @@ class Supervisor:
                         await coach_up.wait()
                 await run_agent(
                     self.runner, invocation(name, packs[name].text, followups[name]), v.output_tool,
-                    statuses[name], t0=t0, deadline_at=t0 + v.deadline_s,
+                    statuses[name], t0=t0,
+                    deadline_at=(time.monotonic() if self.settings.sequential else t0) + v.deadline_s,
                     on_tool_result=coach_tool if name == "coach" else None, on_change=on_status,
                     on_started=coach_up.set if name == "coach" else None,
                 )
@@ -328,7 +332,10 @@ class Supervisor:
             if "coach" in launch:
                 tg.start_soon(deliver_coach_reply)
             for name in launch:
-                tg.start_soon(one, name)
+                if self.settings.sequential:
+                    await one(name)
+                else:
+                    tg.start_soon(one, name)
 
         # Barrier: Shadow written (sequencer) and everyone done or past their deadline (the join above).
         waited_for = [n for n in launch if n != "coach"] + (["coach"] if "coach" in launch else [])

@@ -313,3 +313,17 @@ async def test_coach_reply_is_checked_against_this_turns_stability_if_already_wr
     shown: list[str] = []
     res = await make(board, runner).run_turn("u1", "s1", "hello", on_coach_reply=shown.append)
     assert shown == [FALLBACK_COACH_REPLY] and res.coach_fallback
+
+
+async def test_sequential_mode_runs_one_agent_at_a_time(board: Blackboard) -> None:
+    from launcher.supervisor import SupervisorSettings
+
+    runner = FakeRunner(board)
+    s = specs()
+    sup = Supervisor(board, runner, lambda: s, screen=fake_screen, settings=SupervisorSettings(sequential=True))
+    res = await sup.run_turn("u1", "s1", "hello")
+    assert not res.degraded
+    ev = runner.events
+    for i in range(0, len(ev), 2):  # start, wrote, start, wrote, ...
+        assert ev[i][1] == "start" and ev[i + 1] == (ev[i][0], "wrote")
+    assert [a for a, w in ev if w == "start"] == ["coach", "shadow", "persona", "plasticity", "stability", "pineal"]
