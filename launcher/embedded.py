@@ -24,6 +24,12 @@ and SmolLM2-135M writes text until ``max_tokens``. So, for a schema-valid call e
 The template renders one call per assistant message, so llama-server disables parallel calls and
 generation stops after the call (finish_reason ``tool_calls`` / stop_reason ``tool_use``). A prefill with
 ``tool_choice`` "auto" (or none) fails with HTTP 500 "does not match the expected peg-native format".
+The grammar enforces types, required keys, enums, integer bounds, string length and anchored patterns
+and array sizes, but not ``number`` minimum/maximum or pydantic validators; long string limits invite
+the model to fill them up to ``max_tokens`` (HTTP 200 with stop_reason ``max_tokens`` and ``input: {}``).
+
+A prompt longer than ``ctx_per_slot`` is refused on both endpoints with HTTP 400 and an OpenAI-shaped
+error ``{"error": {"type": "exceed_context_size_error", "n_prompt_tokens": N, "n_ctx": M, ...}}``.
 
 Usage::
 
@@ -98,6 +104,7 @@ class EmbeddedConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     host: str = "127.0.0.1"
+    alias: str = Field(default="smollm2-135m-instruct", description="the model name responses report")
     port: int | None = Field(default=None, ge=1, le=65535, description="None: a free loopback port")
     parallel: int = Field(default=6, ge=1, le=64)
     ctx_per_slot: int = Field(default=8192, ge=512, le=131072)
@@ -222,7 +229,7 @@ class EmbeddedModelServer:
         return [
             str(c.binary or find_llama_server()),
             "--model", str(c.model or find_model()),
-            "--host", c.host, "--port", str(port),
+            "--alias", c.alias, "--host", c.host, "--port", str(port),
             "--jinja", "--chat-template-file", str(c.template or template_path()),
             "--ctx-size", str(c.parallel * c.ctx_per_slot), "--parallel", str(c.parallel), "--no-kv-unified",
             "--threads", str(c.threads), "--threads-batch", str(c.threads),

@@ -116,7 +116,9 @@ def test_forced_tool_call_messages(client: httpx.Client) -> None:
     uses = [b for b in msg["content"] if b["type"] == "tool_use"]
     assert uses and all(u["name"] == "record_mood" for u in uses)
     MoodNote.model_validate(uses[0]["input"])
-    assert msg["usage"]["input_tokens"] > 0 and msg["usage"]["output_tokens"] > 0
+    assert msg["usage"]["output_tokens"] > 0 and msg["model"] == EmbeddedConfig().alias
+    again = client.post("/v1/messages", json=body).json()
+    assert again["id"] != msg["id"]  # Claude Code needs a unique message id per response
 
 
 def test_forced_tool_call_messages_streamed(client: httpx.Client) -> None:
@@ -197,3 +199,13 @@ def test_stop_leaves_no_process() -> None:
     assert _gone(pid)
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"http://127.0.0.1:{srv.port}/health")
+
+
+def test_prompt_over_the_slot_context_is_refused(client: httpx.Client) -> None:
+    n_ctx = EmbeddedConfig().ctx_per_slot
+    body = {"model": "smollm2", "max_tokens": 5, "messages": [{"role": "user", "content": "word " * (n_ctx + 100)}]}
+    r = client.post("/v1/messages", json=body)
+    assert r.status_code == 400
+    error = r.json()["error"]
+    assert error["type"] == "exceed_context_size_error" and error["n_ctx"] == n_ctx
+    assert error["n_prompt_tokens"] > n_ctx
