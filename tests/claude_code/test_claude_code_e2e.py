@@ -207,6 +207,27 @@ async def test_stability_subagent_alone_writes_through_the_typed_tool_and_the_ga
         assert moves[BLOCKED_MOVE["id"]]["blocked"] is True, "Stability's gate applied to the standalone write"
     finally:
         board.close()
+    turn = stored[0].key.split("/")[5]
+
+    # /coach-board, in the default permission mode: the project's permissions and the command's
+    # allowed-tools let the read tools run without a prompt, and they show that entry.
+    board_requests: list[Any] = []
+    reads = outer_script(
+        [lambda r: ToolCall("get_profile", {}), lambda r: ToolCall("get_session_history", {"last_n": 1})],
+        seen=board_requests,
+    )
+    with ScriptedUpstream({OUTER: reads}) as upstream:
+        env = session_env(upstream.base_url, project["home"], user=USER, session=SESSION,
+                          extra={"COACH_CONFIG": str(config)})
+        options = ClaudeAgentOptions(cwd=str(project["repo"]), setting_sources=["project"], env=env)
+        shown = await _collect("/coach-board", options, deadline_s=120)
+    assert "get_session_history" in json.dumps(board_requests[0].messages), "the command's text reached the model"
+    profile, history = (json.loads(r) for r in _tool_results_for(shown, "mcp__coachboard__get_profile")
+                        + _tool_results_for(shown, "mcp__coachboard__get_session_history"))
+    assert profile["ok"] is True and profile["found"] is False
+    assert [t["turn"] for t in history["turns"]] == [turn]
+    entry = history["turns"][0]["entries"]["stability"]
+    assert entry["author"] == "stability" and entry["value"]["moves"][0]["blocked"] is True
 
 
 async def test_repository_loads_as_a_plugin_with_its_agents_commands_and_mcp_server(tmp_path: Path) -> None:
