@@ -114,9 +114,8 @@ async def test_coach_command_runs_the_whole_pipeline_and_the_reply_reaches_the_s
         config = write_coach_toml(project["tmp"] / "coach.toml", upstream_url=upstream.base_url, data_dir=project["data"])
         env = session_env(upstream.base_url, project["home"], user=USER, session=SESSION,
                           extra={"COACH_CONFIG": str(config)})
-        options = ClaudeAgentOptions(
-            cwd=str(project["repo"]), setting_sources=["project"], env=env, permission_mode="bypassPermissions",
-        )
+        # The default permission mode: the project's settings and the command allow coach_turn.
+        options = ClaudeAgentOptions(cwd=str(project["repo"]), setting_sources=["project"], env=env)
         messages = await _collect(f"/coach {MESSAGE}", options, deadline_s=300)
         agent_calls = {a: len(upstream.model_calls(a)) for a in AGENTS}
         # Claude Code stops the session's MCP server, which stops the pipeline and its agent processes.
