@@ -72,8 +72,17 @@ class UpstreamRun:
             if us is not None:
                 await us.aclose()
 
+    def _get_nowait(self) -> Item | None:
+        try:
+            return self.queue.get_nowait()
+        except asyncio.QueueEmpty:
+            return None
+
     async def get(self, wait_s: float | None) -> Item | None:
         """The next queued item, or None after ``wait_s`` seconds without one."""
+        item = self._get_nowait()
+        if item is not None:
+            return item
         try:
             async with asyncio.timeout(wait_s):
                 return await self.queue.get()
@@ -117,21 +126,33 @@ class UpstreamRun:
         return self.builder.fail(err), f"error:{err.error_type}", err
 
     async def sse(self, first: Item | None, ping_interval: float) -> AsyncIterator[bytes]:
-        """The SSE body: message_start, then events, with a ping whenever ``ping_interval`` passes idle."""
+        """The SSE body: message_start, then events, with a ping whenever ``ping_interval`` passes idle.
+        Items already queued are sent together in one write (fewer sends under load)."""
         status = "cancelled"
         try:
-            yield b"".join(encode_sse(e) for e in self.builder.start())
+            out = self.builder.start()
             item = first
             while True:
                 if item is None:
+                    if out:
+                        yield b"".join(encode_sse(e) for e in out)
+                        out = []
                     yield PING
-                else:
+                    item = await self.get(ping_interval)
+                    continue
+                done = None
+                while item is not None:
                     events, done, _ = self._step(item)
-                    if events:
-                        yield b"".join(encode_sse(e) for e in events)
+                    out += events
                     if done:
-                        status = done
-                        return
+                        break
+                    item = self._get_nowait()
+                if out:
+                    yield b"".join(encode_sse(e) for e in out)
+                    out = []
+                if done:
+                    status = done
+                    return
                 item = await self.get(ping_interval)
         finally:
             self.cancel()
