@@ -4,6 +4,7 @@
 # Finds coach in this order: the repository's .venv (made by `make install`), then `coach` on PATH.
 root="$(cd "$(dirname "$0")/.." && pwd)"
 export COACH_MCP_SESSION=1
+export COACH_REPO_ROOT="$root"
 if [ -x "$root/.venv/bin/coach" ]; then
     exec "$root/.venv/bin/coach" mcp "$@"
 fi

@@ -23,7 +23,10 @@ The parent session's Claude Code variables (endpoint, provider, credentials) are
 process's environment before any agent starts (:func:`drop_parent_session_env`).
 
 Data and pipeline configuration: ``launcher.config.load_config`` (``COACH_CONFIG`` or ``./coach.toml``,
-``COACH_DATA_DIR``, ``COACH_UPSTREAM_URL``); ``--data-dir`` wins over ``[data] dir``.
+``COACH_DATA_DIR``, ``COACH_UPSTREAM_URL``), relative to the server's working directory (the project
+root; for a plugin, the user's project); ``--data-dir`` wins over ``[data] dir``. A relative
+``[agents] dir`` that does not exist there is read from the repository root (``COACH_REPO_ROOT``, set
+by the launcher script), so the plugin's pipeline runs the plugin's own agent files.
 """
 
 from __future__ import annotations
@@ -65,6 +68,8 @@ log = logging.getLogger("mcp_server")
 
 #: Set to 1 (by ``.claude-plugin/coach-mcp.sh``) to serve stdio in session mode.
 ENV_SESSION_MODE = "COACH_MCP_SESSION"
+#: The repository (or installed plugin) root, set by ``.claude-plugin/coach-mcp.sh``.
+ENV_REPO_ROOT = "COACH_REPO_ROOT"
 DEFAULT_SESSION = "claude-code"
 _FALLBACK_USER = "me"
 
@@ -243,6 +248,18 @@ def build_session_server(
     return server, turns
 
 
+def _with_agents_dir(config: Any, repo_root: str | None) -> Any:
+    """Loaded as a plugin, the server runs in the user's project, which has no ``agents/``: a relative
+    ``[agents] dir`` missing there is taken from the repository (the plugin) instead."""
+    agents_dir = Path(config.agents.dir)
+    if agents_dir.is_absolute() or agents_dir.is_dir() or not repo_root:
+        return config
+    candidate = Path(repo_root) / agents_dir
+    if not candidate.is_dir():
+        return config
+    return config.model_copy(update={"agents": config.agents.model_copy(update={"dir": candidate})})
+
+
 def run_session(
     *,
     data_dir: str | None = None,
@@ -266,6 +283,7 @@ def run_session(
         coach_config = coach_config.model_copy(
             update={"data": coach_config.data.model_copy(update={"dir": Path(data_dir)})}
         )
+    coach_config = _with_agents_dir(coach_config, os.environ.get(ENV_REPO_ROOT))
     directory = Path(coach_config.data.dir)
     identity = session_identity(user=user, session=session)
     directory.mkdir(parents=True, exist_ok=True)

@@ -46,7 +46,7 @@ from tests.claude_code._support import (
 )
 from tests.e2e.harness import agent_script
 from tests.launcher.payloads import BLOCKED_MOVE, stability_blocking
-from testsupport import ScriptedUpstream, Text, ToolCall
+from testsupport import ScriptedUpstream, ToolCall
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
@@ -229,40 +229,49 @@ async def test_stability_subagent_alone_writes_through_the_typed_tool_and_the_ga
     assert entry["author"] == "stability" and entry["value"]["moves"][0]["blocked"] is True
 
 
-async def test_repository_loads_as_a_plugin_with_its_agents_commands_and_mcp_server(tmp_path: Path) -> None:
+async def test_repository_loads_as_a_plugin_and_its_coach_command_runs_the_pipeline(tmp_path: Path) -> None:
+    """Loaded as a plugin into another project (no agents/ there): the six agents, the commands and the
+    MCP server appear under their plugin names, and /coachboard:coach runs the plugin's pipeline."""
     repo = copy_repo(tmp_path / "repo")
     work = tmp_path / "work"
     work.mkdir()
-    with ScriptedUpstream({OUTER: [Text("ok")]}) as upstream:
+    scripts: dict[str, Any] = {a: agent_script(a) for a in AGENTS}
+    scripts[OUTER] = outer_script([lambda r: ToolCall("coach_turn", {"message": MESSAGE})])
+    with ScriptedUpstream(scripts) as upstream:
+        config = write_coach_toml(tmp_path / "coach.toml", upstream_url=upstream.base_url, data_dir=tmp_path / "data")
         env = session_env(upstream.base_url, tmp_path / "home", user=USER, session=SESSION,
-                          extra={"COACH_DATA_DIR": str(tmp_path / "data")})
+                          extra={"COACH_CONFIG": str(config)})
         options = ClaudeAgentOptions(
             cwd=str(work), setting_sources=[], plugins=[{"type": "local", "path": str(repo)}], env=env,
             permission_mode="bypassPermissions",
         )
         async with ClaudeSDKClient(options) as client:
-            await client.query("hello")
+            await client.query(f"/coachboard:coach {MESSAGE}")
             messages: list[Any] = []
-            with anyio.fail_after(90):
+            with anyio.fail_after(240):
                 async for message in client.receive_response():
                     messages.append(message)
-                init = _init(messages)
-                status: dict[str, Any] = {}
-                while status.get("status") != "connected":  # plugin servers connect in the background
-                    found = [s for s in (await client.get_mcp_status())["mcpServers"] if s["name"] == PLUGIN_SERVER]
-                    status = dict(found[0]) if found else {}
-                    assert status.get("status") in ("pending", "connected"), status
-                    if status.get("status") != "connected":
-                        await anyio.sleep(0.2)
+                servers = (await client.get_mcp_status())["mcpServers"]
 
+    init = _init(messages)
     plugin = next(p for p in init["plugins"] if p["name"] == "coachboard")
     assert Path(plugin["path"]) == repo
     assert {f"coachboard:{a}" for a in AGENTS} <= set(init["agents"])
     assert {"coachboard:coach", "coachboard:coach-board"} <= set(init["slash_commands"])
-    assert any(s["name"] == PLUGIN_SERVER for s in init["mcp_servers"])
-    tools = {t["name"] for t in status.get("tools", [])}
-    expected = {"coach_turn", "write_stability", "write_synthesis", "get_profile", "get_session_history"}
-    assert expected <= {t.removeprefix(PLUGIN_TOOL_PREFIX) for t in tools}, tools
+    status = next(s for s in servers if s["name"] == PLUGIN_SERVER)
+    assert status["status"] == "connected", status
+    tools = {t["name"].removeprefix(PLUGIN_TOOL_PREFIX) for t in status.get("tools", [])}
+    assert {"coach_turn", "write_stability", "write_synthesis", "get_profile", "get_session_history"} <= tools
+
+    data = json.loads(_tool_results_for(messages, f"{PLUGIN_TOOL_PREFIX}coach_turn")[0])
+    board = Blackboard(tmp_path / "data")
+    try:
+        entries = board.read_turn(USER, SESSION, data["turn"])
+    finally:
+        board.close()
+    assert set(AGENTS) <= set(entries), sorted(entries)
+    assert data["coach_reply"] == entries["coach"].value["reply"]
+    assert not (work / "agents").exists() and not (work / ".coachboard").exists()
 
 
 async def test_plugin_subagent_resolves_its_write_tool_only_if_its_file_names_the_plugin_tool(

@@ -187,3 +187,20 @@ def test_parent_session_variables_do_not_reach_the_agents() -> None:
     assert dropped == sorted(["ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "CLAUDECODE",
                               "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CONFIG_DIR"])
     assert env == {"HOME": "/home/u", "COACH_USER": "u1", "PATH": "/bin"}
+
+
+def test_plugin_server_reads_the_repositorys_agents_when_the_project_has_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from launcher.config import CoachConfig
+    from mcp_server._session import _with_agents_dir
+
+    repo, project = tmp_path / "repo", tmp_path / "project"
+    (repo / "agents").mkdir(parents=True)
+    project.mkdir()
+    monkeypatch.chdir(project)
+    config = CoachConfig()
+    assert Path(_with_agents_dir(config, str(repo)).agents.dir) == repo / "agents"
+    (project / "agents").mkdir()  # the project's own folder wins when it exists
+    assert Path(_with_agents_dir(config, str(repo)).agents.dir) == Path("agents")
+    assert _with_agents_dir(config, None) is config
