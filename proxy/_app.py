@@ -31,7 +31,7 @@ from ._messages import UpstreamRun
 from ._metering import Meter, UsageRecord, Who, now_ms
 from ._normalize import Prepared, clamp_max_tokens, estimate_request_tokens, prepare
 from ._openai_request import dumps, to_openai
-from ._policy import apply_policy
+from ._policy import apply_policy, narrow_forced_tool
 from ._router import Router
 from ._stream import Event, StreamBuilder
 from ._tokens import count_tokens
@@ -131,6 +131,8 @@ async def messages(request: Request) -> Response:
     pool = state.router.resolve(model if isinstance(model, str) else "", policy.model_alias if policy else None)
     p = prepare(body, system_mode=pool.system_in_messages if pool.kind == "openai" else "fold")
     outcome = apply_policy(p, policy, agent=who.agent, over_cap=state.config.max_tokens_over_cap)
+    if outcome.forced_tool and pool.forced_tool_prefill:
+        narrow_forced_tool(p, outcome.forced_tool, pool.forced_tool_prefill)
     for w in p.warnings:
         log.warning("agent=%s model=%s: %s", who.agent or "-", p.model, w)
     record = UsageRecord(ts=time.time(), id="", agent=who.agent, user=who.user, session=who.session, turn=who.turn,
@@ -152,7 +154,8 @@ async def messages(request: Request) -> Response:
         state.meter.record(record)
         raise
     enable_thinking = p.thinking if p.thinking is not None else pool.thinking_default
-    builder = StreamBuilder(model=p.model, input_tokens=est, think_tags=pool.think_tags)
+    builder = StreamBuilder(model=p.model, input_tokens=est, think_tags=pool.think_tags,
+                            start_in_think=pool.think_starts_open and bool(enable_thinking))
     record.id = builder.message_id
     if pool.kind == "openai":
         oa, warnings = to_openai(p, upstream_model=pool.upstream_name, max_tokens=max_tokens,

@@ -89,3 +89,12 @@ def apply_policy(p: Prepared, policy: AgentPolicy | None, *, agent: str,
                 p.thinking = False
                 out.forced_tool = name
     return out
+
+
+def narrow_forced_tool(p: Prepared, tool: str, prefill: str) -> None:
+    """Force ``tool`` on an upstream that ignores a named tool choice (``ModelPool.forced_tool_prefill``):
+    keep only that tool, ask for *some* tool call (``{"type": "any"}`` -> OpenAI ``"required"``) and end
+    the messages with an assistant ``prefill`` text that the model continues (in place)."""
+    p.tools = [t for t in p.tools if t["name"] == tool]
+    p.tool_choice = {"type": "any", "disable_parallel_tool_use": True}
+    p.messages.append({"role": "assistant", "content": [{"type": "text", "text": prefill}]})

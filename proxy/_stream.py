@@ -88,7 +88,7 @@ class StreamBuilder:
     """Anthropic event stream builder. Every method returns the events to send, in order."""
 
     def __init__(self, *, model: str, input_tokens: int = 0, message_id: str | None = None,
-                 think_tags: bool = True) -> None:
+                 think_tags: bool = True, start_in_think: bool = False) -> None:
         self.message_id = message_id or new_message_id()
         self.model = model
         self.input_tokens = input_tokens
@@ -106,7 +106,7 @@ class StreamBuilder:
         self._tools: dict[Any, _ToolCall] = {}
         self._tool_order: list[Any] = []
         self._splitters = {"content": TagSplitter(), "reasoning": TagSplitter()}
-        self._in_think = False
+        self._in_think = start_in_think and think_tags
         self._tool_buf: list[str] | None = None
         self._tool_buf_mode = "text"
         self._tag_tools = 0

@@ -90,6 +90,15 @@ class ModelPool(BaseModel):
     nearest user turn (later ones); ``keep``: forwarded as ``system`` messages in place (Qwen3 allows)."""
     think_tags: bool = True
     """Parse inline ``<think>...</think>`` and hermes ``<tool_call>`` text from the upstream."""
+    think_starts_open: bool = False
+    """With thinking on, the output starts inside a think section (templates that put ``<think>`` in the
+    prompt, e.g. Qwen3-*-Thinking-2507 without a reasoning parser): text up to ``</think>`` is thinking."""
+    forced_tool_prefill: str | None = None
+    """For upstreams that do not honour a *named* tool choice (llama.cpp's llama-server treats OpenAI's
+    ``{"type": "function", ...}`` as "auto" and Anthropic's ``{"type": "tool"}`` as "any"): when a policy
+    forces a tool, send only that tool, ``tool_choice`` "required"/"any", and append an assistant message
+    with this text (``"<tool_call>\n"`` for a Hermes template) so the grammar admits only the call.
+    None (default, right for vLLM): the named tool choice is sent as is."""
 
     @field_validator("replicas")
     @classmethod

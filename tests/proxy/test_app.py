@@ -196,3 +196,25 @@ async def test_anthropic_upstream_kind_revalidated() -> None:
     assert [t["name"] for t in sent["tools"]] == ["mcp__coach__save"]
     assert "thinking" not in json.dumps(sent["messages"])
     assert sent["messages"][-1]["content"][-1] == {"type": "text", "text": "late"}
+
+
+async def test_count_tokens_anthropic_upstream_pass_through() -> None:
+    import httpx
+
+    seen: list[Any] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append((request.url.path, json.loads(request.content)))
+        return httpx.Response(200, json={"input_tokens": 321})
+
+    up = FakeUpstream()
+    up.transport = httpx.MockTransport(handler)
+    cfg = ProxyConfig(models=[ModelPool(name="qwen3", kind="anthropic", replicas=[A], upstream_model="up-model")])
+    async with proxy_client(up, cfg) as c:
+        r = await c.post("/v1/messages/count_tokens?beta=true", json={
+            "model": "qwen3", "system": [{"type": "text", "text": "x-anthropic-billing-header: q"}, {"type": "text", "text": "S"}],
+            "messages": [{"role": "user", "content": "hi"}], "tools": [TOOL]})
+    assert r.json() == {"input_tokens": 321} and r.headers["x-coach-token-count"] == "exact"
+    path, body = seen[0]
+    assert path == "/v1/messages/count_tokens" and body["model"] == "up-model"
+    assert body["system"] == [{"type": "text", "text": "S"}] and "max_tokens" not in body and "stream" not in body

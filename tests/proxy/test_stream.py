@@ -298,3 +298,8 @@ def test_any_split_of_any_tagged_text_is_well_formed_and_split_invariant(
     strip = [{k: v for k, v in b.items() if k != "id"} for b in m1["content"]]
     assert strip == [{k: v for k, v in b.items() if k != "id"} for b in m2["content"]]
     assert m1["stop_reason"] == m2["stop_reason"]
+
+
+def test_output_starting_inside_think_section() -> None:
+    _, msg, _ = run([chunk("still thinking"), chunk("</think>\n\nAnswer"), chunk(finish="stop")], start_in_think=True)
+    assert types(msg) == ["thinking", "text"] and msg["content"][1]["text"] == "Answer"
