@@ -213,7 +213,8 @@ class ClaudeAgentRunner:
         cfg = self.config
         proxy_headers = self._headers(inv, with_turn=one_shot)
         env = {
-            **({} if cfg.seed_way else PLAIN_REQUEST_ENV),
+            # Seed's way: defaults, but MCP tools advertised up front (no tool search), as the seed had.
+            **({"ENABLE_TOOL_SEARCH": "false"} if cfg.seed_way else PLAIN_REQUEST_ENV),
             "ANTHROPIC_BASE_URL": cfg.proxy_url,
             "ANTHROPIC_API_KEY": cfg.api_key,
             "ANTHROPIC_CUSTOM_HEADERS": "\n".join(f"{k}: {v}" for k, v in proxy_headers.items()),
