@@ -43,3 +43,11 @@ app.command("chat")(chat_cmd)
 from launcher.cli_serve import serve_cmd  # noqa: E402  (typer only; the servers load when it runs)
 
 app.command("serve")(serve_cmd)
+
+from launcher.cli_board import board_app  # noqa: E402  (typer only; the blackboard loads when it runs)
+from launcher.cli_demo import demo_cmd  # noqa: E402  (typer only; the stack loads when it runs)
+from launcher.cli_replay import replay_cmd  # noqa: E402  (typer only; the stack loads when it runs)
+
+app.command("replay")(replay_cmd)
+app.command("demo")(demo_cmd)
+app.add_typer(board_app, name="board")

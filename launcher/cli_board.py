@@ -1,0 +1,138 @@
+"""``coach board show --user U [--session S] [--json]``: what the blackboard holds for a user.
+
+Lists, per session and turn, each entry's kind (the six agents' outputs first, then the supervisor's
+``message``/``delivery``/``record`` and the turn's ``meta``), version, author, commit sequence number
+and time; then the compacted profile (version, sessions merged, traits, goals, pattern). Message texts
+and agent outputs are not printed (``--json`` gives the entries' metadata and the profile's value).
+Opens the store read-mostly through ``blackboard.open_store``; exit 2 when the user has nothing stored.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+__all__ = ["board_app", "board_document"]
+
+board_app = typer.Typer(help="Inspect the blackboard.", no_args_is_help=True)
+
+_AGENTS = ("coach", "shadow", "persona", "plasticity", "stability", "pineal")
+
+
+def _kind_order(kind: str) -> tuple[int, str]:
+    return (_AGENTS.index(kind), kind) if kind in _AGENTS else (len(_AGENTS), kind)
+
+
+def _entry_order(entry: dict[str, Any]) -> tuple[int, str]:
+    return _kind_order(str(entry["kind"]))
+
+
+def board_document(store: Any, user: str, session: str | None = None) -> dict[str, Any]:
+    """``{"user", "sessions": [{"session", "closed", "turns": [{"turn", "entries": [{kind, version,
+    author, seq, updated_at}]}]}], "profile": {version, updated_at, value} | None}`` (times: Unix s).
+
+    Raises ``blackboard.InvalidKeyError`` for bad ids, ``StoreUnavailableError`` when the store fails.
+    """
+    from blackboard import profile_key, session_key
+
+    prefix = session_key(user, session) + "/" if session else profile_key(user).rsplit("/", 1)[0] + "/sessions/"
+    turns: defaultdict[str, defaultdict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
+    closed: dict[str, bool] = {}
+    for e in store.list(prefix):
+        parts = e.key.split("/")
+        if len(parts) == 4:  # users/{u}/sessions/{s}: the session record
+            closed[parts[3]] = bool(e.value.get("closed_at"))
+            continue
+        if len(parts) < 7 or parts[4] != "turns":
+            continue
+        turns[parts[3]][parts[5]].append(
+            {"kind": parts[6], "version": e.version, "author": e.author, "seq": e.seq, "updated_at": e.updated_at}
+        )
+    sessions: list[dict[str, Any]] = []
+    for s in sorted(set(turns) | set(closed)):
+        rows: list[dict[str, Any]] = [
+            {"turn": t, "entries": sorted(turns[s][t], key=_entry_order)} for t in sorted(turns[s])
+        ]
+        sessions.append({"session": s, "closed": closed.get(s, False), "turns": rows})
+    prof = store.read(profile_key(user))
+    profile = None if prof is None else {"version": prof.version, "updated_at": prof.updated_at, "value": prof.value}
+    return {"user": user, "sessions": sessions, "profile": profile}
+
+
+def _when(ts: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
+
+
+def _profile_lines(profile: dict[str, Any]) -> list[str]:
+    v = profile["value"]
+    lines = [f"profile v{profile['version']} (updated {_when(profile['updated_at'])})"]
+    for key, value in v.items():
+        if key == "user":
+            continue
+        text = json.dumps(value, ensure_ascii=False)
+        lines.append(f"  {key}: {text[:160]}{'...' if len(text) > 160 else ''}")
+    return lines
+
+
+@board_app.command("show")
+def show_cmd(
+    user: Annotated[str, typer.Option("--user", "-u", help="user id")],
+    session: Annotated[str | None, typer.Option("--session", "-s", help="only this session")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON document")] = False,
+    config_path: Annotated[Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")] = None,
+) -> None:
+    """List each turn's entries (agent, version, author, time) and the compacted profile."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from blackboard import BlackboardError, open_store
+    from launcher.cli_replay import _load_config
+
+    config = _load_config(config_path)
+    data_dir = Path(config.data.dir)
+    if not (data_dir / "blackboard.sqlite3").exists():
+        typer.echo(f"error: no blackboard in {data_dir} (run `coach demo` or `coach run` first, or set "
+                   "COACH_DATA_DIR / [data] dir)", err=True)
+        raise typer.Exit(2)
+    try:
+        store = open_store(data_dir)
+        try:
+            doc = board_document(store, user, session)
+        finally:
+            store.close()
+    except BlackboardError as exc:
+        typer.echo(f"error ({exc.code}): {exc}", err=True)
+        raise typer.Exit(2) from None
+    if not doc["sessions"] and doc["profile"] is None:
+        typer.echo(f"error: nothing stored for user {user!r}{f' session {session!r}' if session else ''} "
+                   f"in {data_dir}", err=True)
+        raise typer.Exit(2)
+    if as_json:
+        typer.echo(json.dumps(doc, ensure_ascii=False, indent=2))
+        return
+    out = Console(highlight=False, soft_wrap=True)
+    out.print(f"blackboard {data_dir / 'blackboard.sqlite3'}: user [bold]{user}[/bold]")
+    for s in doc["sessions"]:
+        table = Table(title=f"session {s['session']} ({'closed' if s['closed'] else 'open'})", title_justify="left")
+        for col in ("turn", "entry", "version", "author", "seq", "time"):
+            table.add_column(col, justify="right" if col in ("version", "seq") else "left", no_wrap=True)
+        for t in s["turns"]:
+            agents = [e for e in t["entries"] if e["kind"] in _AGENTS]
+            for i, e in enumerate(t["entries"]):
+                style = "" if e["kind"] in _AGENTS else "dim"
+                table.add_row(t["turn"] if i == 0 else "", f"[{style}]{e['kind']}[/{style}]" if style else e["kind"],
+                              str(e["version"]), e["author"], str(e["seq"]), _when(e["updated_at"]))
+            missing = [a for a in _AGENTS if a not in {e["kind"] for e in agents}]
+            if missing:
+                table.add_row("", f"[red]missing: {', '.join(missing)}[/red]", "", "", "", "")
+            table.add_section()
+        out.print(table)
+    if doc["profile"] is None:
+        out.print("no compacted profile yet (it is written when a session closes)")
+    else:
+        out.print("\n".join(_profile_lines(doc["profile"])))

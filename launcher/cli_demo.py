@@ -1,0 +1,196 @@
+"""``coach demo``: a real multi-turn coaching session on the embedded local model (no GPU, no vLLM).
+
+Starts llama.cpp's ``llama-server`` serving SmolLM2-135M-Instruct (``launcher.embedded``) on a free
+loopback port, the proxy (upstream = that server, ``/v1/chat/completions`` or, with ``--upstream-kind
+anthropic``, ``/v1/messages`` passed through) and the MCP HTTP server in-process on free loopback
+ports, then replays the example transcript (``examples/annomi_24.csv``: real client utterances of a
+public-domain AnnoMI transcript, two sessions) with ``coach replay``'s engine: six real Claude Code
+agents per turn, every specialist writing one schema-valid entry through its MCP tool.
+
+The model is tiny, so the chain is held by the proxy's per-agent policies generated from the agent
+files (``launcher.policies``): the output tool is forced on each agent's first model call (llama-server
+ignores a *named* tool choice, so the pool sets ``forced_tool_prefill``: only that tool, "required",
+and an assistant ``<tool_call>`` prefill), ``max_tokens`` is capped, and the turn ends after the write.
+It proves the wiring, not coaching quality. CPU inference is slow, so every agent deadline is
+multiplied by ``--deadline-scale``.
+
+Everything started is stopped on exit, Ctrl-C and failure (llama-server's process group, the agent
+processes, both servers); the blackboard stays in ``[data] dir`` and opens cleanly afterwards
+(``coach board show --user annomi-24``). Exit codes: 0 done, 1 the embedded model failed to start,
+2 not installed or bad input, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import typer
+
+__all__ = ["EXAMPLE", "demo_cmd", "embedded_runtime_config", "scaled_agents"]
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "annomi_24.csv"
+
+
+def embedded_runtime_config(config: Any, base_url: str, kind: Literal["openai", "anthropic"]) -> Any:
+    """``config`` (a ``CoachConfig``) with its proxy pointed at the embedded server at ``base_url``: one
+    pool ``default`` serving every model name, ``forced_tool_prefill`` set (see the module docstring),
+    ``context_window`` = one llama-server slot. Agent policies written in ``[proxy.agents]`` still win."""
+    from launcher.embedded import FORCED_TOOL_CALL_PREFILL
+    from proxy.config import ModelPool
+
+    pool = ModelPool(
+        name="default", replicas=[base_url], kind=kind, forced_tool_prefill=FORCED_TOOL_CALL_PREFILL,
+        context_window=config.embedded.ctx_per_slot, chat_template_kwargs=False,
+    )
+    proxy = config.proxy.model_copy(update={"models": [pool], "default_model": "default"})
+    return config.model_copy(update={"proxy": proxy})
+
+
+def scaled_agents(current: Any, scale: float) -> Any:
+    """A callable returning ``current()``'s agent specs with ``deadline_s`` multiplied by ``scale``
+    (re-read every turn, so hot reload still works)."""
+
+    def agents() -> dict[str, Any]:
+        specs = current()
+        if scale == 1.0:
+            return dict(specs)
+        return {n: s.model_copy(update={"deadline_s": float(s.deadline_s) * scale}) for n, s in specs.items()}
+
+    return agents
+
+
+def demo_cmd(
+    file: Annotated[Path, typer.Option("--file", help="transcript to replay (default: the AnnoMI example)")] = EXAMPLE,
+    user: Annotated[str, typer.Option("--user", "-u", help="user id on the blackboard")] = "annomi-24",
+    turns_per_session: Annotated[
+        int, typer.Option("--turns-per-session", min=1, help="utterances played per session (CPU is slow)")
+    ] = 2,
+    upstream_kind: Annotated[
+        str, typer.Option("--upstream-kind", help="openai (/v1/chat/completions) or anthropic (/v1/messages)")
+    ] = "openai",
+    deadline_scale: Annotated[
+        float, typer.Option("--deadline-scale", min=1.0, help="multiply every agent deadline (CPU inference)")
+    ] = 8.0,
+    out: Annotated[Path | None, typer.Option("--out", help="also write the turns as JSON lines here")] = None,
+    config_path: Annotated[Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")] = None,
+) -> None:
+    """Run a real multi-turn session on the embedded model: six agents, proxy, MCP, blackboard."""
+    import anyio
+    from rich.console import Console
+
+    from launcher._replay import run_tag
+    from launcher.agents import AgentSpecError
+    from launcher.cli_replay import _check_user, _load_config, load_transcript, run_replay
+    from launcher.embedded import EmbeddedError, EmbeddedModelServer, find_llama_server, find_model
+    from launcher.errors import LauncherError
+    from launcher.transcripts import TranscriptError
+
+    if upstream_kind not in ("openai", "anthropic"):
+        typer.echo(f"error: --upstream-kind must be openai or anthropic, got {upstream_kind!r}", err=True)
+        raise typer.Exit(2)
+    kind: Literal["openai", "anthropic"] = "anthropic" if upstream_kind == "anthropic" else "openai"
+    _check_user(user)
+    console = Console(highlight=False, soft_wrap=True)
+    try:
+        transcript = load_transcript(file)
+        binary, model = find_llama_server(), find_model()
+    except TranscriptError as exc:
+        console.print(f"error ({exc.code}): {exc}")
+        raise typer.Exit(2) from None
+    except EmbeddedError as exc:
+        console.print(f"error ({exc.code}): {exc}")
+        raise typer.Exit(2) from None
+    config = _load_config(config_path)
+    prefix = run_tag()
+    data_dir = Path(config.data.dir).resolve()
+    console.rule("[bold]coachboard demo")
+    console.print(
+        "Six real Claude Code agents per turn, on a 135M-parameter model running on this CPU "
+        f"([cyan]{model.name}[/cyan] via {binary.name}). The tiny model proves the wiring "
+        "(real tokens, real tool calls, MCP writes validated on the blackboard, Shadow before Pineal), "
+        "not coaching quality.\n"
+        f"Input: {len(transcript.utterances)} real client utterances of AnnoMI transcript {transcript.id} "
+        f"({file.name}); playing the first {turns_per_session} of each of its {len(transcript.sessions)} "
+        f"sessions as user [bold]{user}[/bold]. Proxy upstream kind: {kind}."
+    )
+    t_start = time.monotonic()
+    sink = out.open("w", encoding="utf-8") if out is not None else None
+
+    def show_turn(turn: Any) -> None:
+        from launcher.cli_run import _timeline
+
+        r = turn.result
+        console.rule(f"session {turn.session} ({turn.session_id}) turn {turn.turn}: {r.turn_id}, {turn.wall_s:.0f} s")
+        console.print(f"[bold]Coach[/bold] ({_secs(r.coach_reply_s)}{', fallback' if r.coach_fallback else ''}):",
+                      r.coach_reply)
+        label = f"Synthesis ({r.synthesis_source}, {_secs(r.synthesis_s)})"
+        console.print(f"[bold]{label}:[/bold]", r.synthesis or "(none)")
+        console.print(_timeline(r))
+
+    async def main() -> list[Any]:
+        from rich.markup import escape
+
+        from launcher._runtime import coach_runtime
+        from launcher._screen import SafetyScreen
+        from launcher.supervisor import Supervisor
+
+        emb = config.embedded
+        server = EmbeddedModelServer(emb, log_path=data_dir.parent / "llama-server.log",
+                                     progress=lambda m: console.print(f"    [dim]model server:[/dim] {escape(m)}"))
+        console.print(f"[bold]1/3[/bold] starting the embedded model server ({emb.parallel} slots, "
+                      f"{emb.threads} threads)")
+        async with server:
+            console.print("[bold]2/3[/bold] starting the proxy and the MCP HTTP server on free loopback ports")
+            rt_config = embedded_runtime_config(config, server.base_url, kind)
+            async with coach_runtime(rt_config) as rt:
+                console.print(f"    proxy {rt.urls.proxy_url} -> {server.base_url} ({kind}); MCP {rt.urls.mcp_url}; "
+                              f"blackboard {data_dir}")
+                sup = Supervisor(rt.board, rt.runner, scaled_agents(rt.registry.current, deadline_scale),
+                                 screen=SafetyScreen(config.safety), directory=rt.supervisor.directory)
+                console.print(f"[bold]3/3[/bold] replaying (agent deadlines x{deadline_scale:g} for CPU inference)")
+                return await run_replay(dataclasses.replace(rt, supervisor=sup), transcript, user=user,
+                                        prefix=prefix, console=console, sink=sink,
+                                        turns_per_session=turns_per_session, on_turn=show_turn)
+
+    try:
+        turns = anyio.run(main)
+    except KeyboardInterrupt:
+        console.print("\n[yellow]interrupted[/yellow]: the running turn was cancelled; the model server, the "
+                      "agent processes and both servers were stopped. The blackboard keeps every finished turn: "
+                      f"coach board show --user {user}")
+        raise typer.Exit(130) from None
+    except EmbeddedError as exc:
+        console.print(f"error ({exc.code}): {exc}")
+        raise typer.Exit(1) from None
+    except (AgentSpecError, LauncherError) as exc:
+        console.print(f"error: {exc}")
+        raise typer.Exit(2) from None
+    finally:
+        if sink is not None:
+            sink.close()
+    _epilogue(console, turns, user, data_dir, time.monotonic() - t_start)
+
+
+def _secs(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f} s"
+
+
+def _epilogue(console: Any, turns: list[Any], user: str, data_dir: Path, elapsed: float) -> None:
+    complete = sum(1 for t in turns if not t.result.degraded)
+    model_synth = sum(1 for t in turns if t.result.synthesis_source in ("model", "repaired"))
+    sessions = sorted({t.session_id for t in turns})
+    console.rule("[bold]done")
+    console.print(
+        f"{len(turns)} turns over {len(sessions)} sessions in {elapsed:.0f} s: {complete} complete, "
+        f"{model_synth} synthesised by Pineal (the rest by the deterministic fallback).\n"
+        f"The blackboard lives in [bold]{data_dir / 'blackboard.sqlite3'}[/bold] (SQLite; [data] dir).\n"
+        f"Inspect it:  coach board show --user {user}            (every turn's entries and the profile)\n"
+        f"             coach board show --user {user} --session {sessions[0] if sessions else '<S>'} --json"
+    )
+    if data_dir != Path(".coachboard/data").resolve():
+        console.print(f"             (add COACH_DATA_DIR={data_dir} if you ran the demo with another config)")
+    sys.stdout.flush()

@@ -1,0 +1,183 @@
+"""``coach replay FILE [--transcript-id ID | --dialog N | --patient P] [--user U] [--out FILE.jsonl]``.
+
+Plays the user side of a real transcript through the six-agent pipeline, one turn per user utterance,
+in the three formats of ``launcher.transcripts`` (AnnoMI CSV by ``--transcript-id``, ESConv JSONL by
+``--dialog`` index, UIC CSV or folder by ``--patient``, each goal cycle a session). Each session of the
+transcript is a blackboard session ``{prefix}-s{n}``, closed (compacted into the profile) after its
+last turn. Writes one JSON line per turn, exactly the ``coach run --json`` document
+(``TurnResult.to_json()``), to ``--out`` or stdout; the progress bar and notes go to stderr.
+Exit codes: 0 done (turns may be degraded), 2 bad input or configuration, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Annotated, Any
+
+import typer
+
+__all__ = ["load_transcript", "replay_cmd", "turn_line"]
+
+
+def turn_line(result: Any) -> str:
+    """One JSON line: the ``coach run --json`` document of ``result`` (a ``TurnResult``), compact."""
+    return json.dumps(result.to_json(), ensure_ascii=False)
+
+
+def load_transcript(
+    path: Path, *, transcript_id: str | None = None, dialog: int | None = None, patient: str | None = None
+) -> Any:
+    """Read the transcript addressed by the option that fits the file's format.
+
+    Raises ``launcher.transcripts.TranscriptError`` (code ``bad_format`` when an option does not fit
+    the format, ``unknown_id`` listing the ids that exist, ``not_found``, ``empty``).
+    """
+    from launcher.transcripts import TranscriptError, detect_source, read_annomi, read_esconv, read_uic
+
+    given = {k: v for k, v in (("--transcript-id", transcript_id), ("--dialog", dialog), ("--patient", patient))
+             if v is not None}
+    if len(given) > 1:
+        raise TranscriptError("bad_format", f"give at most one of {', '.join(given)}")
+    source = detect_source(path)
+    wants = {"annomi": "--transcript-id", "esconv": "--dialog", "uic": "--patient"}[source]
+    if given and wants not in given:
+        raise TranscriptError(
+            "bad_format", f"{path} is a {source} file: address it with {wants}, not {next(iter(given))}"
+        )
+    if source == "annomi":
+        return read_annomi(path, transcript_id)
+    if source == "esconv":
+        if dialog is None:
+            raise TranscriptError("unknown_id", f"{path} is an ESConv file: give --dialog N (0-based line index)")
+        return read_esconv(path, dialog)
+    return read_uic(path, patient)
+
+
+def _load_config(config_path: Path | None) -> Any:
+    from launcher.config import ConfigError, load_config
+
+    try:
+        return load_config(config_path)
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _check_user(user: str) -> None:
+    from blackboard import InvalidKeyError, profile_key
+
+    try:
+        profile_key(user)
+    except InvalidKeyError as exc:
+        typer.echo(f"error: --user: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def summary_line(turn: Any) -> str:
+    """A short stderr note for a replayed turn (no user text)."""
+    r = turn.result
+    state = f"degraded (missing {', '.join(r.missing)})" if r.degraded else "complete"
+    return (f"session {turn.session} turn {turn.turn} ({turn.session_id}/{r.turn_id}): synthesis "
+            f"{r.synthesis_source}, {state}, {turn.wall_s:.1f} s")
+
+
+def replay_cmd(
+    file: Annotated[Path, typer.Argument(help="AnnoMI .csv, ESConv .jsonl, or UIC patient<N>.csv / folder")],
+    transcript_id: Annotated[str | None, typer.Option("--transcript-id", help="AnnoMI transcript id")] = None,
+    dialog: Annotated[int | None, typer.Option("--dialog", help="ESConv dialog (0-based line index)")] = None,
+    patient: Annotated[str | None, typer.Option("--patient", help="UIC patient number")] = None,
+    user: Annotated[str | None, typer.Option("--user", "-u", help="user id (default: {source}-{id})")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="write the JSON lines here (default stdout)")] = None,
+    turns_per_session: Annotated[
+        int | None, typer.Option("--turns-per-session", min=1, help="play at most N utterances per session")
+    ] = None,
+    prefix: Annotated[str | None, typer.Option("--session-prefix", help="session ids {prefix}-s{n}")] = None,
+    config_path: Annotated[Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")] = None,
+    proxy_url: Annotated[str | None, typer.Option("--proxy-url", help="use a running proxy")] = None,
+    mcp_url: Annotated[str | None, typer.Option("--mcp-url", help="use a running MCP HTTP server")] = None,
+) -> None:
+    """Play the user side of a real transcript through the pipeline; one JSON line per turn."""
+    import anyio
+    from rich.console import Console
+
+    from launcher._replay import default_user, run_tag
+    from launcher.agents import AgentSpecError
+    from launcher.errors import LauncherError
+    from launcher.transcripts import TranscriptError
+
+    try:
+        transcript = load_transcript(file, transcript_id=transcript_id, dialog=dialog, patient=patient)
+    except TranscriptError as exc:
+        typer.echo(f"error ({exc.code}): {exc}", err=True)
+        raise typer.Exit(2) from None
+    user = user or default_user(transcript)
+    _check_user(user)
+    prefix = prefix or run_tag()
+    _check_user(f"{prefix}-s1")
+    config = _load_config(config_path)
+    err = Console(file=sys.stderr, highlight=False)
+
+    async def main(sink: IO[str]) -> None:
+        from launcher._runtime import coach_runtime
+
+        err.print(f"replaying {transcript.source} {transcript.id}: {len(transcript.sessions)} sessions, "
+                  f"{len(transcript.utterances)} user turns, as user {user} (sessions {prefix}-s1..)")
+        async with coach_runtime(config, proxy_url=proxy_url, mcp_url=mcp_url) as rt:
+            await run_replay(rt, transcript, user=user, prefix=prefix, console=err, sink=sink,
+                             turns_per_session=turns_per_session)
+
+    try:
+        if out is None:
+            anyio.run(main, sys.stdout)
+        else:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with out.open("w", encoding="utf-8") as sink:
+                anyio.run(main, sink)
+    except KeyboardInterrupt:
+        err.print("interrupted: the running turn was cancelled and every agent process stopped")
+        raise typer.Exit(130) from None
+    except (AgentSpecError, LauncherError) as exc:
+        err.print(f"error: {exc}")
+        raise typer.Exit(2) from None
+    if out is not None:
+        err.print(f"turns written to {out}")
+
+
+async def run_replay(
+    rt: Any,
+    transcript: Any,
+    *,
+    user: str,
+    prefix: str,
+    console: Any,
+    sink: IO[str] | None,
+    turns_per_session: int | None = None,
+    on_turn: Callable[[Any], None] | None = None,
+    on_coach_reply: Callable[[str], None] | None = None,
+) -> list[Any]:
+    """Replay on a started runtime (``launcher._runtime.Runtime``): JSON lines to ``sink`` (if any),
+    a note per turn and per closed session on ``console``. Returns the ``ReplayedTurn`` list."""
+    from launcher._replay import replay_transcript
+
+    def turn_done(turn: Any) -> None:
+        if sink is not None:
+            sink.write(turn_line(turn.result) + "\n")
+            sink.flush()
+        if on_turn is not None:
+            on_turn(turn)
+        else:
+            console.print(summary_line(turn))
+
+    def closed(res: Any) -> None:
+        merged = ", ".join(res.merged) or "nothing"
+        console.print(f"session {res.session} closed ({res.turns} turns): merged {merged} into the profile "
+                      f"(v{res.profile_version})")
+
+    return await replay_transcript(
+        rt.supervisor, transcript, user=user, prefix=prefix, console=console,
+        turns_per_session=turns_per_session, runner=rt.runner, on_turn=turn_done, on_close=closed,
+        on_coach_reply=on_coach_reply,
+    )
