@@ -27,7 +27,13 @@ import pytest
 from blackboard import AGENT_OUTPUT_SCHEMAS
 from launcher.cli_demo import embedded_runtime_config, scaled_agents
 from launcher.config import CoachConfig, DataConfig
-from launcher.embedded import EmbeddedConfig, EmbeddedError, EmbeddedModelServer, find_llama_server, find_model
+from launcher.embedded import (
+    EmbeddedConfig,
+    EmbeddedError,
+    EmbeddedModelServer,
+    find_llama_server,
+    find_model,
+)
 
 pytestmark = [pytest.mark.embedded, pytest.mark.e2e, pytest.mark.timeout(1500)]
 
