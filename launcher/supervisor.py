@@ -328,6 +328,8 @@ class Supervisor:
                     reply_ready.set()  # no reply written: the deliverer shows the fallback reply
                 self.directory.disarm(user, session, turn, name)
 
+        if "coach" not in launch and "reply" not in delivered:
+            deliver(FALLBACK_COACH_REPLY, fallback=True)  # no Coach agent file: the fallback reply at once
         async with anyio.create_task_group() as tg:
             if "coach" in launch:
                 tg.start_soon(deliver_coach_reply)

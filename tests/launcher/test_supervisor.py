@@ -327,3 +327,12 @@ async def test_sequential_mode_runs_one_agent_at_a_time(board: Blackboard) -> No
     for i in range(0, len(ev), 2):  # start, wrote, start, wrote, ...
         assert ev[i][1] == "start" and ev[i + 1] == (ev[i][0], "wrote")
     assert [a for a, w in ev if w == "start"] == ["coach", "shadow", "persona", "plasticity", "stability", "pineal"]
+
+
+async def test_without_a_coach_file_the_fallback_reply_is_shown_at_once(board: Blackboard) -> None:
+    s = specs()
+    del s["coach"]
+    got: list[str] = []
+    res = await Supervisor(board, FakeRunner(board), lambda: s, screen=fake_screen).run_turn(
+        "u1", "s1", "hello", on_coach_reply=got.append)
+    assert got == [FALLBACK_COACH_REPLY] and res.coach_fallback and res.synthesis_source == "model"
