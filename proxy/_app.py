@@ -182,7 +182,16 @@ async def messages(request: Request) -> Response:
                       builder=builder, feed=feed, record=record, t0=t0)
     run.start()
     if not p.stream:
-        events, err = await run.collect()
+        collect = asyncio.create_task(run.collect())
+        watch = asyncio.create_task(_cancel_on_disconnect(request, collect))
+        try:
+            events, err = await collect
+        except asyncio.CancelledError:
+            if watch.done():  # the client left: the upstream call is already cancelled
+                return Response(status_code=499)
+            raise
+        finally:
+            watch.cancel()
         if err is not None:
             return _error(err)
         return JSONResponse(accumulate(events), headers={"request-id": record.id})
@@ -193,6 +202,14 @@ async def messages(request: Request) -> Response:
         return _error(first[1])
     return StreamingResponse(run.sse(first, state.config.ping_interval_s), media_type="text/event-stream",
                              headers={**SSE_HEADERS, "request-id": record.id})
+
+
+async def _cancel_on_disconnect(request: Request, task: asyncio.Task[Any]) -> None:
+    """Cancel ``task`` when the client disconnects (the request body has been read already, so the next
+    ASGI message is the disconnect)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    task.cancel()
 
 
 async def count_tokens_route(request: Request) -> Response:

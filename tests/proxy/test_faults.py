@@ -194,3 +194,20 @@ async def test_client_disconnect_cancels_upstream() -> None:
         state = app.state.proxy
         assert state.router.all_replicas()[0].outstanding == 0
         assert state.meter.requests[("", "qwen3", "cancelled")] == 1
+
+
+async def test_client_disconnect_cancels_upstream_non_streaming() -> None:
+    import anyio
+    import httpx
+
+    from proxy import create_app
+    from testsupport import ThreadedServer
+
+    up = FakeUpstream(lambda b: Sse(text_chunks("|".join(["w"] * 200)), gap_s=0.05))
+    app = create_app(make_config(), transport=up.transport, health_checks=False)
+    with ThreadedServer(app) as srv:
+        async with httpx.AsyncClient(base_url=srv.base_url, timeout=httpx.Timeout(10, read=0.5)) as c:
+            with pytest.raises(httpx.ReadTimeout):
+                await c.post("/v1/messages", json=msg_body())
+        assert await anyio.to_thread.run_sync(up.closed.wait, 5.0)
+        assert app.state.proxy.router.all_replicas()[0].outstanding == 0
