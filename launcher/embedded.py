@@ -28,6 +28,10 @@ The grammar enforces types, required keys, enums, integer bounds, string length 
 and array sizes, but not ``number`` minimum/maximum or pydantic validators; long string limits invite
 the model to fill them up to ``max_tokens`` (HTTP 200 with stop_reason ``max_tokens`` and ``input: {}``).
 
+Clients should not reuse connections: a request sent on a kept-alive connection right after a streamed
+response is sometimes dropped (httpx ``RemoteProtocolError: Server disconnected without sending a
+response``); ``httpx.Limits(max_keepalive_connections=0)`` avoids it (loopback connects are cheap).
+
 A prompt longer than ``ctx_per_slot`` is refused on both endpoints with HTTP 400 and an OpenAI-shaped
 error ``{"error": {"type": "exceed_context_size_error", "n_prompt_tokens": N, "n_ctx": M, ...}}``.
 
