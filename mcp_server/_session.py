@@ -54,6 +54,7 @@ from mcp_server.errors import McpConfigError
 
 __all__ = [
     "DEFAULT_SESSION",
+    "ENV_REPO_ROOT",
     "ENV_SESSION_MODE",
     "PARENT_SESSION_ENV_PREFIXES",
     "SessionTurns",

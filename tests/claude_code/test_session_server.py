@@ -204,3 +204,26 @@ def test_plugin_server_reads_the_repositorys_agents_when_the_project_has_none(
     (project / "agents").mkdir()  # the project's own folder wins when it exists
     assert Path(_with_agents_dir(config, str(repo)).agents.dir) == Path("agents")
     assert _with_agents_dir(config, None) is config
+
+
+async def test_hosted_pipeline_start_failure_is_a_tool_error_and_the_server_stays_up(tmp_path: Path) -> None:
+    from launcher.config import CoachConfig
+    from mcp_server._pipeline_tool import HostedPipeline
+
+    config = CoachConfig.model_validate({"data": {"dir": str(tmp_path / "data")}, "agents": {"dir": str(tmp_path / "none")}})
+    board = Blackboard(tmp_path / "data")
+    try:
+        pipeline = HostedPipeline(config)
+        server, _ = build_session_server(board, session_identity({}, user=USER, session=SESSION), pipeline,
+                                         lifespan=pipeline.lifespan)
+        async with Client(server) as client:
+            assert pipeline._tg is not None, "the server's lifespan hosts the pipeline"
+            for _ in range(2):  # a failed start leaves no half-started runtime behind
+                result = await client.call_tool("coach_turn", {"message": "hello"})
+                assert result.is_error
+                data = _data(result)
+                assert data["error"] == "pipeline_failed" and "AgentSpecError" in data["message"]
+            ok = await client.call_tool("write_persona", payload_for("persona"))
+            assert not ok.is_error
+    finally:
+        board.close()
