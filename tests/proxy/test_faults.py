@@ -174,6 +174,7 @@ async def test_error_chunk_mid_stream_becomes_error_event() -> None:
     assert check_events(events) == [] and events[-1]["type"] == "error"
 
 
+@pytest.mark.e2e
 async def test_client_disconnect_cancels_upstream() -> None:
     """Through a real uvicorn server: the client goes away while the upstream is still generating."""
     import anyio
@@ -196,6 +197,7 @@ async def test_client_disconnect_cancels_upstream() -> None:
         assert state.meter.requests[("", "qwen3", "cancelled")] == 1
 
 
+@pytest.mark.e2e
 async def test_client_disconnect_cancels_upstream_non_streaming() -> None:
     import anyio
     import httpx

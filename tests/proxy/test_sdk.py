@@ -1,5 +1,5 @@
 """The official ``anthropic`` SDK as the client, through the proxy, in front of the scripted
-OpenAI-compatible upstream of ``testsupport`` (a real uvicorn server on a loopback port)."""
+OpenAI-compatible upstream of ``testsupport`` — all in process (ASGI transports on both hops)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
+import httpx
 import httpx2
 import pytest
 
@@ -21,19 +22,17 @@ HEADERS = {"x-coach-agent": "coach", "x-coach-session": "sdk-1"}
 
 
 @pytest.fixture
-def upstream() -> Any:
-    up = ScriptedUpstream({"coach": [
+def upstream() -> ScriptedUpstream:
+    return ScriptedUpstream({"coach": [
         Reply("Checking.", (ToolCall("get_weather", {"city": "Lisbon"}),)),
         Text("It is sunny in Lisbon."),
     ]})
-    with up:
-        yield up
 
 
 @pytest.fixture
 async def client(upstream: ScriptedUpstream) -> AsyncIterator[anthropic.AsyncAnthropic]:
-    cfg = ProxyConfig(api_key="proxy-key", models=[ModelPool(name="qwen3", aliases=["claude-*"], replicas=[upstream.base_url])])
-    app = create_app(cfg, health_checks=False)
+    cfg = ProxyConfig(api_key="proxy-key", models=[ModelPool(name="qwen3", aliases=["claude-*"], replicas=["http://upstream"])])
+    app = create_app(cfg, transport=httpx.ASGITransport(app=upstream.app), health_checks=False)
     # the anthropic SDK (2.x) speaks through httpx2, so its in-process transport comes from there
     http = httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://proxy")
     async with anthropic.AsyncAnthropic(base_url="http://proxy", api_key="proxy-key", http_client=http,
