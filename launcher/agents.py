@@ -63,6 +63,15 @@ READ_TOOLS: tuple[str, ...] = (
     "collect_turn",
 )
 KNOWN_TOOLS: frozenset[str] = frozenset(_PREFIX + t for t in (*WRITE_TOOLS.values(), *READ_TOOLS))
+#: The same tools when the repository is loaded as a Claude Code plugin: Claude Code names a plugin's
+#: server ``plugin_<plugin>_<server>``. Agent files list both names so their ``tools:`` resolve as
+#: project subagents and in the plugin (unresolved names are ignored by Claude Code).
+PLUGIN_PREFIX = f"mcp__plugin_{MCP_SERVER}_{MCP_SERVER}__"
+
+
+def canonical_tool(tool: str) -> str:
+    """``mcp__plugin_coachboard_coachboard__X`` -> ``mcp__coachboard__X``; other names unchanged."""
+    return _PREFIX + tool.removeprefix(PLUGIN_PREFIX) if tool.startswith(PLUGIN_PREFIX) else tool
 EXPECTED_STAGE: dict[str, str] = {
     "coach": "early_reply", "pineal": "synthesis",
     "shadow": "specialist", "persona": "specialist", "plasticity": "specialist", "stability": "specialist",
@@ -192,7 +201,7 @@ def _semantic_problems(spec: AgentSpec, parsed: ParsedFile) -> list[AgentProblem
             )
         )
     for tool in spec.tools:
-        if tool not in KNOWN_TOOLS:
+        if canonical_tool(tool) not in KNOWN_TOOLS:
             out.append(
                 AgentProblem(
                     f,
@@ -204,7 +213,7 @@ def _semantic_problems(spec: AgentSpec, parsed: ParsedFile) -> list[AgentProblem
             )
     others = {_PREFIX + w for n, w in WRITE_TOOLS.items() if n != spec.name}
     for tool in spec.tools:
-        if tool in others:
+        if canonical_tool(tool) in others:
             out.append(
                 AgentProblem(
                     f,

@@ -8,7 +8,7 @@ import pytest
 from mcp import Client
 
 from blackboard import Blackboard
-from launcher.agents import KNOWN_TOOLS, MCP_SERVER, WRITE_TOOLS, load_agents
+from launcher.agents import KNOWN_TOOLS, MCP_SERVER, WRITE_TOOLS, canonical_tool, load_agents
 from mcp_server import SERVER_NAME, WRITE_TOOL_NAMES, HeaderScope, build_server
 
 REPO = Path(__file__).resolve().parents[2]
@@ -29,5 +29,5 @@ async def test_every_agent_tool_is_served(tmp_path: Path) -> None:
         board.close()
     assert served == set(KNOWN_TOOLS)
     for spec in load_agents(REPO / "agents").values():
-        assert set(spec.tools) <= served
+        assert {canonical_tool(t) for t in spec.tools} <= served
         assert spec.output_tool in served
