@@ -1,220 +1,519 @@
-"""Turn benchmark: one coaching turn through the six real agents, under the latency models of DESIGN.md.
+"""Turn benchmark: one coaching turn through the six agents, under each latency model of DESIGN.md.
 
-Everything is real except the model: the shipped agent files, real ``claude`` processes
-(claude-agent-sdk), the proxy and the streamable-HTTP MCP server in-process, SQLite; the scripted
-upstream (testsupport, OpenAI protocol like vLLM) plays each agent's write under a latency model. The
-latency models are ASSUMPTIONS (DESIGN.md, "Latency models for benchmarks"); every figure is printed
-with the model it used. Agent output sizes (assumption, stated): Coach ~80 tokens, specialists ~300,
-Pineal ~400. Thinking tokens of the seed's way are not simulated (its prompt size and extra calls are).
+Everything is real except the model: the supervisor, real ``claude`` processes (claude-agent-sdk), the
+proxy and the streamable-HTTP MCP server (in this process), SQLite; the model is the scripted upstream
+(``testsupport.ScriptedUpstream`` on a loopback port, in its own thread and event loop) playing a named
+latency model at time_scale 1 (assumptions from DESIGN.md, not measurements of any GPU). Scripts write schema-valid outputs of realistic lengths
+(token counts printed). The proxy talks OpenAI ``/v1/chat/completions`` to it, as it would to vLLM.
 
-Per latency model, three sessions of two turns each (turn 1 starts cold processes, turn 2 is warm):
+Per latency model, one run of each:
 
-* parallel (ours): ``coach_first_token_s`` and ``synthesis_s`` of the warm turn; ``overhead_s`` = the
-  warm turn's time to synthesis minus its critical path of model time (max over Coach and specialists
-  of their model-call time, plus Pineal's), from the upstream's request log; ``warm_vs_cold`` = cold
-  turn's time to synthesis / warm turn's;
-* sequential: the same agents one after another (``SupervisorSettings(sequential=True)``);
-  ``speedup_vs_sequential`` = sequential warm synthesis time / parallel warm synthesis time;
-* the seed's way: Claude Code's default system prompt and built-in tools, thinking on, no forced output
-  tool (no proxy force/stop policy): ``seed_way_synthesis_s`` of its warm turn.
+  ours, cold        turn 1 of a new session: six cold Claude Code processes (our prompts, forced tool)
+  ours, warm        turn 2 of that session: warm processes (persistent ClaudeSDKClient)
+  ours, sequential  turn 3 of that session, warm, but the six agents run one after another
+                    (``SupervisorSettings(sequential=True)``): the "no parallel dispatch" baseline
+  seed's way        turn 1 of a new session with Claude Code's default system prompt and tools (the
+                    agent prompt appended), thinking on, no forced output tool and no local stop after
+                    the write (so each agent makes a second model call), cold processes
 
-The last line is exactly::
+Figures (seconds since the turn started, wall clock):
 
-    model=qwen3-30b-a3b@2x4090 coach_first_token_s=X synthesis_s=X overhead_s=X speedup_vs_sequential=X warm_vs_cold=X seed_way_synthesis_s=X
+  coach_first_token_s  the Coach's first streamed token (AgentStatus.first_token_s), cold turn
+  synthesis_s          the synthesis delivered (TurnResult.synthesis_s), cold turn
+  overhead_s           synthesis_s minus the critical path of model time, cold turn. Critical path =
+                       max over Coach + the four specialists of the sum of their model-call durations
+                       at the upstream (arrival to last byte, so concurrency slow-down counts as model
+                       time), plus Pineal's (the sequential turn: the sum over all agents). Overhead =
+                       processes, MCP, proxy, sequencer, supervisor, and this machine's CPU contention.
+  speedup_vs_sequential  sequential synthesis_s / warm parallel synthesis_s
+  warm_vs_cold         cold synthesis_s / warm synthesis_s (how much faster a warm turn is)
+  seed_way_synthesis_s synthesis_s of the seed's way (cold, like our cold turn)
 
-Usage: ``.venv/bin/python bench/turn.py [--models qwen3-235b-a22b@a40,qwen3-30b-a3b@2x4090]
-[--time-scale 1.0]`` (a smaller time scale only checks the plumbing: figures are real seconds).
+Assumptions for the seed's way (stated in the output): thinking tokens per model call are scripted as a
+``<think>`` preamble (Qwen3 style; the proxy turns it into a thinking block): Coach 250, specialists
+500, Pineal 600, and 40 on the second call. Our proxy strips Claude Code's per-request billing header,
+so even the seed's way gets prefix-cache hits here (the cached share is printed); the seed's own stack
+did not, so its real figures were worse than this replay.
+
+Deadlines are raised to 600 s (this measures speed, not deadlines). The last line is exactly
+``model=qwen3-30b-a3b@2x4090 coach_first_token_s=X synthesis_s=X overhead_s=X speedup_vs_sequential=X
+warm_vs_cold=X seed_way_synthesis_s=X`` (the figures of that latency model).
+
+Usage: .venv/bin/python bench/turn.py [--models NAME ...] [--time-scale 1.0] [--skip-seed]
+       [--skip-sequential] [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
+import os
+import secrets
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+# bench/blackboard.py and bench/proxy.py would shadow the packages of the same names: the repo root first.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "bench"]
+sys.path.insert(0, str(ROOT))
 
-from blackboard import Blackboard  # noqa: E402
-from launcher._agent_runner import ClaudeAgentRunner, RunnerConfig  # noqa: E402
-from launcher._turn_scope import TurnDirectory  # noqa: E402
-from launcher.agents import load_agents  # noqa: E402
-from launcher.stack import running_stack  # noqa: E402
-from launcher.supervisor import Supervisor, SupervisorSettings, TurnResult  # noqa: E402
-from proxy import ModelPool, ProxyConfig  # noqa: E402
-from testsupport.script import Step, Text, ToolCall  # noqa: E402
-from testsupport.upstream import ScriptedUpstream  # noqa: E402
+import anyio  # noqa: E402
+import anyio.to_thread  # noqa: E402
 
-BRIEF_MARKER = "The arbitrated brief for this turn (cite its sources with their versions):\n"
-DEFAULT_MODELS = ("qwen3-235b-a22b@a40", "qwen3-30b-a3b@2x4090")
-_SENTENCE = "The user keeps a steady plan when the first step is small and the cue is fixed in the day. "
+MODELS = ("qwen3-30b-a3b@2x4090", "qwen3-235b-a22b@a40")
+REPORT_MODEL = "qwen3-30b-a3b@2x4090"
+MODEL_PATHS = ("/v1/chat/completions", "/v1/messages")
+USER = "bench-user"
+MESSAGES = (
+    "I keep planning to run three times a week and then skipping it. Work has been intense and by "
+    "the evening I just collapse on the sofa. I feel like I'm letting myself down.",
+    "This week I managed one run, on Sunday morning, and it actually felt good. Weekdays are still "
+    "impossible though. Maybe I'm just not a morning person?",
+    "My sister suggested we run together on Saturdays. I like the idea but I'm worried I'll slow her down.",
+)
+
+# ----- realistic, schema-valid outputs (what each agent's model writes) ------------------------------
+
+_EV = [{"session": "s-prev", "turn": "t000002", "note": "said evenings are for running, skipped twice"},
+       {"session": "s-prev", "turn": "t000004", "note": "described collapsing after work again"}]
+PAYLOADS: dict[str, dict[str, Any]] = {
+    "coach": {"reply": (
+        "It sounds like running three times a week really matters to you, and it is frustrating when the plan "
+        "slips. You have already noticed the pattern, which is a real first step. What tends to happen on the "
+        "days you skip: is it time, energy, or something else competing for that slot? If we picked just one "
+        "run this week, which day would give it the best odds?")},
+    "shadow": {
+        "pattern_class": "insufficient_data",
+        "commitments": {"due": 2, "completed": 1, "sessions": 1},
+        "patterns": [
+            {"stated": "wants to run three evenings a week",
+             "revealed": "evenings go to recovering from work; the one completed run was on a weekend morning",
+             "hypothesis": "protecting rest after demanding workdays may compete with the evening plan",
+             "evidence": _EV},
+            {"stated": "says consistency is the main goal",
+             "revealed": "plans are ambitious (three runs) while recent weeks held at most one",
+             "hypothesis": "the plan's size, not the wish to run, may be what keeps breaking",
+             "evidence": _EV},
+        ],
+        "follow_through": {"features": {"has_if_then_plan": False, "change_talk_share": 0.6,
+                                        "sustain_talk": True, "goal_growth": False}},
+        "summary": ("Two sessions of evidence only, so no pattern class yet. Stated goal (three evening runs) "
+                    "and revealed priority (rest after work) diverge; weekend mornings look more reliable."),
+    },
+    "persona": {
+        "traits": {
+            "openness": {"score": 58, "confidence": 0.3, "evidence_count": 2},
+            "conscientiousness": {"score": 52, "confidence": 0.35, "evidence_count": 3},
+            "extraversion": {"score": 47, "confidence": 0.25, "evidence_count": 2},
+            "agreeableness": {"score": 63, "confidence": 0.3, "evidence_count": 2},
+            "neuroticism": {"score": 55, "confidence": 0.3, "evidence_count": 3},
+        },
+        "goals": [{"description": "run three times a week", "mentions": 3},
+                  {"description": "feel less drained after work", "mentions": 2},
+                  {"description": "run with my sister on Saturdays", "mentions": 1}],
+        "follow_through": {"due": 2, "completed": 1},
+        "growth_areas": ["sizing plans to the week that is actually available",
+                         "self-talk after a missed session", "protecting energy on workdays"],
+        "readiness_stage": "preparation",
+        "summary": ("Moderate, low-confidence trait estimates from few observations. Clear, repeated running "
+                    "goal; follow-through not yet measurable (2 commitments due). Self-criticism after misses."),
+    },
+    "plasticity": {
+        "strategy": ("Reflect the effort and the frustration first, then shrink the plan: one anchored run at "
+                     "the most reliable time (weekend morning) before adding weekday runs. Evoke the user's "
+                     "own reasons; avoid prescribing a schedule."),
+        "tone": "warm, plain, unhurried",
+        "framing": "experiments to learn what fits, not tests to pass",
+        "do": ["reflect the feeling before any suggestion", "ask one open question at a time",
+               "offer a choice between two small options"],
+        "dont": ["stack several suggestions in one reply", "use words like should or failure",
+                 "assume mornings suit the user"],
+        "readiness_stage": "preparation",
+    },
+    "stability": {
+        "moves": [
+            {"id": "anchor-weekend-run", "description": "schedule one run on Saturday or Sunday morning",
+             "keywords": ["weekend run", "saturday run"], "severity": 2, "occurrence": 2,
+             "detection_difficulty": 2, "reversibility": 1, "rationale": "low effort, easy to undo"},
+            {"id": "buddy-run", "description": "run together with the sister on Saturdays",
+             "keywords": ["run with your sister"], "severity": 2, "occurrence": 3,
+             "detection_difficulty": 2, "reversibility": 1,
+             "rationale": "social support; mild risk of pace pressure, easy to adjust"},
+        ],
+        "summary": "Both candidate moves are low risk and reversible; nothing blocked this turn.",
+    },
+    "pineal": {
+        "text": (
+            "You have been carrying a plan of three evening runs through weeks that leave you drained, and it "
+            "makes sense that it keeps slipping; that says more about the plan's size than about you. Your one "
+            "run this week happened on a weekend morning and felt good, which is useful information.\n\n"
+            "A small experiment for the coming week: keep one anchored run on Saturday or Sunday morning and let "
+            "the weekday runs be optional extras rather than promises. If your sister's Saturday idea appeals, it "
+            "could be that anchor; agree beforehand that either of you can set the pace, so neither feels held "
+            "back.\n\nAfter the week, notice what made the run easier or harder: time of day, company, how "
+            "tired you were. We can build on whatever worked. Which of the two options feels more like you?"),
+        "citations": [{"agent": a, "version": 1} for a in ("shadow", "persona", "plasticity", "stability")],
+    },
+}
+WRITE_TOOL = {"shadow": "write_shadow", "persona": "write_persona", "plasticity": "write_plasticity",
+              "stability": "write_stability", "coach": "write_coach", "pineal": "write_synthesis"}
+THINK_TOKENS = {"coach": 250, "shadow": 500, "persona": 500, "plasticity": 500, "stability": 500, "pineal": 600}
+SECOND_CALL_THINK_TOKENS = 40
 
 
-def _text(tokens: int) -> str:
-    """About ``tokens`` tokens of prose (4 characters per token, the upstream's tokenizer)."""
-    n = max(1, tokens * 4 // len(_SENTENCE))
-    return (_SENTENCE * n).strip()[: tokens * 4]
+def _thinking(tokens: int) -> str:
+    """About ``tokens`` tokens of plausible reasoning text (4 characters per token, testsupport's rule)."""
+    base = ("The user wants consistency but the evidence shows evenings are consumed by recovery from work. "
+            "I should check the schema fields, keep confidence low with so few observations, and avoid "
+            "prescribing. ")
+    text = (base * (tokens * 4 // len(base) + 1))[: tokens * 4]
+    return f"<think>{text}</think>"
 
 
-def payloads() -> dict[str, dict[str, Any]]:
-    """Schema-valid outputs of the stated sizes."""
-    trait = {"score": 55, "confidence": 0.4, "evidence_count": 3}
-    return {
-        "coach": {"reply": _text(80)},
-        "shadow": {"pattern_class": "insufficient_data", "commitments": {"due": 1, "completed": 1, "sessions": 1},
-                   "summary": _text(280)[:1200]},
-        "persona": {"traits": dict.fromkeys(("openness", "conscientiousness", "extraversion", "agreeableness",
-                                             "neuroticism"), trait),
-                    "goals": [{"description": "walk after lunch", "mentions": 2}],
-                    "follow_through": {"due": 1, "completed": 1}, "summary": _text(260)[:1200]},
-        "plasticity": {"strategy": _text(280)[:1200], "tone": "warm", "framing": "small steps"},
-        "stability": {"moves": [{"id": "walk", "description": "a ten minute walk after lunch", "severity": 1,
-                                 "occurrence": 2, "detection_difficulty": 1, "reversibility": 1}],
-                      "summary": _text(260)[:1200]},
-    }
+def _text_of(message: dict[str, Any]) -> str:
+    c = message.get("content")
+    if isinstance(c, str):
+        return c
+    return "\n".join(str(b.get("text", "")) for b in c if isinstance(b, dict)) if isinstance(c, list) else ""
 
 
-def _messages_text(request: Any) -> str:
-    parts: list[str] = []
-    for m in request.messages:
-        c = m.get("content")
-        if isinstance(c, str):
-            parts.append(c)
-        elif isinstance(c, list):
-            parts.extend(str(b.get("text", "")) for b in c if isinstance(b, dict))
-    return "\n".join(parts)
+def _wrote(request: Any, tool: str) -> bool:
+    """True when the agent already called ``tool`` in this turn: after the latest user message naming
+    the turn (the supervisor's task tail says "(turn tNNNNNN)"; a warm conversation holds earlier turns)."""
+    msgs = request.messages
+    start = max((i for i, m in enumerate(msgs) if m.get("role") == "user" and "(turn t" in _text_of(m)), default=-1)
+    for m in msgs[start + 1:]:
+        if m.get("role") != "assistant":
+            continue
+        for c in m.get("tool_calls") or []:  # OpenAI shape (the proxy talks OpenAI to the upstream)
+            if str((c.get("function") or {}).get("name", "")).endswith("__" + tool):
+                return True
+        for b in m.get("content") if isinstance(m.get("content"), list) else []:  # Anthropic shape
+            if isinstance(b, dict) and b.get("type") == "tool_use" and str(b.get("name", "")).endswith("__" + tool):
+                return True
+    return False
 
 
-def _synthesis(request: Any) -> dict[str, Any]:
-    text = _messages_text(request)
-    i = text.rfind(BRIEF_MARKER)
-    brief = json.loads(text[i + len(BRIEF_MARKER):].split("\n", 1)[0]) if i >= 0 else {"sources": []}
-    cites = [{"agent": s["agent"], "key": s["key"], "version": s["version"]} for s in brief["sources"]]
-    return {"text": _text(400), "citations": cites}
+def scripts(seed_way: bool) -> dict[str, Callable[[Any], Any]]:
+    """Per-agent scripts (callables over the request, not step counts: in the seed's way Claude Code
+    adds a user-role environment note after the tool result, and makes a tool-less side call):
 
+    * a request advertising no tools (Claude Code's side calls, e.g. a session title): a short text;
+    * the agent's write not yet in the conversation: the write (after a thinking preamble, seed's way);
+    * otherwise: "Done." (after a short thinking preamble, seed's way).
+    """
+    from testsupport.script import Reply, Text, ToolCall
 
-def scripts() -> dict[str, Any]:
-    """Step 0 of every agent's turn writes its output; later steps answer a short text."""
-    data = payloads()
-    tools = {"coach": "write_coach", "shadow": "write_shadow", "persona": "write_persona",
-             "plasticity": "write_plasticity", "stability": "write_stability"}
+    def make(agent: str) -> Callable[[Any], Any]:
+        tool = WRITE_TOOL[agent]
+        call = ToolCall(tool, PAYLOADS[agent])
 
-    def make(agent: str) -> Any:
-        def script(request: Any) -> Step:
-            if request.step_index > 0:
-                return Text("Done.")
-            if agent == "pineal":
-                return ToolCall("write_synthesis", _synthesis(request))
-            return ToolCall(tools[agent], data[agent])
+        def script(request: Any) -> Any:
+            if not request.tool_names:
+                return Text("Coaching check-in")
+            if _wrote(request, tool):
+                return Text(_thinking(SECOND_CALL_THINK_TOKENS) + "Done.") if seed_way else Text("Done.")
+            return Reply(_thinking(THINK_TOKENS[agent]), (call,)) if seed_way else call
 
         return script
 
-    return {a: make(a) for a in (*tools, "pineal")}
+    return {agent: make(agent) for agent in PAYLOADS}
+
+
+def output_tokens() -> dict[str, int]:
+    """Approximate output tokens of each agent's write (tool-call arguments as sent)."""
+    from testsupport.latency import approx_token_count
+
+    return {a: approx_token_count(json.dumps(p, ensure_ascii=False, separators=(",", ":"))) for a, p in PAYLOADS.items()}
+
+
+def check_payloads() -> None:
+    """Fail fast if a payload does not validate against its agent's schema."""
+    from blackboard import AGENT_OUTPUT_SCHEMAS
+
+    for agent, payload in PAYLOADS.items():
+        AGENT_OUTPUT_SCHEMAS[agent].model_validate(payload)
+
+
+# ----- runners ------------------------------------------------------------------------------------------
+
+
+def seed_runner_class() -> type:
+    """The runner's own seed's-way mode (``RunnerConfig(seed_way=True)``: Claude Code's default system
+    prompt with the agent prompt appended, default tools, thinking on), minus the per-agent output-token
+    cap: the seed did not cap its agents, and thinking tokens count against the cap."""
+    from launcher._agent_runner import ClaudeAgentRunner
+
+    class SeedWayRunner(ClaudeAgentRunner):
+        def options(self, inv: Any, *, one_shot: bool, stderr: Callable[[str], None]) -> Any:
+            opts = super().options(inv, one_shot=one_shot, stderr=stderr)
+            env = {k: v for k, v in opts.env.items() if k != "CLAUDE_CODE_MAX_OUTPUT_TOKENS"}
+            return dataclasses.replace(opts, env=env)
+
+    return SeedWayRunner
+
+
+# ----- one stack, one turn ----------------------------------------------------------------------------
 
 
 @dataclass
-class Measured:
-    results: list[TurnResult]
-    critical_path_s: list[float]
+class Stack:
+    supervisor: Any
+    serial_supervisor: Any
+    runner: Any
 
 
-def _critical_path(records: list[Any], start: float, end: float) -> float:
-    model_time: dict[str, float] = {}
-    for r in records:
-        if r.agent and start <= r.arrived_at <= end and r.finished_at is not None:
-            model_time[r.agent] = model_time.get(r.agent, 0.0) + (r.finished_at - r.arrived_at)
-    first = max((t for a, t in model_time.items() if a != "pineal"), default=0.0)
-    return first + model_time.get("pineal", 0.0)
+@contextlib.asynccontextmanager
+async def stack(upstream_url: str, specs: dict[str, Any], work: Path, *, seed_way: bool) -> AsyncIterator[Stack]:
+    from blackboard import Blackboard
+    from launcher._agent_runner import ClaudeAgentRunner, RunnerConfig
+    from launcher._turn_scope import TurnDirectory
+    from launcher.stack import running_stack
+    from launcher.supervisor import Supervisor, SupervisorSettings
+    from proxy import ModelPool, ProxyConfig
+
+    home = work / "home"
+    await anyio.to_thread.run_sync(lambda: (home / ".claude").mkdir(parents=True, exist_ok=True))
+    board = Blackboard(work / "data")
+    directory = TurnDirectory()
+    pool = ModelPool(name="qwen3", aliases=["*"], kind="openai", replicas=[upstream_url])
+    proxy_cfg = ProxyConfig(models=[pool], default_model="qwen3", max_attempts=1)
+    secret = secrets.token_hex(16)
+    try:
+        async with running_stack(board=board, directory=directory, proxy_config=proxy_cfg,
+                                 agents=None if seed_way else specs, mcp_secret=secret) as urls:
+            cfg = RunnerConfig(proxy_url=urls.proxy_url, mcp_url=urls.mcp_url, max_warm=6, mcp_secret=secret,
+                               seed_way=seed_way,
+                               cwd=str(work), extra_env={"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")})
+            runner_cls = seed_runner_class() if seed_way else ClaudeAgentRunner
+            async with runner_cls(cfg) as runner:
+                sup = Supervisor(board, runner, lambda: specs, directory=directory)
+                serial = Supervisor(board, runner, lambda: specs, directory=directory,
+                                    settings=SupervisorSettings(sequential=True))
+                yield Stack(sup, serial, runner)
+    finally:
+        board.close()
 
 
-async def run_session(
-    latency: str, time_scale: float, *, seed_way: bool = False, sequential: bool = False, turns: int = 2
-) -> Measured:
-    """Run ``turns`` turns of one session; returns their results and model-time critical paths."""
-    specs = load_agents(ROOT / "agents")
-    policy_specs = (
-        {n: s.model_copy(update={"force_output_tool": False}) for n, s in specs.items()} if seed_way else specs
+@dataclass
+class TurnFigures:
+    label: str
+    coach_first_token_s: float | None = None
+    coach_reply_s: float | None = None
+    synthesis_s: float | None = None
+    critical_path_s: float = 0.0
+    overhead_s: float | None = None
+    model_calls: int = 0
+    prompt_tokens_mean: float = 0.0
+    first_call_prompt_tokens_mean: float = 0.0
+    cached_share: float = 0.0
+    output_tokens: int = 0
+    processes_started: int = 0
+    degraded: bool = False
+    source: str = ""
+    agents: dict[str, Any] = field(default_factory=dict)
+
+
+async def measure(label: str, sup: Any, runner: Any, upstream: Any, session: str, text: str, *,
+                  serial: bool = False) -> TurnFigures:
+    """Run one turn and measure it (see the module docstring). ``serial``: the agents ran one after
+    another, so the critical path of model time is the sum of every agent's model time."""
+    before = len(upstream.requests)
+    started = runner.started_processes
+    result = await sup.run_turn(USER, session, text)
+    calls = [r for r in upstream.requests[before:] if r.path in MODEL_PATHS
+             and r.headers.get("x-coach-session") == session and r.finished_at is not None]
+    per_agent: dict[str, float] = {}
+    for r in calls:
+        per_agent[r.agent or "?"] = per_agent.get(r.agent or "?", 0.0) + r.finished_at - r.arrived_at
+    before_pineal = max((v for a, v in per_agent.items() if a != "pineal"), default=0.0)
+    path = sum(per_agent.values()) if serial else before_pineal + per_agent.get("pineal", 0.0)
+    prompt = [int(r.prompt_tokens or 0) for r in calls]
+    first = [int(r.prompt_tokens or 0) for r in calls if r.step_index == 0 and r.body.get("tools")]
+    cached = sum(int(r.cached_tokens or 0) for r in calls)
+    fig = TurnFigures(
+        label=label,
+        coach_first_token_s=result.agents["coach"].first_token_s if "coach" in result.agents else None,
+        coach_reply_s=result.coach_reply_s,
+        synthesis_s=result.synthesis_s,
+        critical_path_s=path,
+        overhead_s=None if result.synthesis_s is None else result.synthesis_s - path,
+        model_calls=len(calls),
+        prompt_tokens_mean=sum(prompt) / len(prompt) if prompt else 0.0,
+        first_call_prompt_tokens_mean=sum(first) / len(first) if first else 0.0,
+        cached_share=cached / sum(prompt) if sum(prompt) else 0.0,
+        output_tokens=sum(int(r.output_tokens or 0) for r in calls),
+        processes_started=runner.started_processes - started,
+        degraded=result.degraded,
+        source=result.synthesis_source,
+        agents={n: s.to_json() for n, s in result.agents.items()},
     )
+    if result.degraded:
+        missing = ", ".join(f"{n}: {s.status} {s.error or ''}".strip() for n, s in result.agents.items()
+                            if s.status != "ok")
+        print(f"  warning: {label} was degraded ({result.synthesis_source}; {missing})", flush=True)
+    return fig
+
+
+@dataclass
+class ModelRun:
+    model: str
+    turns: dict[str, TurnFigures] = field(default_factory=dict)
+
+    def ratio(self, a: str, b: str) -> float | None:
+        x, y = self.turns.get(a), self.turns.get(b)
+        if x is None or y is None or not x.synthesis_s or not y.synthesis_s:
+            return None
+        return x.synthesis_s / y.synthesis_s
+
+
+async def run_model(model: str, time_scale: float, specs: dict[str, Any], work: Path, *,
+                    seed: bool, sequential: bool) -> ModelRun:
+    from testsupport.upstream import ScriptedUpstream
+
+    run = ModelRun(model)
+    upstream = ScriptedUpstream(scripts(seed_way=False), latency=model, time_scale=time_scale, default_text="Done.")
+    await anyio.to_thread.run_sync(upstream.start)
+    try:
+        print(f"[{model}] ours: cold turn, warm turn{', sequential turn' if sequential else ''} ...", flush=True)
+        async with stack(upstream.base_url, specs, work / f"{_slug(model)}-ours", seed_way=False) as st:
+            run.turns["cold"] = await measure("ours cold", st.supervisor, st.runner, upstream, "s-ours", MESSAGES[0])
+            run.turns["warm"] = await measure("ours warm", st.supervisor, st.runner, upstream, "s-ours", MESSAGES[1])
+            if sequential:
+                run.turns["sequential"] = await measure(
+                    "ours sequential", st.serial_supervisor, st.runner, upstream, "s-ours", MESSAGES[2], serial=True)
+        if seed:
+            print(f"[{model}] the seed's way: cold turn ...", flush=True)
+            for agent, script in scripts(seed_way=True).items():
+                upstream.set_script(agent, script)
+            async with stack(upstream.base_url, specs, work / f"{_slug(model)}-seed", seed_way=True) as st:
+                run.turns["seed"] = await measure("seed's way cold", st.supervisor, st.runner, upstream,
+                                                  "s-seed", MESSAGES[0])
+    finally:
+        await anyio.to_thread.run_sync(upstream.stop)
+    return run
+
+
+def _slug(model: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in model)
+
+
+# ----- output -----------------------------------------------------------------------------------------
+
+
+def _f(v: float | None, digits: int = 2) -> str:
+    return "n/a" if v is None else f"{v:.{digits}f}"
+
+
+def print_table(run: ModelRun, time_scale: float) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    cols = [k for k in ("cold", "warm", "sequential", "seed") if k in run.turns]
+    table = Table(title=f"one coaching turn, latency model {run.model} (scripted upstream, time_scale {time_scale})")
+    table.add_column("figure (seconds unless noted)")
+    for k in cols:
+        table.add_column(run.turns[k].label, justify="right")
+    rows: list[tuple[str, Callable[[TurnFigures], str]]] = [
+        ("Coach first token", lambda t: _f(t.coach_first_token_s)),
+        ("Coach reply shown", lambda t: _f(t.coach_reply_s)),
+        ("synthesis delivered", lambda t: _f(t.synthesis_s)),
+        ("critical path of model time", lambda t: _f(t.critical_path_s)),
+        ("orchestration overhead", lambda t: _f(t.overhead_s)),
+        ("model calls", lambda t: str(t.model_calls)),
+        ("mean prompt tokens / request", lambda t: f"{t.prompt_tokens_mean:.0f}"),
+        ("  of an agent's first call", lambda t: f"{t.first_call_prompt_tokens_mean:.0f}"),
+        ("prompt tokens from prefix cache", lambda t: f"{t.cached_share:.0%}"),
+        ("output tokens (all calls)", lambda t: str(t.output_tokens)),
+        ("claude processes started", lambda t: str(t.processes_started)),
+        ("synthesis source / degraded", lambda t: f"{t.source} / {'yes' if t.degraded else 'no'}"),
+    ]
+    for name, fn in rows:
+        table.add_row(name, *(fn(run.turns[k]) for k in cols))
+    console = Console(width=140, highlight=False)
+    console.print(table)
+    seq, warm_cold = run.ratio("sequential", "warm"), run.ratio("cold", "warm")
+    seed, cold = run.turns.get("seed"), run.turns.get("cold")
+    console.print(f"[{run.model}] speedup vs sequential (sequential / warm parallel synthesis): {_f(seq)}x")
+    console.print(f"[{run.model}] warm vs cold (cold / warm synthesis): {_f(warm_cold)}x")
+    if seed and cold and seed.synthesis_s and cold.synthesis_s:
+        console.print(f"[{run.model}] seed's way / ours, cold turn: {seed.synthesis_s / cold.synthesis_s:.2f}x")
+
+
+def summary_line(run: ModelRun) -> str:
+    cold = run.turns.get("cold") or TurnFigures("cold")
+    seed = run.turns.get("seed")
+    return (f"model={run.model} coach_first_token_s={_f(cold.coach_first_token_s)} synthesis_s={_f(cold.synthesis_s)} "
+            f"overhead_s={_f(cold.overhead_s)} speedup_vs_sequential={_f(run.ratio('sequential', 'warm'))} "
+            f"warm_vs_cold={_f(run.ratio('cold', 'warm'))} "
+            f"seed_way_synthesis_s={_f(seed.synthesis_s if seed else None)}")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog="See the module docstring for what each figure means.")
+    ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS, metavar="MODEL",
+                    help=f"latency models to run (default: all): {', '.join(MODELS)}")
+    ap.add_argument("--time-scale", type=float, default=1.0,
+                    help="real seconds per modelled second (1.0 = the latency model in real time)")
+    ap.add_argument("--skip-seed", action="store_true", help="skip the seed's-way turn")
+    ap.add_argument("--skip-sequential", action="store_true", help="skip the sequential turn")
+    ap.add_argument("--json", type=Path, help="also write every figure to this JSON file")
+    args = ap.parse_args(argv)
+    if args.time_scale <= 0:
+        ap.error(f"--time-scale must be > 0, got {args.time_scale}")
+    args.models = sorted(set(args.models), key=lambda m: (m == REPORT_MODEL, MODELS.index(m)))  # report model last
+    return args
+
+
+def bench_specs() -> dict[str, Any]:
+    from launcher.agents import load_agents
+
+    specs = load_agents(ROOT / "agents")
+    return {n: s.model_copy(update={"deadline_s": 600.0}) for n, s in specs.items()}
+
+
+async def amain(args: argparse.Namespace) -> list[ModelRun]:
+    check_payloads()
+    specs = bench_specs()
+    toks = output_tokens()
+    print("scripted output tokens per write (approx., 4 chars/token): "
+          + ", ".join(f"{a}={toks[a]}" for a in PAYLOADS)
+          + "; seed's way adds thinking: " + ", ".join(f"{a}={THINK_TOKENS[a]}" for a in THINK_TOKENS)
+          + f" (+{SECOND_CALL_THINK_TOKENS} on its second call)", flush=True)
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start", flush=True)
+    runs = []
     with tempfile.TemporaryDirectory(prefix="bench-turn-") as tmp:
-        home = Path(tmp) / "claude-home"
-        (home / ".claude").mkdir(parents=True)
-        board = Blackboard(Path(tmp) / "data")
-        directory = TurnDirectory()
-        upstream = ScriptedUpstream(scripts(), latency=latency, time_scale=time_scale)
-        upstream.start()
-        try:
-            pool = ModelPool(name="qwen3", aliases=["*"], kind="openai", replicas=[upstream.base_url])
-            cfg = ProxyConfig(models=[pool], default_model="qwen3")
-            async with running_stack(board=board, directory=directory, proxy_config=cfg, agents=policy_specs) as urls:
-                rcfg = RunnerConfig(proxy_url=urls.proxy_url, mcp_url=urls.mcp_url, seed_way=seed_way, cwd=tmp,
-                                    extra_env={"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")})
-                async with ClaudeAgentRunner(rcfg) as runner:
-                    sup = Supervisor(board, runner, lambda: specs, directory=directory,
-                                     settings=SupervisorSettings(sequential=sequential))
-                    out = Measured([], [])
-                    for i in range(turns):
-                        start = time.monotonic()
-                        res = await sup.run_turn("bench", "s1", f"turn {i}: I want to walk more after lunch")
-                        out.results.append(res)
-                        out.critical_path_s.append(_critical_path(upstream.requests, start, time.monotonic()))
-                    return out
-        finally:
-            upstream.stop()
-            board.close()
+        for model in args.models:
+            t = time.monotonic()
+            runs.append(await run_model(model, args.time_scale, specs, Path(tmp),
+                                        seed=not args.skip_seed, sequential=not args.skip_sequential))
+            print(f"[{model}] measured in {time.monotonic() - t:.0f}s wall; load average now "
+                  f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (others' work on this machine counts as "
+                  "overhead)", flush=True)
+    return runs
 
 
-def _check(m: Measured, what: str) -> None:
-    for r in m.results:
-        if r.degraded:
-            print(f"  warning: {what} turn {r.turn_id} was degraded (missing {', '.join(r.missing)})", flush=True)
-
-
-async def bench_model(latency: str, time_scale: float) -> dict[str, float]:
-    print(f"== latency model {latency} (assumption, DESIGN.md), time_scale={time_scale}", flush=True)
-    par = await run_session(latency, time_scale)
-    _check(par, "parallel")
-    cold, warm = par.results
-    print(f"  parallel: cold synthesis {cold.synthesis_s:.2f}s, warm synthesis {warm.synthesis_s:.2f}s, "
-          f"warm critical path {par.critical_path_s[1]:.2f}s", flush=True)
-    seq = await run_session(latency, time_scale, sequential=True)
-    _check(seq, "sequential")
-    print(f"  sequential: warm synthesis {seq.results[1].synthesis_s:.2f}s", flush=True)
-    seed = await run_session(latency, time_scale, seed_way=True)
-    _check(seed, "seed-way")
-    print(f"  seed's way: cold synthesis {seed.results[0].synthesis_s:.2f}s, "
-          f"warm synthesis {seed.results[1].synthesis_s:.2f}s", flush=True)
-    assert warm.synthesis_s and cold.synthesis_s and seq.results[1].synthesis_s
-    return {
-        "coach_first_token_s": warm.agents["coach"].first_token_s or float("nan"),
-        "synthesis_s": warm.synthesis_s,
-        "overhead_s": warm.synthesis_s - par.critical_path_s[1],
-        "speedup_vs_sequential": seq.results[1].synthesis_s / warm.synthesis_s,
-        "warm_vs_cold": cold.synthesis_s / warm.synthesis_s,
-        "seed_way_synthesis_s": seed.results[1].synthesis_s or float("nan"),
-    }
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--models", default=",".join(DEFAULT_MODELS),
-                    help="comma-separated latency models; the last one is on the last line")
-    ap.add_argument("--time-scale", type=float, default=1.0, help="real seconds per modelled second")
-    args = ap.parse_args()
-    lines = []
-    for model in [m.strip() for m in args.models.split(",") if m.strip()]:
-        figures = anyio.run(bench_model, model, args.time_scale)
-        lines.append(f"model={model} " + " ".join(f"{k}={v:.2f}" for k, v in figures.items()))
-        print(lines[-1], flush=True)
-    print(lines[-1])
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    os.environ.setdefault("IS_SANDBOX", "1")
+    runs = anyio.run(amain, args)
+    for run in runs:
+        print_table(run, args.time_scale)
+    if args.json:
+        args.json.write_text(json.dumps(
+            {r.model: {k: dataclasses.asdict(v) for k, v in r.turns.items()} for r in runs}, indent=2))
+    for run in runs:
+        print(summary_line(run), flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
