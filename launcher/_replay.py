@@ -9,6 +9,8 @@ names the session, the turn and which agents are running or done, and refreshes 
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
 import time
 from collections.abc import Callable
@@ -30,7 +32,7 @@ from launcher._turn_status import AGENT_ORDER, AgentStatus, TurnResult
 from launcher.sessions import CloseResult, close_session
 from launcher.transcripts import Transcript, Utterance
 
-__all__ = ["ReplayedTurn", "default_user", "plan_sessions", "replay_transcript", "run_tag"]
+__all__ = ["ReplayedTurn", "default_user", "plan_sessions", "quiet_interrupts", "replay_transcript", "run_tag"]
 
 _HEARTBEAT_S = 5.0
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -74,6 +76,22 @@ async def _heartbeat(progress: Progress, task: Any, console: Console, every_s: f
         t = progress.tasks[task]
         console.print(f"  [{t.elapsed or 0:5.0f} s] {t.description} ({int(t.completed)}/{int(t.total or 0)} turns done)"
                       f" {t.fields.get('activity', '')}", markup=False, highlight=False)
+
+
+class _DropShutdownTracebacks(logging.Filter):
+    """Drops uvicorn's lifespan tracebacks of a cancelled shutdown (Ctrl-C): noise, not an error."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[0] if record.exc_info else None
+        return not (exc is not None and issubclass(exc, (KeyboardInterrupt, asyncio.CancelledError)))
+
+
+def quiet_interrupts() -> None:
+    """Install :class:`_DropShutdownTracebacks` on ``uvicorn.error`` (call after the servers started:
+    uvicorn configures its loggers when a server is created)."""
+    logger = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, _DropShutdownTracebacks) for f in logger.filters):
+        logger.addFilter(_DropShutdownTracebacks())
 
 
 def _activity(statuses: dict[str, AgentStatus]) -> str:
@@ -122,10 +140,11 @@ async def replay_transcript(
         SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=24), MofNCompleteColumn(),
         TextColumn("turns"), TimeElapsedColumn(), TextColumn("[dim]{task.fields[activity]}"),
     )
-    with Progress(*columns, console=console, refresh_per_second=4, transient=False) as progress:
+    live = console.is_terminal
+    with Progress(*columns, console=console, refresh_per_second=4, transient=False, disable=not live) as progress:
         task = progress.add_task("replay", total=total, activity="")
         async with anyio.create_task_group() as tg:
-            if not console.is_terminal:  # no live bar off a terminal (make demo | tee): text heartbeats
+            if not live:  # no live bar off a terminal (make demo | tee): text heartbeats instead
                 tg.start_soon(_heartbeat, progress, task, console)
             for s_index, utterances in enumerate(sessions, start=1):
                 session_id = f"{prefix}-s{s_index}"

@@ -32,6 +32,7 @@ import typer
 
 __all__ = ["EXAMPLE", "demo_cmd", "embedded_runtime_config", "scaled_agents"]
 
+_SLOW_UPSTREAM_S = 1800.0
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "annomi_24.csv"
 
 
@@ -46,7 +47,12 @@ def embedded_runtime_config(config: Any, base_url: str, kind: Literal["openai", 
         name="default", replicas=[base_url], kind=kind, forced_tool_prefill=FORCED_TOOL_CALL_PREFILL,
         context_window=config.embedded.ctx_per_slot, chat_template_kwargs=False,
     )
-    proxy = config.proxy.model_copy(update={"models": [pool], "default_model": "default"})
+    proxy = config.proxy.model_copy(update={
+        "models": [pool], "default_model": "default",
+        # CPU prefill of six prompts queued on one server can take minutes under load: wait for it.
+        "first_byte_timeout_s": max(config.proxy.first_byte_timeout_s, _SLOW_UPSTREAM_S),
+        "read_timeout_s": max(config.proxy.read_timeout_s, _SLOW_UPSTREAM_S),
+    })
     return config.model_copy(update={"proxy": proxy})
 
 
@@ -120,15 +126,22 @@ def demo_cmd(
     t_start = time.monotonic()
     sink = out.open("w", encoding="utf-8") if out is not None else None
 
+    def show_reply(text: str) -> None:
+        from rich.markup import escape
+
+        console.print(f"[bold]Coach[/bold] (delivered at once, while the specialists work): {escape(text)}")
+
     def show_turn(turn: Any) -> None:
+        from rich.markup import escape
+
         from launcher.cli_run import _timeline
 
         r = turn.result
         console.rule(f"session {turn.session} ({turn.session_id}) turn {turn.turn}: {r.turn_id}, {turn.wall_s:.0f} s")
-        console.print(f"[bold]Coach[/bold] ({_secs(r.coach_reply_s)}{', fallback' if r.coach_fallback else ''}):",
-                      r.coach_reply)
-        label = f"Synthesis ({r.synthesis_source}, {_secs(r.synthesis_s)})"
-        console.print(f"[bold]{label}:[/bold]", r.synthesis or "(none)")
+        fallback = " (the deterministic fallback reply)" if r.coach_fallback else ""
+        console.print(f"[bold]Coach reply[/bold]: shown above, after {_secs(r.coach_reply_s)}{fallback}")
+        label = f"Synthesis ({r.synthesis_source}, after {_secs(r.synthesis_s)})"
+        console.print(f"[bold]{label}:[/bold]", escape(r.synthesis or "(none)"))
         console.print(_timeline(r))
 
     async def main() -> list[Any]:
@@ -154,7 +167,8 @@ def demo_cmd(
                 console.print(f"[bold]3/3[/bold] replaying (agent deadlines x{deadline_scale:g} for CPU inference)")
                 return await run_replay(dataclasses.replace(rt, supervisor=sup), transcript, user=user,
                                         prefix=prefix, console=console, sink=sink,
-                                        turns_per_session=turns_per_session, on_turn=show_turn)
+                                        turns_per_session=turns_per_session, on_turn=show_turn,
+                                        on_coach_reply=show_reply)
 
     try:
         turns = anyio.run(main)

@@ -160,7 +160,9 @@ async def run_replay(
 ) -> list[Any]:
     """Replay on a started runtime (``launcher._runtime.Runtime``): JSON lines to ``sink`` (if any),
     a note per turn and per closed session on ``console``. Returns the ``ReplayedTurn`` list."""
-    from launcher._replay import replay_transcript
+    from launcher._replay import quiet_interrupts, replay_transcript
+
+    quiet_interrupts()
 
     def turn_done(turn: Any) -> None:
         if sink is not None:
