@@ -30,7 +30,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-__all__ = ["EXAMPLE", "demo_cmd", "embedded_runtime_config", "scaled_agents"]
+__all__ = ["EXAMPLE", "demo_cmd", "demo_embedded_config", "embedded_runtime_config", "scaled_agents"]
 
 _SLOW_UPSTREAM_S = 1800.0
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "annomi_24.csv"
@@ -69,6 +69,19 @@ def scaled_agents(current: Any, scale: float) -> Any:
     return agents
 
 
+def demo_embedded_config(config: Any) -> Any:
+    """``[embedded]`` for a replay: as configured, except ``parallel`` = 1 unless set explicitly. On a CPU
+    every prompt token costs the same whoever asks, but with six slots llama-server interleaves six
+    prefills in 2048-token batches (about a minute each on a busy 2-core machine) and the Coach, whose
+    generation gets one token per batch, misses its deadline; with one slot requests are served in
+    arrival order, the Coach (started first) replies after its own prefill, and llama-server's prompt
+    cache (``--cache-ram``) still reuses each agent's unchanged prefix (prompt + tools) across turns."""
+    emb = config.embedded
+    if "parallel" not in emb.model_fields_set:
+        emb = emb.model_copy(update={"parallel": 1})
+    return emb
+
+
 def demo_cmd(
     file: Annotated[Path, typer.Option("--file", help="transcript to replay (default: the AnnoMI example)")] = EXAMPLE,
     user: Annotated[str, typer.Option("--user", "-u", help="user id on the blackboard")] = "annomi-24",
@@ -80,7 +93,7 @@ def demo_cmd(
     ] = "openai",
     deadline_scale: Annotated[
         float, typer.Option("--deadline-scale", min=1.0, help="multiply every agent deadline (CPU inference)")
-    ] = 8.0,
+    ] = 12.0,
     out: Annotated[Path | None, typer.Option("--out", help="also write the turns as JSON lines here")] = None,
     config_path: Annotated[Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")] = None,
 ) -> None:
@@ -151,7 +164,7 @@ def demo_cmd(
         from launcher._screen import SafetyScreen
         from launcher.supervisor import Supervisor
 
-        emb = config.embedded
+        emb = demo_embedded_config(config)
         server = EmbeddedModelServer(emb, log_path=data_dir.parent / "llama-server.log",
                                      progress=lambda m: console.print(f"    [dim]model server:[/dim] {escape(m)}"))
         console.print(f"[bold]1/3[/bold] starting the embedded model server ({emb.parallel} slots, "

@@ -25,10 +25,9 @@ import anyio
 import pytest
 
 from blackboard import AGENT_OUTPUT_SCHEMAS
-from launcher.cli_demo import embedded_runtime_config, scaled_agents
+from launcher.cli_demo import demo_embedded_config, embedded_runtime_config, scaled_agents
 from launcher.config import CoachConfig, DataConfig
 from launcher.embedded import (
-    EmbeddedConfig,
     EmbeddedError,
     EmbeddedModelServer,
     find_llama_server,
@@ -39,7 +38,7 @@ pytestmark = [pytest.mark.embedded, pytest.mark.e2e, pytest.mark.timeout(1500)]
 
 SPECIALISTS = ("shadow", "persona", "plasticity", "stability")
 TURN_BOUND_S = 900.0  # generous: about 1-2 min on an idle 2-core machine, several times that when shared
-DEADLINE_SCALE = 10.0
+DEADLINE_SCALE = 12.0
 MESSAGE = ("I mean, I smoke a little less than a pack a day. It's not too bad. I could quit if I wanted to, "
            "but I don't really want to right now.")  # AnnoMI transcript 24, utterance 5 (examples/)
 
@@ -50,7 +49,7 @@ def model_server() -> Iterator[EmbeddedModelServer]:
         find_llama_server(), find_model()
     except EmbeddedError as exc:
         pytest.fail(f"the embedded model is not installed (make embedded): {exc}", pytrace=False)
-    server = EmbeddedModelServer(EmbeddedConfig(), progress=None)  # the configuration make demo uses
+    server = EmbeddedModelServer(demo_embedded_config(CoachConfig()), progress=None)  # as make demo
     with server:
         yield server
     assert server.pid is None
