@@ -380,7 +380,7 @@ class ClaudeAgentRunner:
         async for msg in client.receive_response():
             if isinstance(msg, StreamEvent):
                 ev = msg.event
-                if not first and ev.get("type") == "content_block_delta":
+                if not first and ev.get("type") in ("content_block_start", "content_block_delta"):
                     first = True
                     events.on_first_token()
                 elif ev.get("type") == "message_start":
