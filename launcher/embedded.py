@@ -102,7 +102,9 @@ class EmbeddedConfig(BaseModel):
     ``parallel`` slots serve that many requests at once (six agents per turn); each slot gets its own
     ``ctx_per_slot`` tokens of KV cache (SmolLM2 was trained with 8192; the KV cache costs about 23 KiB per
     token: 30 layers x 3 KV heads x 64 dims x K,V x 2 bytes, so the default 6 x 8192 is about 1.1 GiB).
-    ``max_tokens`` is the server's default output cap for requests that give none.
+    ``max_tokens`` is the server's default output cap for requests that give none. ``threads`` defaults
+    to 1: on this project's 2-core machine, busy with the agents and tests, 2 threads measured 2-20x
+    slower than 1 (llama.cpp's worker threads wait on each other when a core is taken away).
     """
 
     model_config = ConfigDict(extra="forbid")
