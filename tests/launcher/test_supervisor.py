@@ -311,7 +311,11 @@ async def test_coach_reply_is_checked_against_this_turns_stability_if_already_wr
 
     runner.run = ordered  # type: ignore[method-assign]
     shown: list[str] = []
-    res = await make(board, runner).run_turn("u1", "s1", "hello", on_coach_reply=shown.append)
+    from launcher.supervisor import SupervisorSettings
+
+    s = specs()
+    sup = Supervisor(board, runner, lambda: s, screen=fake_screen, settings=SupervisorSettings(coach_head_start_s=0))
+    res = await sup.run_turn("u1", "s1", "hello", on_coach_reply=shown.append)
     assert shown == [FALLBACK_COACH_REPLY] and res.coach_fallback
 
 
