@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
+import os
 import re
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -212,7 +213,14 @@ class ClaudeAgentRunner:
 
         cfg = self.config
         proxy_headers = self._headers(inv, with_turn=one_shot)
+        # The SDK starts from this process's environment: blank every inherited Claude Code /
+        # Anthropic setting we do not set ourselves (a user's ANTHROPIC_MODEL, CLAUDE_CODE_USE_BEDROCK,
+        # ANTHROPIC_AUTH_TOKEN... would otherwise redirect or alter the agents' requests).
+        inherited = {
+            k: "" for k in os.environ if k.startswith(("ANTHROPIC_", "CLAUDE_CODE_")) and k != "CLAUDE_CODE_ENTRYPOINT"
+        }
         env = {
+            **inherited,
             # Seed's way: defaults, but MCP tools advertised up front (no tool search), as the seed had.
             **({"ENABLE_TOOL_SEARCH": "false"} if cfg.seed_way else PLAIN_REQUEST_ENV),
             "ANTHROPIC_BASE_URL": cfg.proxy_url,

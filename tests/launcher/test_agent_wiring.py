@@ -124,3 +124,12 @@ def test_seed_way_options_keep_claude_codes_defaults(specs: dict) -> None:
     opts = runner.options(_invocation(specs), one_shot=True, stderr=lambda _: None)
     assert opts.system_prompt["type"] == "preset" and opts.system_prompt["append"] == specs["persona"].prompt
     assert opts.tools is None and "CLAUDE_CODE_DISABLE_THINKING" not in opts.env
+
+
+def test_inherited_anthropic_settings_are_blanked(specs: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_MODEL", "claude-something")
+    monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "1")
+    runner = ClaudeAgentRunner(RunnerConfig(proxy_url="http://p", mcp_url="http://m/mcp"))
+    env = runner.options(_invocation(specs), one_shot=True, stderr=lambda _: None).env
+    assert env["ANTHROPIC_MODEL"] == "" and env["CLAUDE_CODE_USE_BEDROCK"] == ""
+    assert env["ANTHROPIC_BASE_URL"] == "http://p"
