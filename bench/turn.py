@@ -18,7 +18,10 @@ Per latency model, one run of each:
 
 Figures (seconds since the turn started, wall clock):
 
-  coach_first_token_s  the Coach's first streamed token (AgentStatus.first_token_s), cold turn
+  coach_first_token_s  the Coach's first streamed token as Claude Code sees it (AgentStatus.first_token_s),
+                       cold turn. The proxy emits a tool call whole when its stream ends, so for the
+                       Coach (whose reply is its write_coach call) this is when the reply is complete;
+                       the table also shows the first token at the model (upstream first byte).
   synthesis_s          the synthesis delivered (TurnResult.synthesis_s), cold turn
   overhead_s           synthesis_s minus the critical path of model time, cold turn. Critical path =
                        max over Coach + the four specialists of the sum of their model-call durations
@@ -306,6 +309,7 @@ async def stack(upstream_url: str, specs: dict[str, Any], work: Path, *, seed_wa
 class TurnFigures:
     label: str
     coach_first_token_s: float | None = None
+    coach_first_token_model_s: float | None = None
     coach_reply_s: float | None = None
     synthesis_s: float | None = None
     critical_path_s: float = 0.0
@@ -327,6 +331,7 @@ async def measure(label: str, sup: Any, runner: Any, upstream: Any, session: str
     another, so the critical path of model time is the sum of every agent's model time."""
     before = len(upstream.requests)
     started = runner.started_processes
+    t_start = time.monotonic()  # the in-process upstream records times on this same clock
     result = await sup.run_turn(USER, session, text)
     calls = [r for r in upstream.requests[before:] if r.path in MODEL_PATHS
              and r.headers.get("x-coach-session") == session and r.finished_at is not None]
@@ -338,9 +343,11 @@ async def measure(label: str, sup: Any, runner: Any, upstream: Any, session: str
     prompt = [int(r.prompt_tokens or 0) for r in calls]
     first = [int(r.prompt_tokens or 0) for r in calls if r.step_index == 0 and r.body.get("tools")]
     cached = sum(int(r.cached_tokens or 0) for r in calls)
+    coach_bytes = [r.first_byte_at for r in calls if r.agent == "coach" and r.body.get("tools") and r.first_byte_at]
     fig = TurnFigures(
         label=label,
         coach_first_token_s=result.agents["coach"].first_token_s if "coach" in result.agents else None,
+        coach_first_token_model_s=min(coach_bytes) - t_start if coach_bytes else None,
         coach_reply_s=result.coach_reply_s,
         synthesis_s=result.synthesis_s,
         critical_path_s=path,
@@ -422,7 +429,8 @@ def print_table(run: ModelRun, time_scale: float) -> None:
     for k in cols:
         table.add_column(run.turns[k].label, justify="right")
     rows: list[tuple[str, Callable[[TurnFigures], str]]] = [
-        ("Coach first token", lambda t: _f(t.coach_first_token_s)),
+        ("Coach first token at the model", lambda t: _f(t.coach_first_token_model_s)),
+        ("Coach first token seen by Claude Code", lambda t: _f(t.coach_first_token_s)),
         ("Coach reply shown", lambda t: _f(t.coach_reply_s)),
         ("synthesis delivered", lambda t: _f(t.synthesis_s)),
         ("critical path of model time", lambda t: _f(t.critical_path_s)),

@@ -218,6 +218,7 @@ def _show_result(console: Any, result: Any) -> None:
 async def _chat(config: Any, user: str, session: str, console: Any, urls: tuple[str | None, str | None]) -> int:
     import anyio
 
+    from blackboard import BlackboardError
     from launcher._runtime import coach_runtime
     from launcher._screen import SafetyScreen
     from launcher.sessions import close_session
@@ -268,9 +269,15 @@ async def _chat(config: Any, user: str, session: str, console: Any, urls: tuple[
                             on_coach_reply=first_reply,
                             on_status=view.update,
                         )
+                    except BlackboardError as exc:  # the store itself is unusable; agents' failures never raise
+                        result = None
+                        console.print(f"[bold red]error:[/bold red] this turn could not run ({exc.code}: {exc}); "
+                                      "nothing stored was lost. Check the data directory, then type again.",
+                                      highlight=False)
                     finally:
                         tick.set()
-                _show_result(console, result)
+                if result is not None:
+                    _show_result(console, result)
             stop.set()
             tg.cancel_scope.cancel()
         console.print("[dim]closing the session (compacting it into the profile)…[/dim]")
