@@ -21,6 +21,7 @@ whose conversation outgrew the agent's context budget, or whose agent file chang
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import logging
@@ -191,6 +192,7 @@ class ClaudeAgentRunner:
         self.config = config
         self._warm: OrderedDict[tuple[str, str, str], _Warm] = OrderedDict()
         self._lock = anyio.Lock()
+        self._background: set[asyncio.Task[None]] = set()
         self.started_processes = 0
 
     async def __aenter__(self) -> ClaudeAgentRunner:
@@ -309,12 +311,24 @@ class ClaudeAgentRunner:
             await _disconnect(old.client)
         return entry, reuse
 
-    async def _discard(self, inv: AgentInvocation, entry: _Warm) -> None:
+    async def _discard(self, inv: AgentInvocation, entry: _Warm, *, kill: bool) -> None:
         key = (inv.user, inv.session, inv.agent)
         async with self._lock:
             if self._warm.get(key) is entry:
                 del self._warm[key]
-        await _disconnect(entry.client)
+        self._stop_in_background(entry.client, kill=kill)
+
+    def _stop_in_background(self, client: Any, *, kill: bool) -> None:
+        """Stop a process without holding up the turn: SIGKILL first when it failed or hung (a hung
+        process would otherwise make a graceful disconnect wait for its in-flight request), then the
+        SDK's disconnect in a background task that :meth:`aclose` awaits."""
+        if client is None:
+            return
+        if kill:
+            _kill(client)
+        task = asyncio.get_running_loop().create_task(_disconnect(client))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     # -- run -------------------------------------------------------------------------------------
 
@@ -358,9 +372,9 @@ class ClaudeAgentRunner:
             with anyio.CancelScope(shield=True):
                 if one_shot or not ok:
                     if entry is not None:
-                        await self._discard(inv, entry)
+                        await self._discard(inv, entry, kill=not ok)
                     else:
-                        await _disconnect(client)
+                        self._stop_in_background(client, kill=not ok)
                 elif entry is not None:
                     entry.busy = False
 
@@ -447,13 +461,15 @@ class ClaudeAgentRunner:
         return len(self._warm)
 
     async def aclose(self) -> None:
-        """Stop every warm process."""
+        """Stop every warm process and wait for the background stops."""
         async with self._lock:
             entries = list(self._warm.values())
             self._warm.clear()
         with anyio.CancelScope(shield=True):
             for e in entries:
                 await _disconnect(e.client)
+            if self._background:
+                await asyncio.wait(list(self._background), timeout=10)
 
 
 def _result_error(agent: str, subtype: str, text: str) -> AgentFailedError:
@@ -481,6 +497,14 @@ def _text_of(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
     return ""
+
+
+def _kill(client: Any) -> None:
+    """SIGKILL the client's process (best effort; the SDK keeps it at ``_transport._process``)."""
+    proc = getattr(getattr(client, "_transport", None), "_process", None)
+    with contextlib.suppress(Exception):
+        if proc is not None and proc.returncode is None:
+            proc.kill()
 
 
 async def _disconnect(client: Any) -> None:
