@@ -308,7 +308,7 @@ class ClaudeAgentRunner:
                 self._warm[key] = entry
                 reuse = False
         for old in to_close:
-            await _disconnect(old.client)
+            self._stop_in_background(old.client, kill=False)
         return entry, reuse
 
     async def _discard(self, inv: AgentInvocation, entry: _Warm, *, kill: bool) -> None:
