@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping
 
-from mcp_server._scope import HeaderScope, Scope
+from mcp_server import HeaderScope, Scope
 
 __all__ = ["DirectoryScope", "TurnDirectory"]
 
