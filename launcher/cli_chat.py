@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Annotated, Any
 
 import typer
@@ -38,6 +39,7 @@ QUIT_COMMANDS = frozenset({"/quit", "/exit", "/q"})
 
 _ICON = {"pending": "·", "running": "…", "ok": "✓", "error": "✗", "timeout": "⌛", "crashed": "✗", "skipped": "-"}
 _DONE = frozenset({"ok", "error", "timeout", "crashed", "skipped"})
+_ORDER = ("coach", "shadow", "persona", "plasticity", "stability", "pineal")  # launcher._turn_status.AGENT_ORDER
 
 
 def default_session_id(now: datetime | None = None) -> str:
@@ -65,7 +67,8 @@ class _StatusView:
     def __init__(self, console: Any, t0: float) -> None:
         self.console = console
         self.t0 = t0
-        self.states: dict[str, Any] = {}
+        # every agent shown from the start, in display order, as pending until its first status change
+        self.states: dict[str, Any] = {n: SimpleNamespace(agent=n, status="pending") for n in _ORDER}
         self.live: Any = None
         self._printed: set[str] = set()
 
