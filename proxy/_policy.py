@@ -57,8 +57,15 @@ def latest_result_of(p: Prepared, tool: str) -> Literal["none", "ok", "error"]:
     return status
 
 
-def has_tool_result(p: Prepared) -> bool:
-    return any(b.get("type") == "tool_result" for m in p.messages if m["role"] == "user" for b in m["content"])
+def starts_new_turn(p: Prepared) -> bool:
+    """Whether the request answers a fresh user message (its latest user message carries no tool result).
+
+    A warm Claude Code process keeps earlier turns (with their tool results) in its conversation, so
+    "the first model call of a turn" is judged on the latest user message, not the whole history."""
+    users = [m for m in p.messages if m["role"] == "user"]
+    if not users:
+        return True
+    return not any(b.get("type") == "tool_result" for b in users[-1]["content"])
 
 
 def apply_policy(p: Prepared, policy: AgentPolicy | None, *, agent: str,
@@ -80,7 +87,7 @@ def apply_policy(p: Prepared, policy: AgentPolicy | None, *, agent: str,
         if result == "ok" and policy.stop_after_tool:
             out.local_reply = True
             return out
-        if result == "error" or not has_tool_result(p):
+        if result == "error" or starts_new_turn(p):
             name = resolve_tool(p, policy.force_tool)
             if name is None:
                 p.warnings.append(f"agent {agent!r}: force_tool {policy.force_tool!r} is not among the request's tools")

@@ -103,6 +103,26 @@ async def test_force_tool_first_call_then_stop_after_tool_locally() -> None:
     assert len(calls) == 3 and r3.status_code == r4.status_code == 200
 
 
+async def test_force_tool_again_on_a_warm_process_next_turn() -> None:
+    """A warm Claude Code process carries earlier turns (and their tool results) in its history: the
+    first model call of the next turn must be forced again, judged on the latest user message."""
+    up = FakeUpstream(lambda b: Sse(tool_chunks("mcp__coach__write_shadow", '{"a":1}', id="t2")))
+    cfg = make_config(agents={"shadow": AgentPolicy(force_tool="write_shadow", stop_after_tool=True)})
+    earlier_turn = [
+        {"role": "user", "content": "turn one"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "mcp__coach__write_shadow", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "stored"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
+    ]
+    body = msg_body(tools=[SAVE])
+    next_turn = {**body, "messages": [*earlier_turn, {"role": "user", "content": "turn two"}]}
+    async with proxy_client(up, cfg) as c:
+        r = await c.post("/v1/messages", json=next_turn, headers=H)
+    assert r.status_code == 200 and r.json()["stop_reason"] == "tool_use"
+    (call,) = up.calls()
+    assert call.json["tool_choice"] == {"type": "function", "function": {"name": "mcp__coach__write_shadow"}}
+
+
 async def test_agent_model_alias_routes_to_other_pool() -> None:
     from proxy import ModelPool
 
