@@ -83,7 +83,11 @@ class _DropShutdownTracebacks(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[0] if record.exc_info else None
-        return not (exc is not None and issubclass(exc, (KeyboardInterrupt, asyncio.CancelledError)))
+        if exc is not None and issubclass(exc, (KeyboardInterrupt, asyncio.CancelledError)):
+            return False
+        # starlette reports a failed lifespan shutdown as a message holding the traceback text
+        text = record.getMessage()
+        return not (text.startswith("Traceback") and text.rstrip().endswith(("CancelledError", "KeyboardInterrupt")))
 
 
 def quiet_interrupts() -> None:

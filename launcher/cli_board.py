@@ -10,6 +10,7 @@ Opens the store read-mostly through ``blackboard.open_store``; exit 2 when the u
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -115,10 +116,11 @@ def show_cmd(
     if as_json:
         typer.echo(json.dumps(doc, ensure_ascii=False, indent=2))
         return
-    out = Console(highlight=False, soft_wrap=True)
+    out = Console(highlight=False, width=None if sys.stdout.isatty() else 100)
     out.print(f"blackboard {data_dir / 'blackboard.sqlite3'}: user [bold]{user}[/bold]")
     for s in doc["sessions"]:
         table = Table(title=f"session {s['session']} ({'closed' if s['closed'] else 'open'})", title_justify="left")
+        notes: list[str] = []
         for col in ("turn", "entry", "version", "author", "seq", "time"):
             table.add_column(col, justify="right" if col in ("version", "seq") else "left", no_wrap=True)
         for t in s["turns"]:
@@ -129,9 +131,11 @@ def show_cmd(
                               str(e["version"]), e["author"], str(e["seq"]), _when(e["updated_at"]))
             missing = [a for a in _AGENTS if a not in {e["kind"] for e in agents}]
             if missing:
-                table.add_row("", f"[red]missing: {', '.join(missing)}[/red]", "", "", "", "")
+                notes.append(f"[red]turn {t['turn']} has no entry from: {', '.join(missing)}[/red]")
             table.add_section()
         out.print(table)
+        for note in notes:
+            out.print(note)
     if doc["profile"] is None:
         out.print("no compacted profile yet (it is written when a session closes)")
     else:

@@ -202,6 +202,13 @@ def demo_cmd(
     _epilogue(console, turns, user, data_dir, time.monotonic() - t_start)
 
 
+def _relative(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def _secs(v: float | None) -> str:
     return "-" if v is None else f"{v:.1f} s"
 
@@ -210,13 +217,15 @@ def _epilogue(console: Any, turns: list[Any], user: str, data_dir: Path, elapsed
     complete = sum(1 for t in turns if not t.result.degraded)
     model_synth = sum(1 for t in turns if t.result.synthesis_source in ("model", "repaired"))
     sessions = sorted({t.session_id for t in turns})
+    script = Path(sys.executable).parent / "coach"
+    coach = _relative(script) if script.exists() else "coach"
     console.rule("[bold]done")
     console.print(
         f"{len(turns)} turns over {len(sessions)} sessions in {elapsed:.0f} s: {complete} complete, "
         f"{model_synth} synthesised by Pineal (the rest by the deterministic fallback).\n"
         f"The blackboard lives in [bold]{data_dir / 'blackboard.sqlite3'}[/bold] (SQLite; [data] dir).\n"
-        f"Inspect it:  coach board show --user {user}            (every turn's entries and the profile)\n"
-        f"             coach board show --user {user} --session {sessions[0] if sessions else '<S>'} --json"
+        f"Inspect it:  {coach} board show --user {user}            (every turn's entries and the profile)\n"
+        f"             {coach} board show --user {user} --session {sessions[0] if sessions else '<S>'} --json"
     )
     if data_dir != Path(".coachboard/data").resolve():
         console.print(f"             (add COACH_DATA_DIR={data_dir} if you ran the demo with another config)")

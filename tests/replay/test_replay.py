@@ -146,7 +146,7 @@ def test_board_show_lists_entries_and_profile(board: Blackboard, tmp_path: Path)
     assert doc["profile"]["version"] == 2
     r = runner.invoke(app, ["board", "show", "--user", "u1", "--session", "p-s2"], env=env)
     assert r.exit_code == 0 and "p-s2" in r.output and "p-s1" not in r.output
-    assert "missing: pineal" in r.output and "profile v2" in r.output
+    assert "no entry from: pineal" in r.output and "profile v2" in r.output
     r = runner.invoke(app, ["board", "show", "--user", "nobody"], env=env)
     assert r.exit_code == 2 and "nothing stored" in r.output
     r = runner.invoke(app, ["board", "show", "--user", "u1"], env={"COACH_DATA_DIR": str(tmp_path / "none")})
