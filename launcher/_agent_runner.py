@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 import anyio
 
+from launcher.claude_env import PLAIN_REQUEST_ENV
 from launcher.errors import AgentFailedError
 
 __all__ = [
@@ -48,17 +49,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-#: DESIGN.md "Verified facts": these make Claude Code's requests plain (model, messages, system, tools,
-#: metadata, max_tokens, stream) and cacheable (no per-request billing header, no thinking, no betas).
-PLAIN_REQUEST_ENV: dict[str, str] = {
-    "CLAUDE_CODE_MODEL_CAPABILITIES": "-mid_conv_system,-effort",
-    "ENABLE_TOOL_SEARCH": "false",
-    "CLAUDE_CODE_ATTRIBUTION_HEADER": "0",
-    "CLAUDE_CODE_DISABLE_THINKING": "1",
-    "CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS": "1",
-    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-}
 
 _API_ERROR = re.compile(r"API Error: (\d{3})")
 

@@ -4,7 +4,8 @@ Verified with the bundled CLI 2.1.332 (claude-agent-sdk 0.2.189): ``claude -p PR
 --system-prompt S --tools "" --strict-mcp-config --mcp-config JSON --allowedTools ... --permission-mode
 bypassPermissions --max-turns N --no-session-persistence`` works offline against
 ``ANTHROPIC_BASE_URL``; as root, ``bypassPermissions`` needs ``IS_SANDBOX=1``. The environment below
-makes requests plain (DESIGN.md, "Verified facts").
+makes requests plain (DESIGN.md, "Verified facts"; the settings come from ``launcher.claude_env``, which
+the agent runner uses too).
 
 Usage::
 
@@ -29,6 +30,8 @@ from typing import Any
 
 import anyio
 
+from launcher.claude_env import PLAIN_REQUEST_ENV
+
 from .errors import ClaudeRunError
 
 __all__ = [
@@ -40,17 +43,6 @@ __all__ = [
     "run_claude_headless",
     "run_claude_headless_async",
 ]
-
-PLAIN_REQUEST_ENV: dict[str, str] = {
-    "CLAUDE_CODE_MODEL_CAPABILITIES": "-mid_conv_system,-effort",
-    "ENABLE_TOOL_SEARCH": "false",
-    "CLAUDE_CODE_ATTRIBUTION_HEADER": "0",
-    "CLAUDE_CODE_DISABLE_THINKING": "1",
-    "CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS": "1",
-    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-}
-"""Settings that make Claude Code's requests plain (``model, messages, system, tools, metadata,
-max_tokens, stream``), from DESIGN.md "Verified facts"."""
 
 _DROPPED_PREFIXES = ("ANTHROPIC_", "CLAUDE_CODE_", "CLAUDE_CONFIG_DIR", "CLAUDECODE", "CLAUDE_AGENT_SDK")
 
