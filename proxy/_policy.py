@@ -103,5 +103,22 @@ def narrow_forced_tool(p: Prepared, tool: str, prefill: str) -> None:
     keep only that tool, ask for *some* tool call (``{"type": "any"}`` -> OpenAI ``"required"``) and end
     the messages with an assistant ``prefill`` text that the model continues (in place)."""
     p.tools = [t for t in p.tools if t["name"] == tool]
+    p.tools = [{**t, "input_schema": integer_bounds(t["input_schema"])} for t in p.tools]
     p.tool_choice = {"type": "any", "disable_parallel_tool_use": True}
     p.messages.append({"role": "assistant", "content": [{"type": "text", "text": prefill}]})
+
+
+def integer_bounds(schema: Any) -> Any:
+    """``schema`` with every ``{"type": "number"}`` that has integer ``minimum`` and ``maximum`` narrowed to
+    ``"integer"`` (a copy; anything else unchanged). Used with ``forced_tool_prefill``: llama.cpp's
+    grammar enforces integer bounds but not number bounds (a 135M model writes ``"score": 100000`` for a
+    0-100 number); every integer in range is still a valid number, so the output validates either way."""
+    if isinstance(schema, list):
+        return [integer_bounds(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: integer_bounds(v) for k, v in schema.items()}
+    lo, hi = out.get("minimum"), out.get("maximum")
+    if out.get("type") == "number" and all(isinstance(b, int | float) and float(b).is_integer() for b in (lo, hi)):
+        out["type"] = "integer"
+    return out

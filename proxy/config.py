@@ -97,7 +97,8 @@ class ModelPool(BaseModel):
     """For upstreams that do not honour a *named* tool choice (llama.cpp's llama-server treats OpenAI's
     ``{"type": "function", ...}`` as "auto" and Anthropic's ``{"type": "tool"}`` as "any"): when a policy
     forces a tool, send only that tool, ``tool_choice`` "required"/"any", and append an assistant message
-    with this text (``"<tool_call>\n"`` for a Hermes template) so the grammar admits only the call.
+    with this text (``"<tool_call>\n"`` for a Hermes template) so the grammar admits only the call; numbers
+    with integer bounds in that tool's schema are sent as integers (llama.cpp's grammar bounds only those).
     None (default, right for vLLM): the named tool choice is sent as is."""
 
     @field_validator("replicas")

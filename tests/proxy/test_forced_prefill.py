@@ -89,3 +89,25 @@ async def test_without_the_pool_setting_the_named_choice_is_sent_unchanged() -> 
     assert len(sent["tools"]) == 2
     assert sent["tool_choice"] == {"type": "function", "function": {"name": WRITE["name"]}}
     assert sent["messages"][-1]["role"] == "user"
+
+
+async def test_bounded_numbers_go_upstream_as_integers_for_the_grammar() -> None:
+    schema = {"type": "object", "properties": {
+        "score": {"type": "number", "minimum": 0, "maximum": 100},
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        "share": {"type": "number", "minimum": 0, "maximum": 0.5},
+        "free": {"type": "number"},
+        "traits": {"$ref": "#/$defs/T"}},
+        "$defs": {"T": {"type": "object", "properties": {"pomp": {"type": "number", "minimum": 0.0, "maximum": 100.0}}}}}
+    tool = {**WRITE, "input_schema": schema}
+    up = FakeUpstream(lambda b: Sse(tool_chunks("mcp__coachboard__write_shadow", '{"score":5}', id="c1")))
+    async with proxy_client(up, make_config(agents=POLICY, pool={"forced_tool_prefill": PREFILL})) as c:
+        await c.post("/v1/messages", json=msg_body(tools=[tool]), headers=H)
+    async with proxy_client(up, make_config(agents=POLICY)) as c:  # vLLM: the schema is sent as given
+        await c.post("/v1/messages", json=msg_body(tools=[tool]), headers=H)
+    narrowed, plain = (s.json["tools"][0]["function"]["parameters"] for s in up.calls())
+    props = narrowed["properties"]
+    assert props["score"]["type"] == props["confidence"]["type"] == "integer"
+    assert props["share"]["type"] == props["free"]["type"] == "number"  # no integer bounds: unchanged
+    assert narrowed["$defs"]["T"]["properties"]["pomp"]["type"] == "integer"
+    assert plain == schema
