@@ -232,38 +232,27 @@ class ClaudeAgentRunner:
 
             scope = Scope.create(inv.user, inv.session, mcp_headers.get("x-coach-turn"), inv.agent)
             mcp_headers[SCOPE_TOKEN_HEADER] = scope_token(cfg.mcp_secret, scope)
+        common: dict[str, Any] = {
+            "allowed_tools": allowed,
+            "permission_mode": "bypassPermissions",
+            "model": inv.model,
+            "max_turns": inv.max_turns,
+            "env": env,
+            "mcp_servers": {name: {"type": "http", "url": cfg.mcp_url, "headers": mcp_headers}},
+            "strict_mcp_config": True,
+            "setting_sources": [],
+            "include_partial_messages": True,
+            "cli_path": cfg.cli_path,
+            "cwd": cfg.cwd,
+            "stderr": stderr,
+        }
         if cfg.seed_way:
+            # Claude Code's default system prompt (the agent prompt appended) and its built-in tools.
             return ClaudeAgentOptions(
                 system_prompt={"type": "preset", "preset": "claude_code", "append": inv.system_prompt},
-                allowed_tools=allowed,
-                permission_mode="bypassPermissions",
-                model=inv.model,
-                max_turns=inv.max_turns,
-                env=env,
-                mcp_servers={name: {"type": "http", "url": cfg.mcp_url, "headers": mcp_headers}},
-                strict_mcp_config=True,
-                setting_sources=[],
-                include_partial_messages=True,
-                cli_path=cfg.cli_path,
-                cwd=cfg.cwd,
-                stderr=stderr,
+                **common,
             )
-        return ClaudeAgentOptions(
-            system_prompt=inv.system_prompt,
-            tools=[],
-            allowed_tools=allowed,
-            permission_mode="bypassPermissions",
-            model=inv.model,
-            max_turns=inv.max_turns,
-            env=env,
-            mcp_servers={name: {"type": "http", "url": cfg.mcp_url, "headers": mcp_headers}},
-            strict_mcp_config=True,
-            setting_sources=[],
-            include_partial_messages=True,
-            cli_path=cfg.cli_path,
-            cwd=cfg.cwd,
-            stderr=stderr,
-        )
+        return ClaudeAgentOptions(system_prompt=inv.system_prompt, tools=[], **common)
 
     # -- pool ----------------------------------------------------------------------------------
 
