@@ -150,28 +150,21 @@ def build_brief(
         for text in _claims(agent, out):
             if not text:
                 continue
-            for mid, matcher in matchers.items():
-                if matcher.matches(text):
-                    conflicts.append(
-                        Conflict(
-                            winner="stability",
-                            loser=agent,
-                            losing_claim=_claim(text),
-                            reason_code="blocked_by_stability",
-                            move_id=mid,
-                        )
+            for reason_code, move_matchers in (
+                ("blocked_by_stability", matchers),
+                ("caution_reversible_first_step_only", cautions),
+            ):
+                conflicts.extend(
+                    Conflict(
+                        winner="stability",
+                        loser=agent,
+                        losing_claim=_claim(text),
+                        reason_code=reason_code,
+                        move_id=mid,
                     )
-            for mid, matcher in cautions.items():
-                if matcher.matches(text):
-                    conflicts.append(
-                        Conflict(
-                            winner="stability",
-                            loser=agent,
-                            losing_claim=_claim(text),
-                            reason_code="caution_reversible_first_step_only",
-                            move_id=mid,
-                        )
-                    )
+                    for mid, matcher in move_matchers.items()
+                    if matcher.matches(text)
+                )
             if cautions and _STRETCH.matches(text):
                 conflicts.append(
                     Conflict(
