@@ -56,6 +56,18 @@ def message(plan: Plan, ctx: PlaybackContext) -> dict[str, Any]:
     }
 
 
+def _stream_blocks(plan: Plan) -> list[tuple[dict[str, Any], list[str], str, str]]:
+    """Per streamed block, in order: its ``content_block_start`` block, its token pieces, and the delta
+    type and field that carry them (a text block, if any text or no call, then one block per call)."""
+    blocks: list[tuple[dict[str, Any], list[str], str, str]] = []
+    if plan.text_tokens or not plan.calls:
+        blocks.append(({"type": "text", "text": ""}, plan.text_tokens, "text_delta", "text"))
+    for call in plan.calls:
+        block = {"type": "tool_use", "id": "toolu_" + call.id_suffix, "name": call.name, "input": {}}
+        blocks.append((block, call.tokens, "input_json_delta", "partial_json"))
+    return blocks
+
+
 async def stream(plan: Plan, ctx: PlaybackContext) -> AsyncIterator[bytes]:
     """The streaming response: prefill wait, then events paced by the latency model."""
     emitted = 0
@@ -69,32 +81,17 @@ async def stream(plan: Plan, ctx: PlaybackContext) -> AsyncIterator[bytes]:
             yield sse("message_start", {"type": "message_start", "message": start})
             ctx.mark_first_byte()
             yield sse("ping", {"type": "ping"})
-            index = 0
-            if plan.text_tokens or not plan.calls:
-                yield sse("content_block_start", {"type": "content_block_start", "index": index,
-                                                  "content_block": {"type": "text", "text": ""}})
-                async for piece in decode.pace(plan.text_tokens):
-                    yield sse("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                      "delta": {"type": "text_delta", "text": piece}})
-                    emitted = decode.tokens_emitted
-                    if plan.hang_after_first_token:
-                        await ctx.hang()
-                        return
-                yield sse("content_block_stop", {"type": "content_block_stop", "index": index})
-                index += 1
-            for call in plan.calls:
-                block = {"type": "tool_use", "id": "toolu_" + call.id_suffix, "name": call.name, "input": {}}
+            for index, (block, tokens, delta_type, field) in enumerate(_stream_blocks(plan)):
                 yield sse("content_block_start", {"type": "content_block_start", "index": index,
                                                   "content_block": block})
-                async for piece in decode.pace(call.tokens):
+                async for piece in decode.pace(tokens):
                     yield sse("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                      "delta": {"type": "input_json_delta", "partial_json": piece}})
+                                                      "delta": {"type": delta_type, field: piece}})
                     emitted = decode.tokens_emitted
                     if plan.hang_after_first_token:
                         await ctx.hang()
                         return
                 yield sse("content_block_stop", {"type": "content_block_stop", "index": index})
-                index += 1
             emitted = plan.output_tokens
             yield sse("message_delta", {"type": "message_delta",
                                         "delta": {"stop_reason": plan.stop, "stop_sequence": None},
