@@ -18,11 +18,11 @@ import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import httpx
 
+from ._lifecycle import StartStop
 from .errors import UpstreamStartError
 from .latency import LatencyModel
 from .script import Step, step_to_json
@@ -32,7 +32,7 @@ __all__ = ["ScriptedUpstreamProcess"]
 _REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-class ScriptedUpstreamProcess:
+class ScriptedUpstreamProcess(StartStop):
     """Start/stop a ``python -m testsupport`` child. Scripts must be step lists (no callables).
 
     Args: as :class:`~testsupport.upstream.ScriptedUpstream` (``latency`` by name), plus
@@ -126,12 +126,3 @@ class ScriptedUpstreamProcess:
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
-
-    def __enter__(self) -> ScriptedUpstreamProcess:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()

@@ -12,11 +12,11 @@ import asyncio
 import contextlib
 import socket
 import threading
-from types import TracebackType
 from typing import Any
 
 import uvicorn
 
+from ._lifecycle import StartStop
 from .errors import UpstreamStartError
 
 __all__ = ["ThreadedServer", "free_port"]
@@ -40,7 +40,7 @@ class _Server(uvicorn.Server):
         self._started_event.set()
 
 
-class ThreadedServer:
+class ThreadedServer(StartStop):
     """A uvicorn server for ``app`` on ``host:port`` (port 0 => a free one) in a daemon thread.
 
     Args:
@@ -129,12 +129,3 @@ class ThreadedServer:
         if self._socket is not None:
             with contextlib.suppress(OSError):
                 self._socket.close()
-
-    def __enter__(self) -> ThreadedServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()

@@ -26,7 +26,6 @@ import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from types import TracebackType
 from typing import Any
 
 import anyio
@@ -38,6 +37,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from . import _anthropic, _openai
+from ._lifecycle import StartStop
 from ._playback import PlaybackContext, build_plan, wait_threading_event
 from .errors import ScriptError
 from .latency import INSTANT, LatencyModel, LatencySimulator, PrefixCache, approx_token_count
@@ -68,7 +68,7 @@ class _HangResponse(Response):
             tg.cancel_scope.cancel()
 
 
-class ScriptedUpstream:
+class ScriptedUpstream(StartStop):
     """A scripted model server (see module docstring).
 
     Args:
@@ -179,15 +179,6 @@ class ScriptedUpstream:
         if self._server is not None:
             self._server.stop()
             self._server = None
-
-    def __enter__(self) -> ScriptedUpstream:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     # ----- routes ---------------------------------------------------------------------------------------
 
