@@ -9,19 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from mcp_server import WRITE_TOOL_NAMES
+
 __all__ = ["AgentView", "view_of"]
 
 #: Agent stages (issue 5): the early reply, the specialists, the synthesis.
 STAGES = ("early_reply", "specialist", "synthesis")
-
-_DEFAULT_TOOLS = {
-    "shadow": "write_shadow",
-    "persona": "write_persona",
-    "plasticity": "write_plasticity",
-    "stability": "write_stability",
-    "coach": "write_coach",
-    "pineal": "write_synthesis",
-}
 
 
 @dataclass(frozen=True)
@@ -56,7 +49,7 @@ def _bare(tool: str) -> str:
 def view_of(spec: Any) -> AgentView:
     """Read an ``AgentSpec`` (or any object with the same attributes) into an :class:`AgentView`."""
     name = str(_first(spec, "name"))
-    output_tool = _bare(str(_first(spec, "output_tool", default=_DEFAULT_TOOLS.get(name, ""))))
+    output_tool = _bare(str(_first(spec, "output_tool", default=WRITE_TOOL_NAMES.get(name, ""))))
     raw_tools = _first(spec, "mcp_tools", "tools", default=()) or ()
     if isinstance(raw_tools, str):
         raw_tools = [t.strip() for t in raw_tools.split(",") if t.strip()]

@@ -14,16 +14,11 @@ from blackboard import Blackboard, SchemaValidationError
 from launcher._agent_runner import AgentEvents, AgentInvocation, AgentOutcome, ToolCallRecord
 from launcher.errors import AgentFailedError
 from launcher.supervisor import ScreenOutcome
+from mcp_server import WRITE_TOOL_NAMES
 from tests.launcher.payloads import payload_for, synthesis_citing
 
-OUTPUT_TOOLS = {
-    "shadow": "write_shadow",
-    "persona": "write_persona",
-    "plasticity": "write_plasticity",
-    "stability": "write_stability",
-    "coach": "write_coach",
-    "pineal": "write_synthesis",
-}
+#: agent -> its output (write) tool, as the MCP server names them.
+OUTPUT_TOOLS = WRITE_TOOL_NAMES
 
 
 @dataclass
