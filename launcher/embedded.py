@@ -303,6 +303,18 @@ class EmbeddedModelServer:
             f"{self.config.startup_timeout_s}). Log tail:\n{tail}",
         )
 
+    def _still_loading(self, start: float, last_note: float) -> float:
+        """After a health check that failed: raise the timeout error (process stopped) once
+        ``startup_timeout_s`` has passed since ``start``, note progress every 2 s. Returns the time of
+        the latest progress note (``time.monotonic()`` seconds)."""
+        now = time.monotonic()
+        if now - start > self.config.startup_timeout_s:
+            raise self._timeout(now - start)
+        if now - last_note >= 2.0:
+            self._progress(f"loading model... {now - start:.0f} s")
+            return now
+        return last_note
+
     def start(self) -> EmbeddedModelServer:
         """Spawn and block until healthy. Returns self. Raises EmbeddedError (process stopped)."""
         self._spawn()
@@ -315,12 +327,7 @@ class EmbeddedModelServer:
                     with contextlib.suppress(httpx.HTTPError):
                         if client.get(f"{self.base_url}/health").status_code == 200:
                             break
-                    now = time.monotonic()
-                    if now - start > self.config.startup_timeout_s:
-                        raise self._timeout(now - start)
-                    if now - last_note >= 2.0:
-                        self._progress(f"loading model... {now - start:.0f} s")
-                        last_note = now
+                    last_note = self._still_loading(start, last_note)
                     time.sleep(0.1)
         except BaseException:
             self.stop()
@@ -340,12 +347,7 @@ class EmbeddedModelServer:
                     with contextlib.suppress(httpx.HTTPError):
                         if (await client.get(f"{self.base_url}/health")).status_code == 200:
                             break
-                    now = time.monotonic()
-                    if now - start > self.config.startup_timeout_s:
-                        raise self._timeout(now - start)
-                    if now - last_note >= 2.0:
-                        self._progress(f"loading model... {now - start:.0f} s")
-                        last_note = now
+                    last_note = self._still_loading(start, last_note)
                     await anyio.sleep(0.1)
         except BaseException:
             self.stop()
