@@ -8,7 +8,7 @@ with a reason.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import Field, ValidationInfo, model_validator
 
@@ -34,14 +34,7 @@ PatternClass = Literal[
     "competing_commitment",
     "insufficient_data",
 ]
-PATTERN_CLASSES: tuple[str, ...] = (
-    "consistent_executor",
-    "inclined_abstainer",
-    "overcommitter",
-    "externally_driven",
-    "competing_commitment",
-    "insufficient_data",
-)
+PATTERN_CLASSES: tuple[str, ...] = get_args(PatternClass)
 
 
 class Commitments(StrictModel):
