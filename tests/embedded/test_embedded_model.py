@@ -7,8 +7,6 @@ the server leaves no process. One server for the module (about 1 s to start)."""
 from __future__ import annotations
 
 import json
-import os
-import select
 from collections.abc import Iterator
 from typing import Any, Literal
 
@@ -24,6 +22,7 @@ from launcher.embedded import (
     find_llama_server,
     find_model,
 )
+from tests.embedded._support import gone
 
 pytestmark = pytest.mark.embedded
 
@@ -45,17 +44,6 @@ OAI_TOOL = {"type": "function", "function": {"name": "record_mood", "description
 ANT_TOOL = {"name": "record_mood", "description": "Record the mood.", "input_schema": SCHEMA}
 PREFILL = {"role": "assistant", "content": FORCED_TOOL_CALL_PREFILL}
 CHAT_MESSAGES = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER}, PREFILL]
-
-
-def _gone(pid: int, timeout_s: float = 10.0) -> bool:
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        return bool(select.select([fd], [], [], timeout_s)[0])
-    finally:
-        os.close(fd)
 
 
 @pytest.fixture(scope="module")
@@ -199,7 +187,7 @@ def test_stop_leaves_no_process() -> None:
     pid = srv.pid
     assert pid is not None and httpx.get(f"{srv.base_url}/health").status_code == 200
     srv.stop()
-    assert _gone(pid)
+    assert gone(pid)
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"http://127.0.0.1:{srv.port}/health")
 

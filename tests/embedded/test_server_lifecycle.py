@@ -5,7 +5,6 @@ also on Ctrl-C inside the block and when the parent is killed. No model needed (
 from __future__ import annotations
 
 import os
-import select
 import signal
 import socket
 import subprocess
@@ -16,23 +15,11 @@ from pathlib import Path
 import pytest
 
 from launcher.embedded import EmbeddedConfig, EmbeddedError, EmbeddedModelServer
+from tests.embedded._support import gone
 
 pytestmark = pytest.mark.e2e  # starts real (fake llama-server) processes
 
 FAKE = Path(__file__).with_name("fake_llama_server.py")
-
-
-def _gone(pid: int, timeout_s: float = 10.0) -> bool:
-    """True once process ``pid`` has exited (waits on a pidfd, up to ``timeout_s``)."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        readable, _, _ = select.select([fd], [], [], timeout_s)
-        return bool(readable)
-    finally:
-        os.close(fd)
 
 
 def _script(tmp_path: Path, body: str) -> Path:
@@ -66,7 +53,7 @@ def test_start_free_port_then_stop_kills_the_group(
         server_pid, child_pid = _pids(pidfile)
         assert server_pid == server.pid
     assert not server.running
-    assert _gone(server_pid) and _gone(child_pid)
+    assert gone(server_pid) and gone(child_pid)
     assert any("ready at" in n for n in notes) and any("stopped" in n for n in notes)
     server.stop()  # idempotent
 
@@ -78,7 +65,7 @@ def test_ctrl_c_inside_the_block_stops_the_server(
     monkeypatch.setenv("FAKE_PIDFILE", str(pidfile))
     with pytest.raises(KeyboardInterrupt), EmbeddedModelServer(fake_config, progress=None):
         raise KeyboardInterrupt
-    assert all(_gone(p) for p in _pids(pidfile))
+    assert all(gone(p) for p in _pids(pidfile))
 
 
 def test_given_port_in_use_is_a_clear_error(fake_config: EmbeddedConfig) -> None:
@@ -142,7 +129,7 @@ def test_server_dies_with_a_killed_parent(fake_config: EmbeddedConfig, tmp_path:
         server_pid, child_pid = _pids(pidfile)
         parent.send_signal(signal.SIGKILL)
         parent.wait(timeout=10)
-        assert _gone(server_pid) and _gone(child_pid)
+        assert gone(server_pid) and gone(child_pid)
     finally:
         parent.kill()
         parent.wait(timeout=10)
@@ -153,4 +140,4 @@ async def test_async_start_and_stop(fake_config: EmbeddedConfig, tmp_path: Path)
     async with EmbeddedModelServer(fake_config, progress=None) as server:
         pid = server.pid
         assert pid is not None and server.running
-    assert _gone(pid)
+    assert gone(pid)
