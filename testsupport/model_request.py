@@ -155,6 +155,14 @@ AgentMatcher: TypeAlias = Callable[[ModelRequest], str | None]
 """Returns the agent name for a request, or None to let the next matcher try."""
 
 
+def _agent_for_tool(tool: str, mapping: Mapping[str, str]) -> str | None:
+    """The agent of the first short name in ``mapping`` that ``tool`` is or ends with (``__<short>``)."""
+    for short, agent in mapping.items():
+        if tool == short or tool.endswith("__" + short):
+            return agent
+    return None
+
+
 def match_tool(mapping: Mapping[str, str]) -> AgentMatcher:
     """Matcher: the first advertised tool whose name is, or ends in ``__``, a key of ``mapping``
     (short tool name -> agent). Ambiguous when every agent sees every tool: prefer
@@ -162,9 +170,9 @@ def match_tool(mapping: Mapping[str, str]) -> AgentMatcher:
 
     def matcher(request: ModelRequest) -> str | None:
         for full in request.tool_names:
-            for short, agent in mapping.items():
-                if full == short or full.endswith("__" + short):
-                    return agent
+            agent = _agent_for_tool(full, mapping)
+            if agent is not None:
+                return agent
         return None
 
     return matcher
@@ -175,12 +183,7 @@ def match_forced_tool(mapping: Mapping[str, str]) -> AgentMatcher:
 
     def matcher(request: ModelRequest) -> str | None:
         forced = request.forced_tool
-        if forced is None:
-            return None
-        for short, agent in mapping.items():
-            if forced == short or forced.endswith("__" + short):
-                return agent
-        return None
+        return None if forced is None else _agent_for_tool(forced, mapping)
 
     return matcher
 
