@@ -17,6 +17,9 @@ Processes are kept warm per (user, session, agent) through the session (a persis
 ``ClaudeSDKClient`` whose conversation holds that agent's session history), at most ``max_warm`` at a
 time (about 200 MiB RSS each, DESIGN.md); beyond the limit a one-shot process is used. A warm process
 whose conversation outgrew the agent's context budget, or whose agent file changed, is replaced.
+:meth:`ClaudeAgentRunner.prestart` starts (connects) a warm process ahead of its first run, off the
+critical path (a session opening, Pineal while the specialists work): the run then only sends its query
+(and waits for a prestart still connecting instead of starting a second process).
 """
 
 from __future__ import annotations
@@ -152,6 +155,8 @@ class AgentRunner(Protocol):
 
     async def run(self, invocation: AgentInvocation, events: AgentEvents) -> AgentOutcome: ...
 
+    async def prestart(self, invocation: AgentInvocation, *, evict: bool = True) -> bool: ...
+
     async def close_session(self, user: str, session: str) -> None: ...
 
     async def aclose(self) -> None: ...
@@ -162,6 +167,8 @@ class _Warm:
     client: Any
     fingerprint: str
     busy: bool = False
+    primed: bool = False  # its conversation holds the session (a run succeeded): send the follow-up
+    starting: anyio.Event | None = None  # set when a prestart's connect ended (ok or not)
     last_input_tokens: int = 0
     stderr: deque[str] = field(default_factory=lambda: deque(maxlen=20))
 
@@ -256,39 +263,110 @@ class ClaudeAgentRunner:
 
     # -- pool ----------------------------------------------------------------------------------
 
-    async def _checkout(self, inv: AgentInvocation) -> tuple[_Warm | None, bool]:
-        """(warm entry or None for one-shot, whether its conversation already holds the session)."""
+    def _stale(self, entry: _Warm, inv: AgentInvocation) -> bool:
+        return entry.fingerprint != _fingerprint(inv) or entry.last_input_tokens > inv.context_budget_tokens
+
+    def _make_room(self, to_close: list[_Warm]) -> bool:
+        """Under the lock: evict the least recently used idle process if the pool is full."""
+        if len(self._warm) < self.config.max_warm:
+            return True
+        victim = next((k for k, w in self._warm.items() if not w.busy), None)
+        if victim is None:
+            return False
+        to_close.append(self._warm.pop(victim))
+        return True
+
+    async def _checkout(self, inv: AgentInvocation) -> _Warm | None:
+        """The warm entry to run in (busy; ``client`` None when a process must be started), or None for a
+        one-shot process. Waits for a prestart of the same agent that is still connecting."""
         key = (inv.user, inv.session, inv.agent)
-        fp = _fingerprint(inv)
+        to_close: list[_Warm] = []
+        while True:
+            async with self._lock:
+                if self.config.max_warm <= 0 or self.config.mcp_turn_header:
+                    return None
+                entry = self._warm.get(key)
+                starting = entry.starting if entry is not None else None
+                if starting is None:
+                    entry = self._take(key, entry, inv, to_close)
+                    break
+            await starting.wait()
+        for old in to_close:
+            self._stop_in_background(old.client, kill=False)
+        return entry
+
+    def _take(self, key: tuple[str, str, str], entry: _Warm | None, inv: AgentInvocation,
+              to_close: list[_Warm]) -> _Warm | None:
+        """Under the lock: mark the key's idle, current entry busy, or make a new busy one (None: the key
+        is busy in another run, or the pool is full of busy processes)."""
+        if entry is not None and entry.busy:
+            return None
+        if entry is not None and self._stale(entry, inv):
+            del self._warm[key]
+            to_close.append(entry)
+            entry = None
+        if entry is not None:
+            entry.busy = True
+            self._warm.move_to_end(key)
+            return entry
+        if not self._make_room(to_close):
+            return None
+        entry = _Warm(client=None, fingerprint=_fingerprint(inv), busy=True)
+        self._warm[key] = entry
+        return entry
+
+    async def prestart(self, invocation: AgentInvocation, *, evict: bool = True) -> bool:
+        """Start (connect) the warm process of the invocation's (user, session, agent) now, so that its
+        next :meth:`run` only sends the query. Only the invocation's agent settings are used (prompt,
+        model, tools, limits); its prompt texts are not sent.
+
+        Returns True when a process was started; False when one is already up (and current) or starting,
+        processes are one-shot (``max_warm`` 0 or ``mcp_turn_header``), or the pool is full and
+        ``evict`` is False (or every process is busy). A failed start is logged and discarded (the run
+        then starts its own process); cancellation stops the process and propagates.
+        """
+        from claude_agent_sdk import ClaudeSDKClient
+
+        inv = invocation
+        key = (inv.user, inv.session, inv.agent)
         to_close: list[_Warm] = []
         async with self._lock:
             if self.config.max_warm <= 0 or self.config.mcp_turn_header:
-                return None, False
+                return False
             entry = self._warm.get(key)
-            if entry is not None and entry.busy:
-                return None, False
-            if entry is not None and (
-                entry.fingerprint != fp or entry.last_input_tokens > inv.context_budget_tokens
-            ):
+            if entry is not None:
+                if entry.busy or not self._stale(entry, inv):
+                    return False
                 del self._warm[key]
                 to_close.append(entry)
-                entry = None
-            if entry is not None:
-                entry.busy = True
-                self._warm.move_to_end(key)
-                reuse = True
-            else:
-                if len(self._warm) >= self.config.max_warm:
-                    victim = next((k for k, w in self._warm.items() if not w.busy), None)
-                    if victim is None:
-                        return None, False
-                    to_close.append(self._warm.pop(victim))
-                entry = _Warm(client=None, fingerprint=fp, busy=True)
-                self._warm[key] = entry
-                reuse = False
+            if not evict and len(self._warm) >= self.config.max_warm:
+                return False
+            if not self._make_room(to_close):
+                return False
+            entry = _Warm(client=None, fingerprint=_fingerprint(inv), busy=True, starting=anyio.Event())
+            self._warm[key] = entry
         for old in to_close:
             self._stop_in_background(old.client, kill=False)
-        return entry, reuse
+        ok = False
+        try:
+            client = ClaudeSDKClient(self.options(inv, one_shot=False, stderr=entry.stderr.append))
+            entry.client = client
+            self.started_processes += 1
+            await client.connect()
+            ok = True
+        except Exception as exc:  # the SDK's ProcessError / CLIConnectionError
+            tail = " | ".join(list(entry.stderr)[-3:])
+            log.warning("prestart of agent %s failed (%s: %s)%s", inv.agent, type(exc).__name__, exc,
+                        f" stderr: {tail}" if tail else "")
+        finally:
+            with anyio.CancelScope(shield=True):
+                if not ok:
+                    await self._discard(inv, entry, kill=True)
+                entry.busy = False
+                if entry.starting is not None:
+                    entry.starting.set()
+                    entry.starting = None
+        return ok
 
     async def _discard(self, inv: AgentInvocation, entry: _Warm, *, kill: bool) -> None:
         key = (inv.user, inv.session, inv.agent)
@@ -316,10 +394,12 @@ class ClaudeAgentRunner:
         from claude_agent_sdk import ClaudeSDKClient
 
         inv = invocation
-        entry, reuse = await self._checkout(inv)
+        entry = await self._checkout(inv)
         one_shot = entry is None
         stderr_lines: deque[str] = entry.stderr if entry is not None else deque(maxlen=20)
-        client: Any = entry.client if (entry is not None and reuse) else None
+        client: Any = entry.client if entry is not None else None
+        warm = client is not None
+        reuse = entry is not None and entry.primed
         ok = False
         try:
             if client is None:
@@ -331,10 +411,11 @@ class ClaudeAgentRunner:
                 await client.connect()
             prompt = inv.followup if reuse else inv.prompt
             outcome, last_input = await self._converse(client, inv, prompt, events, stderr_lines)
-            outcome.warm = reuse
+            outcome.warm = warm
             ok = True
             if entry is not None:
                 entry.last_input_tokens = last_input
+                entry.primed = True
             return outcome
         except AgentFailedError:
             raise

@@ -239,6 +239,8 @@ async def _chat(config: Any, user: str, session: str, console: Any, urls: tuple[
         async with anyio.create_task_group() as tg:
             if config.agents.watch:
                 tg.start_soon(_watch_agents, rt.registry, console, stop)
+            # the session's agent processes start while the user types (the first turn skips start-up)
+            tg.start_soon(supervisor.prewarm, user, session)
             console.print(
                 f"[bold]coach chat[/bold] user [bold]{user}[/bold], session [bold]{session}[/bold] "
                 f"(agents v{rt.registry.version} from {rt.registry.directory}; /quit or Ctrl-D ends the session)",

@@ -10,6 +10,8 @@
 4. Coach + Shadow, Persona, Plasticity, Stability run concurrently (anyio task group), each with its
    own deadline and one retry on a transient failure; the Coach's reply is delivered (callback) the
    moment its ``write_coach`` call succeeds, checked for blocked moves first;
+   Pineal's process is started (connected) once the specialists are up, while they wait on the model;
+   :meth:`Supervisor.prewarm` starts a session's processes when it opens (``coach chat`` does);
 5. Pineal starts only when the sequencer reports Shadow written AND the others are done or past their
    deadline (``Blackboard.collect``); without Shadow no synthesis model runs (deterministic fallback);
 6. the synthesis is validated (``validate_synthesis`` + blocked moves on the final text); a rejected
@@ -108,6 +110,29 @@ def _tail(view: AgentView, turn: str, extra: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+def _invocation(v: AgentView, user: str, session: str, turn: str, prompt: str = "", followup: str = "") -> AgentInvocation:
+    """The runner's invocation for agent view ``v`` (empty prompts: a prestart, which only connects)."""
+    return AgentInvocation(
+        agent=v.name, user=user, session=session, turn=turn, system_prompt=v.prompt, model=v.model_alias,
+        tools=v.tools, max_output_tokens=v.max_output_tokens, context_budget_tokens=v.context_budget_tokens,
+        prompt=prompt, followup=followup, tool_timeout_s=v.deadline_s, max_turns=v.max_turns,
+    )
+
+
+async def _prestart(runner: AgentRunner, inv: AgentInvocation, *, evict: bool, limit_s: float) -> bool:
+    """``runner.prestart(inv)`` if the runner has it (test doubles may not), bounded by ``limit_s``;
+    never raises for the process (a failed prestart only means the run starts its own process)."""
+    start = getattr(runner, "prestart", None)
+    if start is None:
+        return False
+    with anyio.move_on_after(limit_s):
+        try:
+            return bool(await start(inv, evict=evict))
+        except Exception:
+            log.exception("prestart of agent %s failed", inv.agent)
+    return False
+
+
 def _safe_status(cb: Callable[[AgentStatus], None] | None) -> Callable[[AgentStatus], None] | None:
     """Wrap a status callback so a broken display never stops a turn."""
     if cb is None:
@@ -151,6 +176,31 @@ class Supervisor:
         self.directory = directory or TurnDirectory()
         self.settings = settings or SupervisorSettings()
         self._session_locks: dict[tuple[str, str], anyio.Lock] = {}
+
+    async def prewarm(self, user: str, session: str) -> list[str]:
+        """Start the session's agent processes now (Coach first, Pineal last), while the user types, so
+        the session's first :meth:`run_turn` skips process start-up. Only free slots of the runner's
+        warm-process limit are used (no other session's process is evicted); at most two start at once
+        (the processes' start-up is CPU-bound). Returns the agents whose process was started; a runner
+        without ``prestart`` or with one-shot processes starts none. Never raises for agent processes;
+        safe to cancel (a process being started is stopped) and to run alongside :meth:`run_turn` (a
+        run waits for its agent's process being started instead of starting a second one).
+        """
+        views = {name: view_of(spec) for name, spec in self._agents().items()}
+        order = [n for n in (*EARLY, *SPECIALISTS, "pineal") if n in views]
+        started: list[str] = []
+        limiter = anyio.CapacityLimiter(2)
+
+        async def one(name: str) -> None:
+            async with limiter:
+                v = views[name]
+                if await _prestart(self.runner, _invocation(v, user, session, ""), evict=False, limit_s=v.deadline_s):
+                    started.append(name)
+
+        async with anyio.create_task_group() as tg:
+            for name in order:
+                tg.start_soon(one, name)
+        return [n for n in order if n in started]
 
     async def run_turn(
         self,
@@ -269,13 +319,7 @@ class Supervisor:
         )
 
         def invocation(name: str, prompt: str, followup: str) -> AgentInvocation:
-            v = views[name]
-            return AgentInvocation(
-                agent=name, user=user, session=session, turn=turn, system_prompt=v.prompt, model=v.model_alias,
-                tools=v.tools, max_output_tokens=v.max_output_tokens,
-                context_budget_tokens=v.context_budget_tokens, prompt=prompt, followup=followup,
-                tool_timeout_s=v.deadline_s, max_turns=v.max_turns,
-            )
+            return _invocation(views[name], user, session, turn, prompt, followup)
 
         candidate: dict[str, str] = {}
         reply_ready = anyio.Event()
@@ -308,6 +352,21 @@ class Supervisor:
         coach_up = anyio.Event()
         if "coach" not in launch or self.settings.coach_head_start_s <= 0:
             coach_up.set()
+        # Pineal's process is started once every specialist is up and prompted (not competing with their
+        # start-up for the CPU), while they wait on the model: after the barrier only its query remains.
+        not_up = {n for n in launch if n != "coach"}
+        specialists_up = anyio.Event()
+
+        def up(name: str) -> None:
+            not_up.discard(name)
+            if not not_up:
+                specialists_up.set()
+
+        async def prestart_pineal() -> None:
+            await specialists_up.wait()
+            v = views["pineal"]
+            # bounded: a stuck start must not hold up the join for long (the run would start its own)
+            await _prestart(self.runner, invocation("pineal", "", ""), evict=True, limit_s=min(v.deadline_s, 30.0))
 
         async def one(name: str) -> None:
             v = views[name]
@@ -320,19 +379,25 @@ class Supervisor:
                     statuses[name], t0=t0,
                     deadline_at=(time.monotonic() if self.settings.sequential else t0) + v.deadline_s,
                     on_tool_result=coach_tool if name == "coach" else None, on_change=on_status,
-                    on_started=coach_up.set if name == "coach" else None,
+                    on_started=coach_up.set if name == "coach" else partial(up, name),
                 )
             finally:
                 if name == "coach":
                     coach_up.set()
                     reply_ready.set()  # no reply written: the deliverer shows the fallback reply
+                else:
+                    up(name)
                 self.directory.disarm(user, session, turn, name)
 
         if "coach" not in launch and "reply" not in delivered:
             deliver(FALLBACK_COACH_REPLY, fallback=True)  # no Coach agent file: the fallback reply at once
+        if not not_up:
+            specialists_up.set()
         async with anyio.create_task_group() as tg:
             if "coach" in launch:
                 tg.start_soon(deliver_coach_reply)
+            if "pineal" in views and not self.settings.sequential:
+                tg.start_soon(prestart_pineal)
             for name in launch:
                 if self.settings.sequential:
                     await one(name)
