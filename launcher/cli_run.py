@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -45,6 +45,30 @@ def _check_ids(user: str, session: str) -> None:
     except InvalidKeyError as exc:
         typer.echo(f"error: --user/--session: {exc}", err=True)
         raise typer.Exit(2) from None
+
+
+def _check_message(message: str) -> None:
+    if not message.strip():
+        typer.echo("error: MESSAGE is empty: pass the user's message for this turn, e.g. coach run \"I want to "
+                   "run more\" -u U -s S", err=True)
+        raise typer.Exit(2)
+
+
+def _check_data_dir(config: Any) -> None:
+    """Refuse a data directory that cannot hold the blackboard before anything starts (exit 2)."""
+    directory = Path(config.data.dir)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        typer.echo(f"error: the data directory {directory} cannot be used ({exc.strerror or exc}). Fix: point "
+                   "COACH_DATA_DIR or [data] dir at a writable folder", err=True)
+        raise typer.Exit(2) from None
+
+
+def _store_error(exc: Exception) -> NoReturn:
+    code = getattr(exc, "code", type(exc).__name__)
+    typer.echo(f"error ({code}): {exc}", err=True)
+    raise typer.Exit(2) from None
 
 
 def _timeline(result: Any) -> Any:
@@ -81,11 +105,14 @@ def run_cmd(
     import anyio
     from rich.console import Console
 
+    from blackboard import BlackboardError
     from launcher.agents import AgentSpecError
     from launcher.errors import LauncherError
 
     _check_ids(user=user, session=session)
+    _check_message(message)
     config = _load(config_path)
+    _check_data_dir(config)
     out = Console(file=sys.stdout, highlight=False, soft_wrap=True)
     err = Console(file=sys.stderr, highlight=False)
 
@@ -108,6 +135,8 @@ def run_cmd(
     except (AgentSpecError, LauncherError) as exc:
         err.print(f"error: {exc}")
         raise typer.Exit(2) from None
+    except BlackboardError as exc:  # the store itself is unusable (agents' failures never raise)
+        _store_error(exc)
     if as_json:
         typer.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
         return
@@ -128,12 +157,13 @@ def session_close_cmd(
     """Compact a session into the user's profile (compare-and-swap; a second close changes nothing)."""
     import anyio
 
-    from blackboard import Blackboard
+    from blackboard import Blackboard, BlackboardError
     from launcher.errors import SessionError
     from launcher.sessions import close_session
 
     _check_ids(user=user, session=session)
     config = _load(config_path)
+    _check_data_dir(config)
 
     async def main() -> Any:
         board = Blackboard(config.data.dir, thresholds=config.thresholds)
@@ -147,6 +177,8 @@ def session_close_cmd(
     except SessionError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    except BlackboardError as exc:
+        _store_error(exc)
     doc = {
         "user": res.user, "session": res.session, "profile_version": res.profile_version,
         "merged": list(res.merged), "already_closed": res.already_closed, "turns": res.turns,
