@@ -6,6 +6,7 @@ the supervisor. An async context manager; everything it started is stopped on ex
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import secrets
 from collections.abc import AsyncIterator
@@ -22,10 +23,17 @@ from launcher.supervisor import Supervisor
 
 __all__ = ["Runtime", "coach_runtime"]
 
+log = logging.getLogger(__name__)
+
 
 @dataclass
 class Runtime:
-    """The live objects of one command."""
+    """The live objects of one command.
+
+    Supervisors built on it take :meth:`current_agents` as their agents source, so an agent-file reload
+    reaches the in-process proxy's per-agent policies (forced tool, max tokens, model alias) before the
+    first request of the next turn, not only the prompts.
+    """
 
     config: Any
     board: Blackboard
@@ -33,6 +41,22 @@ class Runtime:
     urls: StackUrls
     runner: ClaudeAgentRunner
     supervisor: Supervisor
+    synced_version: int = 1
+
+    def current_agents(self) -> dict[str, Any]:
+        """The registry's current agent specs; when they are a newer version than the proxy was last
+        given (a reload), the in-process proxy's policies are updated first (``StackUrls.set_agents``).
+        An external proxy (``--proxy-url``) keeps the policies of its own config."""
+        specs: dict[str, Any] = self.registry.current()
+        version = self.registry.version
+        if version != self.synced_version and self.urls.set_agents is not None:
+            try:
+                self.urls.set_agents(specs)
+            except ValueError:  # pydantic ValidationError included; the previous policies stay
+                log.exception("the reloaded agent files give invalid proxy policies; the proxy keeps the old ones")
+                return specs
+        self.synced_version = version
+        return specs
 
 
 def _prepare_dirs(data_dir: Path) -> Path:
@@ -88,9 +112,12 @@ async def coach_runtime(
                 extra_env={"CLAUDE_CONFIG_DIR": str(home / ".claude")},
             )
             async with ClaudeAgentRunner(runner_cfg) as runner:
+                holder: list[Runtime] = []
                 supervisor = Supervisor(
-                    board, runner, registry.current, screen=SafetyScreen(config.safety), directory=directory
+                    board, runner, lambda: holder[0].current_agents(), screen=SafetyScreen(config.safety),
+                    directory=directory,
                 )
-                yield Runtime(config, board, registry, urls, runner, supervisor)
+                holder.append(Runtime(config, board, registry, urls, runner, supervisor, registry.version))
+                yield holder[0]
     finally:
         board.close()

@@ -9,9 +9,10 @@ user's profile (``launcher.sessions.close_session``) and every agent process is 
 
 The agents folder is watched (watchfiles, :meth:`launcher.agents.AgentRegistry.watch`) while the chat
 runs: a valid edit is used from the next turn (the edited agent's warm process is replaced because its
-prompt changed); an invalid edit is reported with file, line and fix, and the previous version keeps
-being used. Limitation: the proxy's per-agent policies (forced tool, max tokens, model alias) are
-computed when the chat starts; edits of those front-matter fields reach the proxy on the next start.
+prompt changed), including the in-process proxy's per-agent policies (forced tool, max tokens, model
+alias: ``Runtime.current_agents``); an invalid edit is reported with file, line and fix, and the
+previous version keeps being used. With ``--proxy-url`` the external proxy keeps its own policies.
+The session's agent processes are started while the user types the first line (``Supervisor.prewarm``).
 
 When stdout is not a terminal (pipes, tests) the status line is replaced by one plain line per agent
 result, so the output stays line-oriented. Exit codes: 0 closed normally, 2 bad configuration, agent
@@ -150,8 +151,9 @@ def _problems_text(error: Any) -> str:
     return "\n".join(f"  {p}" for p in problems)
 
 
-async def _watch_agents(registry: Any, console: Any, stop: Any) -> None:
-    """Run the registry's watcher and report every reload attempt (valid or not) on the console."""
+async def _watch_agents(registry: Any, console: Any, stop: Any, on_reload: Callable[[], Any] | None = None) -> None:
+    """Run the registry's watcher and report every reload attempt (valid or not) on the console;
+    ``on_reload()`` is called after each valid reload."""
     import anyio
 
     async def report() -> None:
@@ -165,6 +167,8 @@ async def _watch_agents(registry: Any, console: Any, stop: Any) -> None:
                     highlight=False,
                 )
             elif registry.version != seen_version:
+                if on_reload is not None:
+                    on_reload()  # the proxy's per-agent policies follow at once, not only at the next turn
                 console.print(
                     f"[bold green]agents:[/bold green] reloaded agent files (version {registry.version}); "
                     "used from the next turn",
@@ -231,14 +235,14 @@ async def _chat(config: Any, user: str, session: str, console: Any, urls: tuple[
     async with coach_runtime(config, proxy_url=urls[0], mcp_url=urls[1]) as rt:
         screen = _RecordingScreen(SafetyScreen(config.safety))
         supervisor = Supervisor(
-            rt.board, rt.runner, rt.registry.current, screen=screen,
+            rt.board, rt.runner, rt.current_agents, screen=screen,
             directory=rt.supervisor.directory, settings=rt.supervisor.settings,
         )
         reader = _LineReader()
         stop = anyio.Event()
         async with anyio.create_task_group() as tg:
             if config.agents.watch:
-                tg.start_soon(_watch_agents, rt.registry, console, stop)
+                tg.start_soon(_watch_agents, rt.registry, console, stop, rt.current_agents)
             # the session's agent processes start while the user types (the first turn skips start-up)
             tg.start_soon(supervisor.prewarm, user, session)
             console.print(

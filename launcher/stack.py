@@ -7,7 +7,9 @@ signal handlers are not installed, so the interrupt reaches the command). A serv
 (``proxy_url`` / ``mcp_url``: an already-running ``coach serve``) is not started.
 
 The MCP server uses :class:`launcher._turn_scope.DirectoryScope`, so warm agent processes get their
-turn from the supervisor's :class:`~launcher._turn_scope.TurnDirectory` (see that module).
+turn from the supervisor's :class:`~launcher._turn_scope.TurnDirectory` (see that module); the proxy
+meters their requests with the turn from the same directory. ``StackUrls.set_agents`` updates the
+in-process proxy's per-agent policies after the agent files were reloaded.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from __future__ import annotations
 import contextlib
 import socket
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -35,11 +37,15 @@ _START_TIMEOUT_S = 15.0
 @dataclass(frozen=True)
 class StackUrls:
     """``proxy_url``: the ``ANTHROPIC_BASE_URL`` for agents; ``mcp_url``: the streamable-HTTP MCP URL;
-    ``in_process_mcp``: True when the MCP server runs here (turns resolved through the directory)."""
+    ``in_process_mcp``: True when the MCP server runs here (turns resolved through the directory);
+    ``set_agents``: for an in-process proxy, ``set_agents(specs)`` replaces its per-agent policies with
+    those of the agent specs (policies written in the proxy config still win; invalid specs raise and
+    change nothing); None when the proxy is an external one (its policies come from its own config)."""
 
     proxy_url: str
     mcp_url: str
     in_process_mcp: bool
+    set_agents: Callable[[Mapping[str, Any]], None] | None = field(default=None, compare=False)
 
 
 class _EmbeddedServer(uvicorn.Server):
@@ -112,16 +118,25 @@ async def running_stack(
         StackError: a server could not be started.
     """
     servers: list[_EmbeddedServer] = []
+    set_agents: Callable[[Mapping[str, Any]], None] | None = None
     async with anyio.create_task_group() as tg:
         try:
             if proxy_url is None:
                 from proxy import ProxyConfig, create_app
 
                 cfg = proxy_config if proxy_config is not None else ProxyConfig()
+                written = dict(cfg.agents)  # the config's own policies win over the agent files'
                 if agents:
-                    merged = {**policies_from_agents(agents), **cfg.agents}
-                    cfg = cfg.model_copy(update={"agents": merged})
-                server, port = await _start(tg, create_app(cfg), host, "proxy")
+                    cfg = cfg.model_copy(update={"agents": {**policies_from_agents(agents), **written}})
+                # Warm agent processes send no x-coach-turn: the proxy meters them with the turn the
+                # supervisor opened (the same directory the MCP server resolves turns from).
+                app = create_app(cfg, turn_for=directory.turn_for)
+                state = app.state.proxy
+
+                def set_agents(specs: Mapping[str, Any]) -> None:
+                    state.set_agent_policies({**policies_from_agents(specs), **written})
+
+                server, port = await _start(tg, app, host, "proxy")
                 servers.append(server)
                 proxy_url = f"http://{host}:{port}"
             in_process = mcp_url is None
@@ -134,7 +149,7 @@ async def running_stack(
                 server, port = await _start(tg, app, host, "MCP server")
                 servers.append(server)
                 mcp_url = f"http://{host}:{port}{mcfg.path}"
-            yield StackUrls(proxy_url=proxy_url, mcp_url=mcp_url, in_process_mcp=in_process)
+            yield StackUrls(proxy_url=proxy_url, mcp_url=mcp_url, in_process_mcp=in_process, set_agents=set_agents)
         finally:
             for s in servers:
                 s.should_exit = True

@@ -14,7 +14,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,12 +35,17 @@ from ._policy import apply_policy, narrow_forced_tool
 from ._router import Router
 from ._stream import Event, StreamBuilder
 from ._tokens import count_tokens
-from .config import ModelPool, ProxyConfig
+from .config import AgentPolicy, ModelPool, ProxyConfig
 from .errors import AuthenticationError, InvalidRequestError, NotFoundError, ProxyError, RequestTooLargeError
 from .wellformed import accumulate, encode_sse
 
 log = logging.getLogger("proxy")
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
+
+
+TurnResolver = Callable[[str, str, str], str | None]
+"""``(user, session, agent) -> the turn that agent is running in now, or None`` (the supervisor's
+``launcher._turn_scope.TurnDirectory.turn_for``: the same source the MCP server resolves turns from)."""
 
 
 @dataclass
@@ -53,6 +58,24 @@ class ProxyState:
     meter: Meter
     token_methods: dict[str, str] = field(default_factory=dict)
     health_task: asyncio.Task[None] | None = None
+    turn_for: TurnResolver | None = None
+
+    def set_agent_policies(self, policies: Mapping[str, AgentPolicy | Mapping[str, Any]]) -> None:
+        """Replace the per-agent policy table (``ProxyConfig.agents``) of the running app, e.g. after the
+        agent files were reloaded. Every policy is validated first (pydantic ``ValidationError`` and
+        nothing changed when one is invalid); the swap is one assignment, so a request in flight keeps
+        the table it started with and the next request sees the new one. Agent names are lower-cased
+        (the ``x-coach-agent`` header is matched lower-case)."""
+        table = {str(name).strip().lower(): AgentPolicy.model_validate(p) for name, p in policies.items()}
+        self.config = self.config.model_copy(update={"agents": table})
+
+    def who(self, request: Request) -> Who:
+        """The caller from the ``x-coach-*`` headers; without ``x-coach-turn`` (a warm agent process,
+        whose headers are fixed at its start) the turn comes from :attr:`turn_for`, when set."""
+        who = _who(request)
+        if not who.turn and self.turn_for is not None and who.agent and who.user and who.session:
+            who.turn = self.turn_for(who.user, who.session, who.agent) or ""
+        return who
 
 
 def _error(err: ProxyError) -> JSONResponse:
@@ -125,8 +148,8 @@ async def messages(request: Request) -> Response:
     t0 = time.monotonic()
     _check_auth(state, request)
     body = await _read_json(state, request)
-    who = _who(request)
-    policy = state.config.agents.get(who.agent) if who.agent else None
+    who = state.who(request)
+    policy = state.config.agents.get(who.agent) if who.agent else None  # read once: a swap cannot tear it
     model = body.get("model") if isinstance(body, dict) else None
     pool = state.router.resolve(model if isinstance(model, str) else "", policy.model_alias if policy else None)
     p = prepare(body, system_mode=pool.system_in_messages if pool.kind == "openai" else "fold")
@@ -218,7 +241,7 @@ async def count_tokens_route(request: Request) -> Response:
     body = await _read_json(state, request)
     if not isinstance(body, dict):
         raise InvalidRequestError("request body must be a JSON object")
-    who = _who(request)
+    who = state.who(request)
     policy = state.config.agents.get(who.agent) if who.agent else None
     pool = state.router.resolve(str(body.get("model", "")), policy.model_alias if policy else None)
     p = prepare({**body, "max_tokens": 1, "stream": False},
@@ -296,12 +319,14 @@ async def _health_loop(state: ProxyState) -> None:
 
 
 def create_app(config: ProxyConfig, *, transport: httpx.AsyncBaseTransport | None = None,
-               health_checks: bool = True) -> Starlette:
+               health_checks: bool = True, turn_for: TurnResolver | None = None) -> Starlette:
     """Build the proxy ASGI app for ``config``. ``transport`` replaces the upstream HTTP transport (tests);
-    ``health_checks`` runs the active health loop while the app's lifespan is running."""
+    ``health_checks`` runs the active health loop while the app's lifespan is running; ``turn_for``
+    resolves the turn of requests without ``x-coach-turn`` (metering of warm agent processes; see
+    :data:`TurnResolver`). ``app.state.proxy.set_agent_policies(...)`` updates the per-agent policies."""
     client = httpx.AsyncClient(transport=transport, limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
                                timeout=httpx.Timeout(config.read_timeout_s, connect=config.connect_timeout_s))
-    state = ProxyState(config=config, client=client, router=Router(config), meter=Meter(config))
+    state = ProxyState(config=config, client=client, router=Router(config), meter=Meter(config), turn_for=turn_for)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -330,4 +355,4 @@ def create_app(config: ProxyConfig, *, transport: httpx.AsyncBaseTransport | Non
     return app
 
 
-__all__ = ["ProxyState", "create_app", "now_ms"]
+__all__ = ["ProxyState", "TurnResolver", "create_app", "now_ms"]
