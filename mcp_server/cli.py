@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 
 from mcp_server.config import McpConfig
 from mcp_server.errors import McpConfigError, McpServerError
@@ -44,12 +45,15 @@ def load_config(path: Path | None) -> tuple[McpConfig, str | None]:
         return McpConfig(), None
     try:
         doc: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise McpConfigError(f"cannot read config {path}: {type(exc).__name__}: {exc}") from exc
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise McpConfigError(f"cannot read config {path}: {type(exc).__name__}: {exc}. Fix: pass a readable UTF-8 "
+                             "TOML file") from exc
     try:
         cfg = McpConfig.model_validate(doc.get("mcp", {}))
-    except ValueError as exc:
-        raise McpConfigError(f"invalid [mcp] section in {path}: {exc}") from exc
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'mcp'}: {e['msg']} (got {e.get('input')!r})"
+                             for e in exc.errors())
+        raise McpConfigError(f"invalid [mcp] section in {path}: {problems}") from exc
     data = doc.get("data", {})
     return cfg, (str(data["dir"]) if isinstance(data, dict) and data.get("dir") else None)
 

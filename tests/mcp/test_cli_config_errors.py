@@ -1,0 +1,29 @@
+"""``coach mcp --config``: an unreadable or invalid file is a plain error with exit 2 (no traceback)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from launcher.cli import app
+
+runner = CliRunner()
+
+
+def test_config_that_is_not_utf8_exits_2_without_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "coach.toml"
+    bad.write_bytes(b"\xff\xfe[mcp]\nport = 1\n")
+    result = runner.invoke(app, ["mcp", "--http", "--config", str(bad), "--data-dir", str(tmp_path / "d")])
+    assert result.exit_code == 2, result.output
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert f"cannot read config {bad}" in result.output and "UTF-8" in result.output
+
+
+def test_invalid_mcp_section_names_the_field_and_value_without_pydantic_noise(tmp_path: Path) -> None:
+    bad = tmp_path / "coach.toml"
+    bad.write_text("[mcp]\nport = -5\n", encoding="utf-8")
+    result = runner.invoke(app, ["mcp", "--http", "--config", str(bad), "--data-dir", str(tmp_path / "d")])
+    assert result.exit_code == 2, result.output
+    assert "invalid [mcp] section" in result.output and "port:" in result.output and "-5" in result.output
+    assert "errors.pydantic.dev" not in result.output
