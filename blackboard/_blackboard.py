@@ -90,10 +90,6 @@ class Blackboard:
             f"could not allocate a turn id after {_CAS_ATTEMPTS} attempts"
         )  # pragma: no cover
 
-    def _meta(self, user: str, session: str, turn: str) -> dict[str, Any]:
-        e = self.store.read(turn_entry_key(user, session, turn, "meta"))
-        return e.value if e else {}
-
     def write_output(self, user: str, session: str, turn: str, agent: str, payload: dict[str, Any]) -> Entry:
         """Validate ``payload`` against ``agent``'s schema (Stability's gate applied; Pineal's synthesis
         also checked against the turn's brief), store it create-only at

@@ -22,10 +22,9 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, model_validator
 
 from ._schema_common import READ_ONLY, Id, Phrase, ShortText, StrictModel, Text, thresholds_of
-from .config import BLOCKED_CATEGORIES, Thresholds
+from .config import Thresholds
 
 __all__ = [
-    "MOVE_CATEGORIES",
     "GateResult",
     "MoveCategory",
     "StabilityMove",
@@ -43,7 +42,6 @@ MoveCategory = Literal[
     "illegal_or_deceiving_others",
     "coaching_presented_as_therapy",
 ]
-MOVE_CATEGORIES: tuple[str, ...] = ("none", *BLOCKED_CATEGORIES)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,10 +13,6 @@ from mcp_server import WRITE_TOOL_NAMES
 
 __all__ = ["AgentView", "view_of"]
 
-#: Agent stages (issue 5): the early reply, the specialists, the synthesis.
-STAGES = ("early_reply", "specialist", "synthesis")
-
-
 @dataclass(frozen=True)
 class AgentView:
     """What the supervisor needs of one agent file. Times in seconds, sizes in tokens."""

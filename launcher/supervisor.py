@@ -24,7 +24,6 @@ deterministic fallback if the Coach failed) and a synthesis marked ``degraded`` 
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -568,8 +567,3 @@ class Supervisor:
             "turn %s/%s/%s done: source=%s degraded=%s missing=%s",
             user, session, turn, result.synthesis_source, result.degraded, ",".join(result.missing),
         )
-
-
-def dumps_result(result: TurnResult) -> str:
-    """The ``--json`` document as text."""
-    return json.dumps(result.to_json(), ensure_ascii=False, indent=2)

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -25,7 +25,7 @@ from blackboard.errors import (
 )
 from mcp_server._descriptions import WRITE_TOOL_NAMES
 from mcp_server._problems import Problem, error_result
-from mcp_server._scope import FixedScope, HeaderScope, ScopeSource
+from mcp_server._scope import ScopeSource
 from mcp_server._toolkit import build_tool
 from mcp_server._tools import ToolContext, all_specs
 from mcp_server.config import McpConfig
@@ -197,13 +197,3 @@ async def serve_http_async(
 def serve_http(server: MCPServer, config: McpConfig, *, on_ready: Callable[[str], None] | None = None) -> None:
     """Blocking wrapper of :func:`serve_http_async`."""
     anyio.run(partial(serve_http_async, server, config, on_ready=on_ready))
-
-
-def default_scope_source(http: bool, fixed: Mapping[str, str | None] | None = None) -> ScopeSource:
-    """HeaderScope for HTTP; FixedScope built from ``fixed`` (user/session/turn/agent) for stdio."""
-    if http:
-        return HeaderScope()
-    from mcp_server._scope import scope_from_env
-
-    f = dict(fixed or {})
-    return FixedScope(scope_from_env(user=f.get("user"), session=f.get("session"), turn=f.get("turn"), agent=f.get("agent")))

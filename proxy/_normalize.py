@@ -40,9 +40,6 @@ class Prepared:
     sampling: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
 
-    def has_tool(self, name: str) -> bool:
-        return any(t.get("name") == name for t in self.tools)
-
 
 def _blocks(content: Any, where: str) -> list[dict[str, Any]]:
     if isinstance(content, str):
