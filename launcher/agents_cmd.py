@@ -16,7 +16,7 @@ agents_app = typer.Typer(help="The six agent files.", no_args_is_help=True)
 @agents_app.command("check")
 def agents_check_cmd(
     directory: Annotated[
-        Path | None, typer.Option("--dir", help="agents folder (default: [agents] dir)")
+        Path | None, typer.Option("--dir", help="agents folder (default: \\[agents] dir)")
     ] = None,
     config_path: Annotated[
         Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")

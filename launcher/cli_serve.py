@@ -158,8 +158,8 @@ async def _serve(config: Any, specs: dict[str, Any], ports: tuple[int | None, in
 
 def serve_cmd(
     config_path: Annotated[Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")] = None,
-    proxy_port: Annotated[int | None, typer.Option("--proxy-port", help="proxy port (default [proxy] port; 0 = any free)")] = None,
-    mcp_port: Annotated[int | None, typer.Option("--mcp-port", help="MCP port (default [mcp] port; 0 = any free)")] = None,
+    proxy_port: Annotated[int | None, typer.Option("--proxy-port", help="proxy port (default \\[proxy] port; 0 = any free)")] = None,
+    mcp_port: Annotated[int | None, typer.Option("--mcp-port", help="MCP port (default \\[mcp] port; 0 = any free)")] = None,
 ) -> None:
     """Serve the proxy and the MCP HTTP server in the foreground, showing upstream health."""
     import anyio
