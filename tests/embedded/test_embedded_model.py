@@ -44,6 +44,15 @@ OAI_TOOL = {"type": "function", "function": {"name": "record_mood", "description
 ANT_TOOL = {"name": "record_mood", "description": "Record the mood.", "input_schema": SCHEMA}
 PREFILL = {"role": "assistant", "content": FORCED_TOOL_CALL_PREFILL}
 CHAT_MESSAGES = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER}, PREFILL]
+#: A chat completion that must call ``record_mood`` (the forced tool call of the agents' first call).
+CHAT_BODY: dict[str, Any] = {
+    "messages": CHAT_MESSAGES,
+    "tools": [OAI_TOOL],
+    "tool_choice": "required",
+    "parallel_tool_calls": False,
+    "max_tokens": 120,
+    "temperature": 0,
+}
 
 
 @pytest.fixture(scope="module")
@@ -68,15 +77,7 @@ def client(server: EmbeddedModelServer) -> Iterator[httpx.Client]:
 
 
 def _chat(client: httpx.Client, **extra: Any) -> dict[str, Any]:
-    body = {
-        "messages": CHAT_MESSAGES,
-        "tools": [OAI_TOOL],
-        "tool_choice": "required",
-        "parallel_tool_calls": False,
-        "max_tokens": 120,
-        "temperature": 0,
-        **extra,
-    }
+    body = {**CHAT_BODY, **extra}
     r = client.post("/v1/chat/completions", json=body)
     assert r.status_code == 200, r.text
     return r.json()
@@ -148,15 +149,7 @@ def test_forced_tool_call_messages_streamed(client: httpx.Client) -> None:
 
 
 def test_chat_streamed_tool_call(client: httpx.Client) -> None:
-    body = {
-        "messages": CHAT_MESSAGES,
-        "tools": [OAI_TOOL],
-        "tool_choice": "required",
-        "parallel_tool_calls": False,
-        "max_tokens": 120,
-        "temperature": 0,
-        "stream": True,
-    }
+    body = {**CHAT_BODY, "stream": True}
     args, name, finish = "", None, None
     with client.stream("POST", "/v1/chat/completions", json=body) as r:
         assert r.status_code == 200
