@@ -55,6 +55,9 @@ log = logging.getLogger(__name__)
 
 _API_ERROR = re.compile(r"API Error: (\d{3})")
 
+#: Environment variable carrying the agent's MCP scope token (``x-coach-scope-token``) to its process.
+MCP_TOKEN_ENV = "COACH_MCP_SCOPE_TOKEN"
+
 
 @dataclass(frozen=True)
 class RunnerConfig:
@@ -238,7 +241,11 @@ class ClaudeAgentRunner:
             from mcp_server import SCOPE_TOKEN_HEADER, Scope, scope_token
 
             scope = Scope.create(inv.user, inv.session, mcp_headers.get("x-coach-turn"), inv.agent)
-            mcp_headers[SCOPE_TOKEN_HEADER] = scope_token(cfg.mcp_secret, scope)
+            # The token travels in the environment (readable only by this user), not in the
+            # --mcp-config argument, which any local user can read with ps; Claude Code expands
+            # ${VAR} in MCP header values.
+            env[MCP_TOKEN_ENV] = scope_token(cfg.mcp_secret, scope)
+            mcp_headers[SCOPE_TOKEN_HEADER] = "${" + MCP_TOKEN_ENV + "}"
         common: dict[str, Any] = {
             "allowed_tools": allowed,
             "permission_mode": "bypassPermissions",

@@ -78,9 +78,15 @@ def test_sdk_options_make_a_plain_strict_agent(specs: dict) -> None:
     assert server["type"] == "http" and server["url"] == "http://127.0.0.1:2/mcp"
     headers = server["headers"]
     assert "x-coach-turn" not in headers  # warm: the turn comes from the supervisor's directory
-    assert headers[SCOPE_TOKEN_HEADER] == scope_token("s3", Scope.create("u1", "s1", None, "persona"))
+    # The token is in the process environment, not in --mcp-config (argv is visible to every local user
+    # through ps); Claude Code expands ${COACH_MCP_SCOPE_TOKEN} in the header value.
+    assert headers[SCOPE_TOKEN_HEADER] == "${COACH_MCP_SCOPE_TOKEN}"
+    assert env["COACH_MCP_SCOPE_TOKEN"] == scope_token("s3", Scope.create("u1", "s1", None, "persona"))
+    assert env["COACH_MCP_SCOPE_TOKEN"] not in json.dumps(warm.mcp_servers)
     cold = runner.options(inv, one_shot=True, stderr=lambda _: None)
     assert cold.mcp_servers["coachboard"]["headers"]["x-coach-turn"] == "t000003"
+    assert cold.env["COACH_MCP_SCOPE_TOKEN"] == scope_token("s3", Scope.create("u1", "s1", "t000003", "persona"))
+    assert cold.env["COACH_MCP_SCOPE_TOKEN"] not in json.dumps(cold.mcp_servers)
     assert "x-coach-turn: t000003" in cold.env["ANTHROPIC_CUSTOM_HEADERS"]
     json.dumps(cold.mcp_servers)  # what the SDK passes to --mcp-config
 
