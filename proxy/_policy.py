@@ -101,7 +101,17 @@ def apply_policy(p: Prepared, policy: AgentPolicy | None, *, agent: str,
 def narrow_forced_tool(p: Prepared, tool: str, prefill: str) -> None:
     """Force ``tool`` on an upstream that ignores a named tool choice (``ModelPool.forced_tool_prefill``):
     keep only that tool, ask for *some* tool call (``{"type": "any"}`` -> OpenAI ``"required"``) and end
-    the messages with an assistant ``prefill`` text that the model continues (in place)."""
+    the messages with an assistant ``prefill`` text that the model continues (in place).
+
+    A repair (the latest result of ``tool`` is an error) is sent as a fresh attempt: the messages after
+    the turn's prompt (the last user message without a tool_result) are dropped. A very small model shown
+    its failed call copies it (measured: SmolLM2-135M sent the same invalid ``write_persona`` six times);
+    an independently sampled attempt usually differs, so the agent's turn budget becomes retries."""
+    if latest_result_of(p, tool) == "error":
+        prompts = [i for i, m in enumerate(p.messages)
+                   if m["role"] == "user" and not any(b.get("type") == "tool_result" for b in m["content"])]
+        if prompts:
+            del p.messages[prompts[-1] + 1:]
     p.tools = [t for t in p.tools if t["name"] == tool]
     p.tools = [{**t, "input_schema": integer_bounds(t["input_schema"])} for t in p.tools]
     p.tool_choice = {"type": "any", "disable_parallel_tool_use": True}

@@ -98,7 +98,8 @@ class ModelPool(BaseModel):
     ``{"type": "function", ...}`` as "auto" and Anthropic's ``{"type": "tool"}`` as "any"): when a policy
     forces a tool, send only that tool, ``tool_choice`` "required"/"any", and append an assistant message
     with this text (``"<tool_call>\n"`` for a Hermes template) so the grammar admits only the call; numbers
-    with integer bounds in that tool's schema are sent as integers (llama.cpp's grammar bounds only those).
+    with integer bounds in that tool's schema are sent as integers (llama.cpp's grammar bounds only those),
+    and a repair after a failed call is sent as a fresh attempt (see ``_policy.narrow_forced_tool``).
     None (default, right for vLLM): the named tool choice is sent as is."""
 
     @field_validator("replicas")

@@ -40,7 +40,9 @@ async def test_openai_upstream_gets_one_tool_required_and_the_prefill() -> None:
         assert sent["tool_choice"] == "required" and sent["parallel_tool_calls"] is False
         assert sent["messages"][-1] == {"role": "assistant", "content": PREFILL}
         assert sent["max_tokens"] == 256  # under the cap of 300: unchanged
-    assert again["messages"][-2]["role"] == "tool"  # the error result stays before the prefill
+    # the repair is a fresh attempt: the failed call and its error are not shown to the model again
+    assert [m["role"] for m in again["messages"]] == ["user", "assistant"]
+    assert again["messages"][0]["content"] == "hi"
     assert len(other["tools"]) == 2 and "tool_choice" not in other  # no policy: untouched
     events = parse_sse(r1.text)
     assert check_events(events) == []
@@ -111,3 +113,23 @@ async def test_bounded_numbers_go_upstream_as_integers_for_the_grammar() -> None
     assert props["share"]["type"] == props["free"]["type"] == "number"  # no integer bounds: unchanged
     assert narrowed["$defs"]["T"]["properties"]["pomp"]["type"] == "integer"
     assert plain == schema
+
+
+async def test_a_fresh_repair_keeps_earlier_turns_of_a_warm_conversation() -> None:
+    up = FakeUpstream(lambda b: Sse(tool_chunks("mcp__coachboard__write_shadow", '{"a":1}', id="c3")))
+    call = {"type": "tool_use", "name": WRITE["name"], "input": {}}
+    messages = [
+        {"role": "user", "content": "turn 1"},
+        {"role": "assistant", "content": [{**call, "id": "c1"}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1", "content": "stored"}]},
+        {"role": "assistant", "content": "Done."},
+        {"role": "user", "content": "turn 2"},
+        {"role": "assistant", "content": [{**call, "id": "c2"}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c2", "content": "bad", "is_error": True},
+                                     {"type": "text", "text": "fix it"}]},
+    ]
+    async with proxy_client(up, make_config(agents=POLICY, pool={"forced_tool_prefill": PREFILL})) as c:
+        await c.post("/v1/messages", json=msg_body(tools=[WRITE], messages=messages), headers=H)
+    sent = up.calls()[0].json["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "user", "assistant"]
+    assert sent[-2]["content"] == "turn 2" and sent[-1]["content"] == PREFILL
