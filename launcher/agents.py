@@ -317,13 +317,15 @@ def check_agents(directory: str | Path) -> tuple[dict[str, AgentSpec], list[Agen
     specs: dict[str, AgentSpec] = {}
     problems: list[AgentProblem] = []
     if not d.is_dir():
+        where = d if d.is_absolute() else f"{d} (from the current directory {Path.cwd()})"
         return {}, [
             AgentProblem(
                 str(d),
                 0,
                 None,
-                "the agents directory does not exist",
-                "pass --dir pointing at the folder with the six agent files",
+                f"the agents directory {where} does not exist or is not a folder",
+                "set [agents] dir in coach.toml (or `coach agents check --dir`) to the folder with the six "
+                "agent files, or run the command from the coachboard repository root",
             )
         ]
     for path in sorted(d.glob("*.md")):

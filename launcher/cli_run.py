@@ -72,6 +72,7 @@ def _store_error(exc: Exception) -> NoReturn:
 
 
 def _timeline(result: Any) -> Any:
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=f"turn {result.turn_id}: agents (seconds since the turn started)")
@@ -87,7 +88,7 @@ def _timeline(result: Any) -> Any:
         table.add_row(
             name, f"[{colour}]{st['status']}[/{colour}]", fmt(st["started_s"]), fmt(st["first_token_s"]),
             fmt(st["finished_s"]), str(st["input_tokens"]), str(st["output_tokens"]),
-            "yes" if st["warm"] else "no", (st["error"] or "")[:60],
+            "yes" if st["warm"] else "no", escape((st["error"] or "")[:60]),
         )
     return table
 
@@ -104,6 +105,7 @@ def run_cmd(
     """Run one coaching turn through the six agents and print the result."""
     import anyio
     from rich.console import Console
+    from rich.markup import escape
 
     from blackboard import BlackboardError
     from launcher.agents import AgentSpecError
@@ -118,7 +120,7 @@ def run_cmd(
 
     def on_reply(text: str) -> None:
         if not as_json:
-            out.print("[bold]Coach:[/bold]", text)
+            out.print("[bold]Coach:[/bold]", escape(text))  # model text is not rich markup
             out.file.flush()
 
     async def main() -> Any:
@@ -133,7 +135,7 @@ def run_cmd(
         err.print("interrupted: the turn was cancelled and every agent process stopped")
         raise typer.Exit(130) from None
     except (AgentSpecError, LauncherError) as exc:
-        err.print(f"error: {exc}")
+        err.print(f"error: {exc}", markup=False)  # "[agents] dir" is text, not markup
         raise typer.Exit(2) from None
     except BlackboardError as exc:  # the store itself is unusable (agents' failures never raise)
         _store_error(exc)
@@ -142,7 +144,7 @@ def run_cmd(
         return
     if result.synthesis:
         label = "Synthesis (degraded: missing " + ", ".join(result.missing) + ")" if result.degraded else "Synthesis"
-        out.print(f"\n[bold]{label}:[/bold]", result.synthesis)
+        out.print(f"\n[bold]{escape(label)}:[/bold]", escape(result.synthesis))
     out.print()
     out.print(_timeline(result))
 

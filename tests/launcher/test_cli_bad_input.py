@@ -79,3 +79,39 @@ def test_corrupt_blackboard_is_a_clear_error_and_left_in_place(tmp_path: Path, m
     assert isinstance(res.exception, SystemExit), res.exception
     assert "store_unavailable" in res.output and "move it aside" in res.output
     assert (data / "blackboard.sqlite3").read_bytes() == junk
+
+
+MARKUP = "Try [bold]this[/bold], [/x] and [link=http://a]x[/link] \\[ok] [red]"
+
+
+def test_model_text_with_rich_markup_is_printed_verbatim(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model reply or synthesis is text: brackets must be shown as written, and a stray closing tag
+    ("[/x]") must not crash the command after the turn (rich raised MarkupError)."""
+    from blackboard import Blackboard
+    from launcher.supervisor import Supervisor
+    from tests.launcher.fakes import FakeRunner, fake_screen, specs
+
+    @contextlib.asynccontextmanager
+    async def fake_runtime(config: Any, **kw: Any) -> AsyncIterator[Any]:
+        board = Blackboard(config.data.dir)
+        runner = FakeRunner(board, behaviours={"coach": lambda inv, n: {"reply": MARKUP}}, pineal_text=MARKUP)
+        try:
+            yield type("RT", (), {"supervisor": Supervisor(board, runner, lambda: specs(), screen=fake_screen)})()
+        finally:
+            board.close()
+
+    monkeypatch.setattr("launcher._runtime.coach_runtime", fake_runtime)
+    res = CliRunner().invoke(app, ["run", "hello", "-u", "u1", "-s", "s1", "--config", str(_config(tmp_path, tmp_path / "d"))],
+                             env={"COLUMNS": "400"})
+    assert res.exit_code == 0, (res.output, res.exception)
+    assert f"Coach: {MARKUP}" in res.output
+    assert f"Synthesis: {MARKUP}" in res.output
+
+
+def test_errors_with_brackets_are_printed_verbatim(tmp_path: Path) -> None:
+    """``[agents] dir`` in an error is text; rich markup used to swallow it ("set  dir in coach.toml")."""
+    cfg = tmp_path / "coach.toml"
+    cfg.write_text(f'[data]\ndir = "{tmp_path / "d"}"\n[agents]\ndir = "{tmp_path / "no-agents"}"\n')
+    res = CliRunner().invoke(app, ["run", "hello", "-u", "u1", "-s", "s1", "--config", str(cfg)], env={"COLUMNS": "400"})
+    assert res.exit_code == 2, res.output
+    assert "set [agents] dir in coach.toml" in res.output
