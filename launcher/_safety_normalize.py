@@ -2,7 +2,9 @@
 
 Pipeline (each step is deterministic and pure):
 
-1. Unicode NFKC, lowercase, typographic apostrophes to ``'``; ``'`` inside words removed
+1. Unicode NFKC, lowercase; accents dropped from Latin letters ("kíll" -> "kill") and Cyrillic/Greek
+   look-alike letters mapped to Latin inside words that mix them with Latin letters ("wаnt" with a
+   Cyrillic "а" -> "want"), the usual disguises (Unicode TR #39 confusables); typographic apostrophes to ``'``; ``'`` inside words removed
    ("don't" -> "dont", "i'm" -> "im"); ``/`` and ``\\`` become spaces.
 2. Split into clauses at sentence punctuation (``. ! ? ; ,`` followed by space or end), newlines and
    the word "but": negation never crosses a clause.
@@ -108,6 +110,32 @@ PROTECTED: frozenset[str] = frozenset(
         "overdoing",
     }
 )
+
+
+#: Cyrillic and Greek letters that look like Latin ones (lowercase; from Unicode TR #39 confusables).
+_LOOKALIKES = str.maketrans({
+    "\u0430": "a", "\u0435": "e", "\u043e": "o", "\u0440": "p", "\u0441": "c", "\u0443": "y", "\u0445": "x",
+    "\u0456": "i", "\u0458": "j", "\u0455": "s", "\u043a": "k", "\u043c": "m", "\u0442": "t", "\u043d": "h",
+    "\u0432": "b", "\u0501": "d", "\u04bb": "h", "\u0457": "i", "\u0451": "e",
+    "\u03bf": "o", "\u03b1": "a", "\u03b5": "e", "\u03b9": "i", "\u03ba": "k", "\u03bd": "v", "\u03c4": "t",
+    "\u03c5": "u", "\u03c1": "p",
+})  # fmt: skip
+_WORD = re.compile(r"\w+")
+
+
+def _fold_latin(text: str) -> str:
+    """Drop combining accents from Latin letters and map look-alike letters in mixed-script words."""
+
+    def word(m: re.Match[str]) -> str:
+        w = m.group(0)
+        if w.isascii():
+            return w
+        if any("a" <= ch <= "z" for ch in w):
+            w = w.translate(_LOOKALIKES)
+        stripped = "".join(ch for ch in unicodedata.normalize("NFD", w) if not unicodedata.combining(ch))
+        return stripped if stripped.isascii() else w  # other scripts are left as written
+
+    return _WORD.sub(word, text)
 
 
 def collapse_word(word: str) -> str:
@@ -249,7 +277,7 @@ def normalize(text: str) -> list[Clause]:
 
     Returns a list of :class:`Clause`; empty clauses are dropped. Never raises on any ``str`` input.
     """
-    text = unicodedata.normalize("NFKC", text).lower().translate(_APOSTROPHES)
+    text = _fold_latin(unicodedata.normalize("NFKC", text).lower()).translate(_APOSTROPHES)
     text = re.sub(r"(?<=[a-z0-9])'(?=[a-z])", "", text)
     text = _BANG_IN_WORD.sub("i", text.replace("/", " ").replace("\\", " "))
     clauses: list[Clause] = []
