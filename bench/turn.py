@@ -12,6 +12,11 @@ Per latency model, one run of each:
   ours, warm        turn 2 of that session: warm processes (persistent ClaudeSDKClient)
   ours, sequential  turn 3 of that session, warm, but the six agents run one after another
                     (``SupervisorSettings(sequential=True)``): the "no parallel dispatch" baseline
+  ours, prewarmed   turn 1 of another new session (a new message, so no prefix-cache head start) after
+                    ``Supervisor.prewarm`` started its six processes, as ``coach chat`` does while the
+                    user types (the first session's processes are stopped first to free the warm slots);
+                    the message is sent TYPING_S (10 s, an assumption: typing it takes about a minute)
+                    after the chat opened, or when the prewarm ended if that is later
   seed's way        turn 1 of a new session with Claude Code's default system prompt and tools (the
                     agent prompt appended), thinking on, no forced output tool and no local stop after
                     the write (so each agent makes a second model call), cold processes
@@ -80,6 +85,14 @@ MESSAGES = (
     "This week I managed one run, on Sunday morning, and it actually felt good. Weekdays are still "
     "impossible though. Maybe I'm just not a morning person?",
     "My sister suggested we run together on Saturdays. I like the idea but I'm worried I'll slow her down.",
+)
+#: Assumed seconds between the chat opening and the prewarmed turn's message being sent: PREWARM_MESSAGE
+#: is 38 words, about a minute at 40 words per minute, so 10 s is conservative (the turn starts later if the
+#: prewarm takes longer).
+TYPING_S = 10.0
+PREWARM_MESSAGE = (
+    "I signed up for a 5k in two months and now I'm panicking a bit. I've never trained for anything and "
+    "I'm not sure where to start, or whether I should just pull out before I embarrass myself."
 )
 
 # ----- realistic, schema-valid outputs (what each agent's model writes) ------------------------------
@@ -389,13 +402,23 @@ async def run_model(model: str, time_scale: float, specs: dict[str, Any], work: 
     upstream = ScriptedUpstream(scripts(seed_way=False), latency=model, time_scale=time_scale, default_text="Done.")
     await anyio.to_thread.run_sync(upstream.start)
     try:
-        print(f"[{model}] ours: cold turn, warm turn{', sequential turn' if sequential else ''} ...", flush=True)
+        print(f"[{model}] ours: cold turn, warm turn{', sequential turn' if sequential else ''}, prewarmed turn ...",
+              flush=True)
         async with stack(upstream.base_url, specs, work / f"{_slug(model)}-ours", seed_way=False) as st:
             run.turns["cold"] = await measure("ours cold", st.supervisor, st.runner, upstream, "s-ours", MESSAGES[0])
             run.turns["warm"] = await measure("ours warm", st.supervisor, st.runner, upstream, "s-ours", MESSAGES[1])
             if sequential:
                 run.turns["sequential"] = await measure(
                     "ours sequential", st.serial_supervisor, st.runner, upstream, "s-ours", MESSAGES[2], serial=True)
+            await st.runner.close_session(USER, "s-ours")  # free the warm slots, as a closed chat would
+            t = time.monotonic()
+            started = await st.supervisor.prewarm(USER, "s-prewarm")
+            took = time.monotonic() - t
+            print(f"[{model}] prewarm: {len(started)} processes started in {took:.1f}s; the turn starts "
+                  f"{max(took, TYPING_S):.1f}s after the chat opened (typing time assumed: {TYPING_S:.0f}s)", flush=True)
+            await anyio.sleep(max(0.0, TYPING_S - took))
+            run.turns["prewarmed"] = await measure("ours prewarmed", st.supervisor, st.runner, upstream, "s-prewarm",
+                                                   PREWARM_MESSAGE)
         if seed:
             print(f"[{model}] the seed's way: cold turn ...", flush=True)
             for agent, script in scripts(seed_way=True).items():
@@ -423,7 +446,7 @@ def print_table(run: ModelRun, time_scale: float) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    cols = [k for k in ("cold", "warm", "sequential", "seed") if k in run.turns]
+    cols = [k for k in ("cold", "warm", "sequential", "prewarmed", "seed") if k in run.turns]
     table = Table(title=f"one coaching turn, latency model {run.model} (scripted upstream, time_scale {time_scale})")
     table.add_column("figure (seconds unless noted)")
     for k in cols:

@@ -361,6 +361,7 @@ class ClaudeAgentRunner:
             self.started_processes += 1
             await client.connect()
             ok = True
+            await _mcp_ready(client)
         except Exception as exc:  # the SDK's ProcessError / CLIConnectionError
             tail = " | ".join(list(entry.stderr)[-3:])
             log.warning("prestart of agent %s failed (%s: %s)%s", inv.agent, type(exc).__name__, exc,
@@ -564,6 +565,21 @@ def _text_of(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
     return ""
+
+
+async def _mcp_ready(client: Any, limit_s: float = 10.0) -> None:
+    """Wait (at most ``limit_s``) until the process's MCP servers are no longer ``pending``: ``connect``
+    returns before Claude Code has connected them, and a first query would otherwise wait for it on the
+    critical path (measured here: 0.8 s from query to the model request right after ``connect``, 0.3 s
+    once MCP is connected). Best effort: a client without ``get_mcp_status`` or a failing status call
+    ends the wait."""
+    status = getattr(client, "get_mcp_status", None)
+    if status is None:
+        return
+    with anyio.move_on_after(limit_s), contextlib.suppress(Exception):
+        # polling: the state lives in the claude process, which sends no event when it changes
+        while any(s.get("status") == "pending" for s in (await status()).get("mcpServers", [])):  # noqa: ASYNC110
+            await anyio.sleep(0.05)
 
 
 def _kill(client: Any) -> None:

@@ -102,6 +102,22 @@ async def test_a_prestarted_process_is_used_by_the_next_run_with_the_full_prompt
         assert "x-coach-turn" not in GatedClient.instances[0].options.env["ANTHROPIC_CUSTOM_HEADERS"]
 
 
+async def test_prestart_returns_once_the_processs_mcp_server_is_connected() -> None:
+    statuses = iter(["pending", "pending", "connected"])
+
+    async def get_mcp_status(self: GatedClient) -> dict[str, Any]:
+        GatedClient.log.append("status")
+        return {"mcpServers": [{"name": "coachboard", "status": next(statuses)}]}
+
+    GatedClient.get_mcp_status = get_mcp_status  # type: ignore[attr-defined]
+    try:
+        async with ClaudeAgentRunner(RunnerConfig(proxy_url="p", mcp_url="m", max_warm=2)) as runner:
+            assert await runner.prestart(inv())
+            assert GatedClient.log == ["connect", "status", "status", "status"]
+    finally:
+        del GatedClient.get_mcp_status  # type: ignore[attr-defined]
+
+
 async def test_a_run_waits_for_its_prestart_still_connecting_instead_of_a_second_process() -> None:
     GatedClient.gate = anyio.Event()
     async with ClaudeAgentRunner(RunnerConfig(proxy_url="p", mcp_url="m", max_warm=2)) as runner:
