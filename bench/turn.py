@@ -88,7 +88,7 @@ MESSAGES = (
 )
 #: Assumed seconds between the chat opening and the prewarmed turn's message being sent: PREWARM_MESSAGE
 #: is 38 words, about a minute at 40 words per minute, so 10 s is conservative (the turn starts later if the
-#: prewarm takes longer).
+#: prewarm takes longer). Scaled by --time-scale like the model's times.
 TYPING_S = 10.0
 PREWARM_MESSAGE = (
     "I signed up for a 5k in two months and now I'm panicking a bit. I've never trained for anything and "
@@ -413,10 +413,10 @@ async def run_model(model: str, time_scale: float, specs: dict[str, Any], work: 
             await st.runner.close_session(USER, "s-ours")  # free the warm slots, as a closed chat would
             t = time.monotonic()
             started = await st.supervisor.prewarm(USER, "s-prewarm")
-            took = time.monotonic() - t
+            took, typing = time.monotonic() - t, TYPING_S * time_scale
             print(f"[{model}] prewarm: {len(started)} processes started in {took:.1f}s; the turn starts "
-                  f"{max(took, TYPING_S):.1f}s after the chat opened (typing time assumed: {TYPING_S:.0f}s)", flush=True)
-            await anyio.sleep(max(0.0, TYPING_S - took))
+                  f"{max(took, typing):.1f}s after the chat opened (typing time assumed: {typing:.1f}s)", flush=True)
+            await anyio.sleep(max(0.0, typing - took))
             run.turns["prewarmed"] = await measure("ours prewarmed", st.supervisor, st.runner, upstream, "s-prewarm",
                                                    PREWARM_MESSAGE)
         if seed:
