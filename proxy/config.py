@@ -39,6 +39,9 @@ from .errors import ConfigError
 
 __all__ = ["AgentPolicy", "ModelPool", "ProxyConfig", "load_config"]
 
+#: Top-level tables of a coach.toml (launcher.config): a file with any of them is read as a coach.toml.
+_COACH_TOML_SECTIONS = frozenset({"data", "upstream", "mcp", "thresholds", "safety", "agents", "embedded"})
+
 
 class AgentPolicy(BaseModel):
     """Per-agent policy, keyed by agent name (the ``x-coach-agent`` header).
@@ -176,7 +179,8 @@ class ProxyConfig(BaseModel):
 
 
 def load_config(path: str | Path) -> ProxyConfig:
-    """Load a :class:`ProxyConfig` from a TOML file (its ``[proxy]`` table if present, else the top level).
+    """Load a :class:`ProxyConfig` from a TOML file: a ``coach.toml`` (its ``[proxy]`` table, with one pool
+    from ``[upstream]`` when it defines no ``[[proxy.models]]``), else a proxy-only file (the top level).
 
     Raises ConfigError naming the file and each invalid field.
     """
@@ -187,7 +191,17 @@ def load_config(path: str | Path) -> ProxyConfig:
         raise ConfigError(f"proxy config file {p} does not exist") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"proxy config file {p} is not valid TOML: {exc}") from exc
-    section = data.get("proxy", data)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read proxy config file {p} ({type(exc).__name__}); pass a readable UTF-8 TOML file") from exc
+    is_coach_toml = "proxy" in data or bool(_COACH_TOML_SECTIONS & data.keys())
+    section = data.get("proxy", {}) if is_coach_toml else data
+    upstream = data.get("upstream") if is_coach_toml else None
+    if isinstance(section, dict) and not section.get("models") and isinstance(upstream, dict) and upstream.get("url"):
+        # A coach.toml without [[proxy.models]]: one pool serving every model name from [upstream], as
+        # launcher.config.CoachConfig.proxy_config does for coach run / coach serve.
+        pool = {"name": "default", "replicas": [str(upstream["url"]).rstrip("/")], "kind": upstream.get("kind", "openai"),
+                "upstream_model": upstream.get("model"), "api_key": upstream.get("api_key")}
+        section = {**section, "models": [pool], "default_model": section.get("default_model", "default")}
     try:
         return ProxyConfig.model_validate(section)
     except ValidationError as exc:
