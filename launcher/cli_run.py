@@ -71,6 +71,22 @@ def _store_error(exc: Exception) -> NoReturn:
     raise typer.Exit(2) from None
 
 
+def _warn_if_no_model(result: Any, config: Any, proxy_url: str | None) -> None:
+    """When no agent got a single token from the model (server down or wrong URL), say so on stderr:
+    the reply and synthesis printed are then the deterministic fallbacks, which look like coaching."""
+    agents = result.to_json()["agents"].values()
+    ran = [a for a in agents if a["status"] != "skipped"]
+    if not ran or any(a["status"] == "ok" or a["output_tokens"] for a in ran):
+        return
+    where = proxy_url or ", ".join(r for pool in config.proxy_config().models for r in pool.replicas)
+    typer.echo(
+        f"warning: no agent got an answer from the model ({where}): the reply and synthesis are the "
+        "deterministic fallbacks. Fix: start the model server there, or set [upstream] url / COACH_UPSTREAM_URL "
+        "(`coach demo` runs the embedded model)",
+        err=True,
+    )
+
+
 def _timeline(result: Any) -> Any:
     from rich.markup import escape
     from rich.table import Table
@@ -139,6 +155,7 @@ def run_cmd(
         raise typer.Exit(2) from None
     except BlackboardError as exc:  # the store itself is unusable (agents' failures never raise)
         _store_error(exc)
+    _warn_if_no_model(result, config, proxy_url)
     if as_json:
         typer.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
         return

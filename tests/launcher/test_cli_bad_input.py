@@ -115,3 +115,30 @@ def test_errors_with_brackets_are_printed_verbatim(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["run", "hello", "-u", "u1", "-s", "s1", "--config", str(cfg)], env={"COLUMNS": "400"})
     assert res.exit_code == 2, res.output
     assert "set [agents] dir in coach.toml" in res.output
+
+
+def test_a_turn_where_no_agent_reached_the_model_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Model server down: the fallback reply and synthesis look like coaching; stderr must say they are
+    fallbacks and name the upstream URL (it used to exit 0 with only 'HTTP 529' in a table cell)."""
+    from blackboard import Blackboard
+    from launcher.supervisor import Supervisor
+    from tests.launcher.fakes import FakeRunner, fake_screen, specs
+
+    @contextlib.asynccontextmanager
+    async def fake_runtime(config: Any, **kw: Any) -> AsyncIterator[Any]:
+        board = Blackboard(config.data.dir)
+        runner = FakeRunner(board, behaviours={a: (lambda inv, n: "error") for a in
+                                               ("coach", "shadow", "persona", "plasticity", "stability", "pineal")})
+        try:
+            yield type("RT", (), {"supervisor": Supervisor(board, runner, lambda: specs(), screen=fake_screen)})()
+        finally:
+            board.close()
+
+    monkeypatch.setattr("launcher._runtime.coach_runtime", fake_runtime)
+    cfg = tmp_path / "coach.toml"
+    cfg.write_text(f'[data]\ndir = "{tmp_path / "d"}"\n[upstream]\nurl = "http://127.0.0.1:1"\n')
+    res = CliRunner().invoke(app, ["run", "hello", "-u", "u1", "-s", "s1", "--json", "--config", str(cfg)],
+                             env={"COLUMNS": "400"})
+    assert res.exit_code == 0, res.output
+    assert "warning: no agent got an answer from the model (http://127.0.0.1:1)" in res.output
+    assert "COACH_UPSTREAM_URL" in res.output
