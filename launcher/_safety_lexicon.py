@@ -217,6 +217,11 @@ RULES: tuple[Rule, ...] = (
     Rule("t3.timeline", 3,
          r"{ACT_LETHAL} {G3}(?:tonight|today|tomorow|this weekend|right now|in an hour|next week|"
          r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))", past=_T3_PAST),
+    # "want to die" alone is passive ideation (tier 2); with a time it is a timeline (COACHING.md tier 3)
+    Rule("t3.timeline", 3,
+         r"(?:want to|ready to|plan to|planing to|wish to) {G1}(?:die|be dead) "
+         r"(?:tonight|tonite|today|tomorow|this weekend|right now|in an hour)(?! (?:of|from|laughing|for|than))",
+         past=_T3_PAST, question=_QUESTION),
     Rule("t3.farewell", 3,
          r"this is (?:my )?(?:last|final) (?:goodbye|mesage|night|day)|by the time you read this|"
          r"(?:i )?wont be (?:here|around|alive) (?:tomorow|much longer|anymore|for long)|"
