@@ -17,7 +17,13 @@ from ._sequencer import Sequencer, WaitResult
 from ._sqlite import open_store
 from ._store import Entry, Store
 from .config import Thresholds
-from .errors import InvalidValueError, SchemaValidationError, TurnNotOpenError, VersionConflictError
+from .errors import (
+    InvalidValueError,
+    SchemaValidationError,
+    SessionClosedError,
+    TurnNotOpenError,
+    VersionConflictError,
+)
 
 __all__ = ["Blackboard"]
 
@@ -58,13 +64,15 @@ class Blackboard:
         record, so concurrent callers get distinct ids), store the turn's ``meta`` entry and open its
         barrier for ``required``. Returns the turn id.
 
-        Raises InvalidKeyError, InvalidValueError (crisis_tier not 0-3), StoreUnavailableError.
+        Raises SessionClosedError (the session was closed: no turn is begun, nothing is written),
+        InvalidKeyError, InvalidValueError (crisis_tier not 0-3), StoreUnavailableError.
         """
         if isinstance(crisis_tier, bool) or not isinstance(crisis_tier, int) or not 0 <= crisis_tier <= 3:
             raise InvalidValueError(f"crisis_tier must be an int 0-3, got {crisis_tier!r}")
         key = session_key(user, session)
         for _ in range(_CAS_ATTEMPTS):
             current = self.store.read(key)
+            _refuse_closed(user, session, current)
             value: dict[str, Any] = dict(current.value) if current else {"user": user, "session": session}
             count = int(value.get("turn_count", 0)) + 1
             value["turn_count"] = count
@@ -89,6 +97,12 @@ class Blackboard:
         raise InvalidValueError(
             f"could not allocate a turn id after {_CAS_ATTEMPTS} attempts"
         )  # pragma: no cover
+
+    def check_session_open(self, user: str, session: str) -> None:
+        """Raise SessionClosedError when ``session`` was closed (``begin_turn`` refuses it the same way;
+        callers use this to refuse early, e.g. before starting agent processes). A session that does not
+        exist yet is open. Raises InvalidKeyError, StoreUnavailableError too."""
+        _refuse_closed(user, session, self.store.read(session_key(user, session)))
 
     def write_output(self, user: str, session: str, turn: str, agent: str, payload: dict[str, Any]) -> Entry:
         """Validate ``payload`` against ``agent``'s schema (Stability's gate applied; Pineal's synthesis
@@ -181,3 +195,11 @@ class Blackboard:
     def close(self) -> None:
         """Close the store."""
         self.store.close()
+
+
+def _refuse_closed(user: str, session: str, record: Entry | None) -> None:
+    """The one rule: a session record with ``closed_at`` takes no new turns (its turns would never be
+    compacted into the profile: closing is a one-time CAS)."""
+    closed_at = record.value.get("closed_at") if record is not None else None
+    if closed_at:
+        raise SessionClosedError(user, session, float(closed_at))

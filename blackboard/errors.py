@@ -14,6 +14,7 @@ __all__ = [
     "InvalidValueError",
     "LockTimeoutError",
     "SchemaValidationError",
+    "SessionClosedError",
     "StoreUnavailableError",
     "TurnAlreadyOpenError",
     "TurnNotOpenError",
@@ -125,3 +126,23 @@ class LockTimeoutError(BlackboardError):
 
     code = "lock_timeout"
     retryable = True
+
+
+class SessionClosedError(BlackboardError):
+    """A turn was begun on a session that was closed (compacted into the profile): its outputs would
+    never reach the profile. Start a new session id instead.
+
+    Attributes:
+        user, session: the ids; closed_at: when it was closed (Unix seconds).
+    """
+
+    code = "session_closed"
+
+    def __init__(self, user: str, session: str, closed_at: float) -> None:
+        import datetime
+
+        when = datetime.datetime.fromtimestamp(closed_at, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        super().__init__(f"session {session} of {user} was closed at {when}; start a new session with --session NEW")
+        self.user = user
+        self.session = session
+        self.closed_at = closed_at

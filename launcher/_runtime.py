@@ -16,6 +16,7 @@ from typing import Any
 
 from blackboard import Blackboard
 from launcher._agent_runner import ClaudeAgentRunner, RunnerConfig
+from launcher._data_dir import open_board, prepare_data_dir
 from launcher._screen import SafetyScreen
 from launcher._turn_scope import TurnDirectory
 from launcher.stack import StackUrls, running_stack
@@ -60,10 +61,10 @@ class Runtime:
 
 
 def _prepare_dirs(data_dir: Path) -> Path:
-    """Create the data dir and the agents' private Claude config dir; returns the latter's parent."""
-    home = data_dir / "claude-home"
-    (home / ".claude").mkdir(parents=True, exist_ok=True)
-    return home
+    """Create the data dir and the agents' private Claude config dir; returns the latter's parent.
+    Raises DataDirError (``launcher._data_dir``) when either cannot be created."""
+    prepare_data_dir(data_dir)
+    return prepare_data_dir(data_dir / "claude-home" / ".claude").parent
 
 
 @contextlib.asynccontextmanager
@@ -79,13 +80,15 @@ async def coach_runtime(
     Raises:
         launcher.agents.AgentSpecError: invalid agent files (each problem with file, line and fix).
         launcher.errors.StackError: the proxy or MCP server could not start.
+        launcher.errors.DataDirError: the data dir is unusable (a file, not writable) or its blackboard
+            is corrupt (code ``store_unavailable``); the message says what to fix.
     """
     from launcher.agents import AgentRegistry
 
     data_dir = Path(config.data.dir)
     home = _prepare_dirs(data_dir)
     registry = AgentRegistry(agents_dir or config.agents.dir)
-    board = Blackboard(data_dir, thresholds=config.thresholds)
+    board = open_board(data_dir, thresholds=config.thresholds)
     directory = TurnDirectory()
     # A fresh secret per run signs the agents' MCP scope headers (x-coach-scope-token): another local
     # process that can reach the port cannot act for a user without it. A running server (--mcp-url)

@@ -198,24 +198,27 @@ def _log_to_file(data_dir: Path) -> None:
 
 
 def _show_first_reply(view: _StatusView, text: str, tier: int) -> None:
+    from rich.markup import escape
     from rich.panel import Panel
 
     if tier >= 3:
-        view.print(Panel(text, title="Crisis response", border_style="bold red", expand=False))
+        view.print(Panel(escape(text), title="Crisis response", border_style="bold red", expand=False))
     elif tier == 2:
-        view.print(Panel(text, title="Support", border_style="yellow", expand=False))
+        view.print(Panel(escape(text), title="Support", border_style="yellow", expand=False))
     else:
-        view.print("[bold cyan]Coach:[/bold cyan]", text, highlight=False)
+        view.print("[bold cyan]Coach:[/bold cyan]", escape(text), highlight=False)  # model text is not markup
 
 
 def _show_result(console: Any, result: Any) -> None:
+    from rich.markup import escape
+
     if result.crisis_tier >= 3:
         console.print("[dim](crisis response only: no coaching content this turn)[/dim]")
     elif result.synthesis:
         label = "Synthesis"
         if result.degraded:
             label += " (degraded: missing " + (", ".join(result.missing) or "nothing") + ")"
-        console.print(f"[bold magenta]{label}:[/bold magenta]", result.synthesis, highlight=False)
+        console.print(f"[bold magenta]{escape(label)}:[/bold magenta]", escape(result.synthesis), highlight=False)
     took = "" if result.synthesis_s is None else f"; synthesis after {result.synthesis_s:.1f}s"
     first = "" if result.coach_reply_s is None else f"first reply after {result.coach_reply_s:.1f}s"
     console.print(f"[dim]── turn {result.turn_id} done ({first}{took}) ──[/dim]", highlight=False)
@@ -224,41 +227,68 @@ def _show_result(console: Any, result: Any) -> None:
 
 async def _chat(config: Any, user: str, session: str, console: Any, urls: tuple[str | None, str | None]) -> int:
     import anyio
+    import anyio.to_thread
+    from rich.markup import escape
 
-    from blackboard import BlackboardError
+    from blackboard import BlackboardError, SessionClosedError
+    from launcher._data_dir import prepare_data_dir
     from launcher._runtime import coach_runtime
     from launcher._screen import SafetyScreen
-    from launcher.sessions import close_session
+    from launcher.errors import LauncherError, SessionError
+    from launcher.sessions import IdleSessions, close_session
     from launcher.supervisor import Supervisor
 
-    _log_to_file(Path(config.data.dir))
+    _log_to_file(prepare_data_dir(config.data.dir))
     async with coach_runtime(config, proxy_url=urls[0], mcp_url=urls[1]) as rt:
+        try:  # refused before any agent process starts
+            await anyio.to_thread.run_sync(rt.board.check_session_open, user, session)
+        except SessionClosedError as exc:
+            raise LauncherError(str(exc), code=exc.code) from None
         screen = _RecordingScreen(SafetyScreen(config.safety))
         supervisor = Supervisor(
             rt.board, rt.runner, rt.current_agents, screen=screen,
             directory=rt.supervisor.directory, settings=rt.supervisor.settings,
         )
-        reader = _LineReader()
+        reader = _READER()
         stop = anyio.Event()
+        closed: list[Any] = []  # the close result once the session was closed while idle
+        waiting = [anyio.CancelScope()]  # the scope of the current wait for a line
+
+        async def idle_close(u: str, s: str) -> None:
+            closed.append(await close_session(rt.board, u, s, runner=rt.runner))
+            waiting[0].cancel()
+
         async with anyio.create_task_group() as tg:
             if config.agents.watch:
                 tg.start_soon(_watch_agents, rt.registry, console, stop, rt.current_agents)
+            idle = None
+            if config.agents.idle_close_s > 0:
+                idle = IdleSessions(idle_close, config.agents.idle_close_s, clock=_CLOCK)
+                idle.touch(user, session)
+                tg.start_soon(idle.run, idle_check_interval(config.agents.idle_close_s))
             # the session's agent processes start while the user types (the first turn skips start-up)
             tg.start_soon(supervisor.prewarm, user, session)
             console.print(
                 f"[bold]coach chat[/bold] user [bold]{user}[/bold], session [bold]{session}[/bold] "
-                f"(agents v{rt.registry.version} from {rt.registry.directory}; /quit or Ctrl-D ends the session)",
+                f"(agents v{rt.registry.version} from {escape(str(rt.registry.directory))}; /quit or Ctrl-D ends "
+                "the session)",
                 highlight=False,
             )
             console.file.flush()
             while True:
                 if console.is_terminal:
                     console.print("[bold]you>[/bold] ", end="")
-                line = await reader.read()
-                if line is None or line.strip().lower() in QUIT_COMMANDS:
+                line = None
+                waiting[0] = anyio.CancelScope()
+                if not closed:
+                    with waiting[0]:
+                        line = await reader.read()
+                if closed or line is None or line.strip().lower() in QUIT_COMMANDS:
                     break
                 if not line.strip():
                     continue
+                if idle is not None:
+                    idle.forget(user, session)  # not idle while a turn runs
                 view = _StatusView(console, time.monotonic())
                 with view:
                     tick = anyio.Event()
@@ -278,26 +308,52 @@ async def _chat(config: Any, user: str, session: str, console: Any, urls: tuple[
                             on_coach_reply=first_reply,
                             on_status=view.update,
                         )
+                    except SessionClosedError as exc:  # closed by another process meanwhile
+                        console.print(f"error: {exc}", markup=False, highlight=False)
+                        break
                     except BlackboardError as exc:  # the store itself is unusable; agents' failures never raise
                         result = None
-                        console.print(f"[bold red]error:[/bold red] this turn could not run ({exc.code}: {exc}); "
-                                      "nothing stored was lost. Check the data directory, then type again.",
-                                      highlight=False)
+                        console.print(f"[bold red]error:[/bold red] this turn could not run ({exc.code}: "
+                                      f"{escape(str(exc))}); nothing stored was lost. Check the data directory, "
+                                      "then type again.", highlight=False)
                     finally:
                         tick.set()
+                if idle is not None:
+                    idle.touch(user, session)
                 if result is not None:
                     _show_result(console, result)
             stop.set()
             tg.cancel_scope.cancel()
+        if closed:
+            res = closed[0]
+            console.print(f"session {session} was idle for {config.agents.idle_close_s:g}s and was closed "
+                          f"({res.turns} turns): merged {', '.join(res.merged) or 'nothing'}; profile "
+                          f"v{res.profile_version}", highlight=False, markup=False)
+            return 0
         console.print("[dim]closing the session (compacting it into the profile)…[/dim]")
         console.file.flush()
-        res = await close_session(rt.board, user, session, runner=rt.runner)
+        try:
+            res = await close_session(rt.board, user, session, runner=rt.runner)
+        except SessionError as exc:
+            if exc.code != "no_such_session":
+                raise
+            console.print(f"session {session} had no turns: nothing to close", highlight=False, markup=False)
+            return 0
         merged = ", ".join(res.merged) or "nothing"
         console.print(
             f"session {session} closed ({res.turns} turns): merged {merged}; profile v{res.profile_version}",
             highlight=False,
         )
     return 0
+
+
+def idle_check_interval(timeout_s: float) -> float:
+    """How often the idle sessions are checked: a tenth of the timeout, at most every 30 s."""
+    return min(30.0, timeout_s / 10)
+
+
+_READER = _LineReader  # the terminal boundary (tests replace it)
+_CLOCK = time.monotonic  # the idle clock (tests replace it)
 
 
 def chat_cmd(

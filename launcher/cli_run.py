@@ -56,12 +56,13 @@ def _check_message(message: str) -> None:
 
 def _check_data_dir(config: Any) -> None:
     """Refuse a data directory that cannot hold the blackboard before anything starts (exit 2)."""
-    directory = Path(config.data.dir)
+    from launcher._data_dir import prepare_data_dir
+    from launcher.errors import DataDirError
+
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        typer.echo(f"error: the data directory {directory} cannot be used ({exc.strerror or exc}). Fix: point "
-                   "COACH_DATA_DIR or [data] dir at a writable folder", err=True)
+        prepare_data_dir(config.data.dir)
+    except DataDirError as exc:
+        typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
 
 
@@ -125,7 +126,7 @@ def run_cmd(
 
     from blackboard import BlackboardError
     from launcher.agents import AgentSpecError
-    from launcher.errors import LauncherError
+    from launcher.errors import DataDirError, LauncherError
 
     _check_ids(user=user, session=session)
     _check_message(message)
@@ -150,6 +151,8 @@ def run_cmd(
     except KeyboardInterrupt:
         err.print("interrupted: the turn was cancelled and every agent process stopped")
         raise typer.Exit(130) from None
+    except DataDirError as exc:  # the data dir or its store is unusable
+        _store_error(exc)
     except (AgentSpecError, LauncherError) as exc:
         err.print(f"error: {exc}", markup=False)  # "[agents] dir" is text, not markup
         raise typer.Exit(2) from None

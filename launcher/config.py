@@ -15,7 +15,7 @@ Sections (each package owns its own model)::
     [mcp]         mcp_server.config.McpConfig (host, port, path, ...)
     [thresholds]  blackboard.config.Thresholds (COACHING.md defaults)
     [safety]      launcher.safety.SafetyConfig (locale, [safety.resources.<REGION>], windows)
-    [agents]      dir = "agents"  warm_process_limit = 6  retries = 1  watch = true
+    [agents]      dir = "agents"  warm_process_limit = 6  retries = 1  watch = true  idle_close_s = 1800
     [embedded]    launcher.embedded.EmbeddedConfig (llama-server for the no-GPU default)
 
 Relative paths are relative to the current directory. Errors: :class:`ConfigError` naming the file,
@@ -105,7 +105,9 @@ class AgentsConfig(BaseModel):
 
     ``warm_process_limit``: Claude Code processes kept warm across turns (about 200 MiB each; DESIGN.md);
     beyond it agents start cold. ``retries``: retries of an agent after a transient failure (issue 5:
-    one). ``watch``: reload edited agent files in long-running modes.
+    one). ``watch``: reload edited agent files in long-running modes. ``idle_close_s``: seconds without a
+    turn after which a long-running mode (``coach chat``, ``coach serve``) closes a session (compacts it
+    into the profile; issue 5's idle timeout); 0 turns it off.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -114,6 +116,7 @@ class AgentsConfig(BaseModel):
     warm_process_limit: int = Field(default=6, ge=0, le=64)
     retries: int = Field(default=1, ge=0, le=5)
     watch: bool = True
+    idle_close_s: float = Field(default=1800.0, ge=0, le=7 * 86400)
 
 
 class CoachConfig(BaseModel):
@@ -152,6 +155,7 @@ _FIX_HINTS: dict[str, str] = {
     "data.dir": f"a folder path (or set {ENV_DATA_DIR})",
     "agents.warm_process_limit": "an integer 0-64 (each warm Claude Code process holds about 200 MiB)",
     "agents.retries": "an integer 0-5",
+    "agents.idle_close_s": "seconds 0-604800 (0: never close idle sessions)",
     "safety.locale": 'a locale such as "en-US" or "en-GB"',
 }
 

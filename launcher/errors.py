@@ -8,6 +8,7 @@ from __future__ import annotations
 
 __all__ = [
     "AgentFailedError",
+    "DataDirError",
     "LauncherError",
     "SessionError",
     "StackError",
@@ -66,3 +67,10 @@ class SessionError(LauncherError):
     """A session could not be closed or compacted (bad ids, store unavailable, repeated CAS conflicts)."""
 
     code = "session_error"
+
+
+class DataDirError(LauncherError):
+    """The data directory cannot be used (a file, not writable; code ``data_dir_unusable``) or the
+    blackboard in it cannot be opened (corrupt file; code ``store_unavailable``). Nothing is changed."""
+
+    code = "data_dir_unusable"

@@ -64,16 +64,24 @@ def session_outputs(board: Blackboard, user: str, session: str) -> tuple[dict[st
 
 
 def _mark_closed(board: Blackboard, user: str, session: str) -> bool:
-    """Set ``closed_at`` on the session record (CAS). Returns False when it was already closed."""
+    """Set ``closed_at`` on the session record (CAS). Returns False when it was already closed.
+    Raises SessionError (code ``no_such_session``) when the session has no record (never begun):
+    nothing is created."""
     key = session_key(user, session)
     for _ in range(_CAS_ATTEMPTS):
         cur = board.store.read(key)
-        if cur is not None and cur.value.get("closed_at"):
+        if cur is None:
+            raise SessionError(
+                f"no such session: user {user} has no session {session} (nothing was closed or created). "
+                f"Check the ids with: coach board show --user {user}",
+                code="no_such_session",
+            )
+        if cur.value.get("closed_at"):
             return False
-        value = dict(cur.value) if cur is not None else {"user": user, "session": session, "turn_count": 0}
+        value = dict(cur.value)
         value["closed_at"] = time.time()
         try:
-            board.store.write(key, value, expected_version=cur.version if cur else 0, author="supervisor")
+            board.store.write(key, value, expected_version=cur.version, author="supervisor")
             return True
         except VersionConflictError:
             continue
@@ -100,8 +108,9 @@ async def close_session(board: Blackboard, user: str, session: str, *, runner: A
         runner: the agent runner whose warm processes of this session are stopped (optional).
 
     Raises:
-        SessionError: bad ids or the store is unavailable (the message says which); nothing stored is
-            lost: the profile is only written by compare-and-swap.
+        SessionError: bad ids, the store is unavailable, or (code ``no_such_session``) the session was
+            never begun (the message says which); nothing stored is lost: the profile is only written
+            by compare-and-swap.
     """
     try:
         result = await anyio.to_thread.run_sync(partial(_close, board, user, session))
