@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from launcher._agent_runner import ClaudeAgentRunner, RunnerConfig
 from launcher._data_dir import open_board, prepare_data_dir
 from launcher._screen import SafetyScreen
 from launcher._turn_scope import TurnDirectory
+from launcher.errors import StackError
 from launcher.stack import StackUrls, running_stack
 from launcher.supervisor import Supervisor
 
@@ -67,6 +67,15 @@ def _prepare_dirs(data_dir: Path) -> Path:
     return prepare_data_dir(data_dir / "claude-home" / ".claude").parent
 
 
+def _external_mcp_secret(data_dir: Path) -> str | None:
+    from mcp_server import McpServerError, mcp_secret
+
+    try:
+        return mcp_secret(data_dir, create=False)
+    except McpServerError as exc:
+        raise StackError(exc.message) from None
+
+
 @contextlib.asynccontextmanager
 async def coach_runtime(
     config: Any,
@@ -91,9 +100,10 @@ async def coach_runtime(
     board = open_board(data_dir, thresholds=config.thresholds)
     directory = TurnDirectory()
     # A fresh secret per run signs the agents' MCP scope headers (x-coach-scope-token): another local
-    # process that can reach the port cannot act for a user without it. A running server (--mcp-url)
-    # is signed for with its own COACH_MCP_SECRET when set.
-    secret = secrets.token_hex(16) if mcp_url is None else (os.environ.get("COACH_MCP_SECRET") or None)
+    # process that can reach the port cannot act for a user without it. A running server (--mcp-url:
+    # coach serve, coach mcp --http) is signed for with its secret: COACH_MCP_SECRET, else the data dir's
+    # mcp_secret file that server created.
+    secret = secrets.token_hex(16) if mcp_url is None else _external_mcp_secret(data_dir)
     try:
         async with running_stack(
             board=board,

@@ -7,7 +7,9 @@ Both servers run in one process and one event loop (uvicorn, signal handling lef
   (``launcher.policies.policies_from_agents``; policies written in ``[proxy.agents.*]`` win);
 * the MCP server (``mcp_server.build_server``) on ``[mcp] host:port`` + ``path`` (default
   127.0.0.1:8765/mcp) over the blackboard in ``[data] dir``; each request's ``x-coach-*`` headers fix
-  its scope (with ``COACH_MCP_SECRET`` set, requests must also carry a valid ``x-coach-scope-token``).
+  its scope, and every request must carry a valid ``x-coach-scope-token`` signed with
+  ``COACH_MCP_SECRET`` or, when unset, the secret file ``<data dir>/mcp_secret`` (mode 0600, created if
+  missing; ``coach run --mcp-url`` in the same data dir reads it: ``mcp_server.mcp_secret``).
 
 Agents started elsewhere use them with ``coach run --proxy-url ... --mcp-url ...``. Upstream health:
 every replica of every model pool is checked the way the proxy's router checks it (``GET
@@ -22,7 +24,6 @@ Exit codes: 0 stopped by a signal, 2 bad configuration or agent files, 1 a serve
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import socket
 import sys
@@ -110,7 +111,7 @@ async def _serve(config: Any, specs: dict[str, Any], ports: tuple[int | None, in
     import anyio
 
     from launcher.policies import policies_from_agents
-    from mcp_server import HeaderScope, build_server
+    from mcp_server import HeaderScope, build_server, mcp_secret
     from proxy import create_app
 
     pcfg = config.proxy_config()
@@ -119,7 +120,7 @@ async def _serve(config: Any, specs: dict[str, Any], ports: tuple[int | None, in
     proxy_sock = _bind(pcfg.host, pcfg.port if ports[0] is None else ports[0], "proxy")
     mcp_sock = _bind(mcfg.host, mcfg.port if ports[1] is None else ports[1], "mcp server")
     data_dir = Path(config.data.dir)
-    secret = os.environ.get("COACH_MCP_SECRET") or None
+    secret = mcp_secret(data_dir)  # scope tokens always required
     mcp = build_server(board, HeaderScope(secret=secret), mcfg)
     mcp_app = mcp.streamable_http_app(streamable_http_path=mcfg.path, stateless_http=True, host=mcfg.host)
     servers = [_uvicorn_server(create_app(pcfg)), _uvicorn_server(mcp_app)]
@@ -135,7 +136,7 @@ async def _serve(config: Any, specs: dict[str, Any], ports: tuple[int | None, in
                         while not all(s.started for s in servers):  # noqa: ASYNC110 (uvicorn has no started event)
                             await anyio.sleep(0.02)
                     typer.echo(f"{READY_PREFIX}: proxy {proxy_url}  mcp {mcp_url}  data {data_dir}"
-                               f"{'  (MCP scope tokens required)' if secret else ''}")
+                               "  (MCP scope tokens required)")
                     typer.echo(f"coach serve: agents use: coach run MESSAGE --user U --session S "
                                f"--proxy-url {proxy_url} --mcp-url {mcp_url}   (Ctrl-C stops)")
                     sys.stdout.flush()

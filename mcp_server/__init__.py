@@ -8,7 +8,8 @@ Public API::
     scope_token(secret, scope)                               # x-coach-scope-token value
     serve_stdio(server); serve_http(server, config); await serve_http_async(server, config)
     McpConfig                                                # the [mcp] config section
-    claude_mcp_config(...)                                   # Claude Code MCP config for an agent
+    claude_mcp_config(...); claude_mcp_env(scope, secret)    # Claude Code MCP config (+ env) for an agent
+    mcp_secret(data_dir, create=True)                        # COACH_MCP_SECRET or <data dir>/mcp_secret
 
 Tools: write_shadow, write_persona, write_plasticity, write_stability, write_coach, write_synthesis,
 read_entry, list_entries, get_profile, get_session_history, collect_turn.
@@ -17,7 +18,12 @@ read_entry, list_entries, get_profile, get_session_history, collect_turn.
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from mcp_server._client_config import claude_mcp_config, claude_mcp_stdio_config
+from mcp_server._client_config import (
+    SCOPE_TOKEN_ENV,
+    claude_mcp_config,
+    claude_mcp_env,
+    claude_mcp_stdio_config,
+)
 from mcp_server._scope import (
     AGENT_NAMES,
     ENV_VARS,
@@ -29,6 +35,7 @@ from mcp_server._scope import (
     ScopeSource,
     scope_token,
 )
+from mcp_server._secret import mcp_secret
 from mcp_server.config import McpConfig
 from mcp_server.errors import (
     McpConfigError,
@@ -67,6 +74,7 @@ __all__ = [
     "AGENT_NAMES",
     "ENV_VARS",
     "HEADERS",
+    "SCOPE_TOKEN_ENV",
     "SCOPE_TOKEN_HEADER",
     "SERVER_NAME",
     "WRITE_TOOL_NAMES",
@@ -84,7 +92,9 @@ __all__ = [
     "ToolNotAllowedError",
     "build_server",
     "claude_mcp_config",
+    "claude_mcp_env",
     "claude_mcp_stdio_config",
+    "mcp_secret",
     "scope_token",
     "serve_http",
     "serve_http_async",

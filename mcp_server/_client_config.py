@@ -9,7 +9,12 @@ from typing import Any
 
 from mcp_server._scope import ENV_VARS, HEADERS, SCOPE_TOKEN_HEADER, Scope, scope_token
 
-__all__ = ["claude_mcp_config", "claude_mcp_stdio_config"]
+__all__ = ["SCOPE_TOKEN_ENV", "claude_mcp_config", "claude_mcp_env", "claude_mcp_stdio_config"]
+
+#: Environment variable of the Claude Code process holding its scope token; the MCP config's
+#: ``x-coach-scope-token`` header refers to it (Claude Code expands ``${VAR}`` in MCP header values), so
+#: the token is never on a command line (``--mcp-config`` is readable by any local user with ps).
+SCOPE_TOKEN_ENV = "COACH_MCP_SCOPE_TOKEN"
 
 
 def claude_mcp_config(
@@ -23,8 +28,10 @@ def claude_mcp_config(
           "headers": {"x-coach-user": "u1", "x-coach-session": "s1", "x-coach-turn": "3",
                       "x-coach-agent": "persona"}}}}
 
-    With ``secret`` (the server's ``COACH_MCP_SECRET``) an ``x-coach-scope-token`` header is added.
-    The agent's tools are then named ``mcp__coachboard__<tool>``.
+    With ``secret`` (the server's secret, :func:`mcp_server.mcp_secret`) an ``x-coach-scope-token``
+    header is added whose value is ``${COACH_MCP_SCOPE_TOKEN}``, not the token: start the Claude Code
+    process with :func:`claude_mcp_env` in its environment. The agent's tools are then named
+    ``mcp__coachboard__<tool>``.
     """
     headers = {HEADERS["user"]: scope.user, HEADERS["session"]: scope.session}
     if scope.turn is not None:
@@ -32,8 +39,14 @@ def claude_mcp_config(
     if scope.agent is not None:
         headers[HEADERS["agent"]] = scope.agent
     if secret is not None:
-        headers[SCOPE_TOKEN_HEADER] = scope_token(secret, scope)
+        headers[SCOPE_TOKEN_HEADER] = "${" + SCOPE_TOKEN_ENV + "}"
     return {"mcpServers": {name: {"type": "http", "url": url, "headers": headers}}}
+
+
+def claude_mcp_env(scope: Scope, secret: str) -> dict[str, str]:
+    """The environment entry that goes with ``claude_mcp_config(url, scope, secret=secret)``:
+    ``{"COACH_MCP_SCOPE_TOKEN": scope_token(secret, scope)}``."""
+    return {SCOPE_TOKEN_ENV: scope_token(secret, scope)}
 
 
 def claude_mcp_stdio_config(

@@ -5,10 +5,12 @@ stdio (one server per Claude Code process; the scope is fixed at start)::
     coach mcp --data-dir .coachboard/data --user u1 --session s1 --turn t000003 --agent persona
     # or COACH_USER / COACH_SESSION / COACH_TURN / COACH_AGENT / COACH_DATA_DIR in the environment
 
-HTTP (one shared server; each request's x-coach-* headers fix its scope; with COACH_MCP_SECRET set,
-each request must also carry x-coach-scope-token = HMAC-SHA256 of the scope, see ``scope_token``)::
+HTTP (one shared server; each request's x-coach-* headers fix its scope and must carry
+x-coach-scope-token = HMAC-SHA256 of the scope under the server's secret, see ``scope_token``: the
+secret is COACH_MCP_SECRET, else ``<data dir>/mcp_secret``, created with mode 0600 if missing, which
+clients in the same data dir read, see ``mcp_server.mcp_secret``)::
 
-    COACH_MCP_SECRET=... coach mcp --http --port 8765 --data-dir .coachboard/data
+    coach mcp --http --port 8765 --data-dir .coachboard/data
 
 Registered in ``launcher/cli.py`` as ``app.command("mcp")(mcp_cmd)``. Also runnable as
 ``python -m mcp_server`` with the same options.
@@ -87,8 +89,7 @@ def mcp_cmd(
 
 
 READY_PREFIX = "coach mcp: serving streamable HTTP at "
-#: Environment variable holding the HTTP scope-token secret (never a command-line option: argv is public).
-SECRET_ENV = "COACH_MCP_SECRET"
+from mcp_server._secret import SECRET_ENV  # noqa: E402  (re-exported: the secret's environment variable)
 
 
 def _announce(url: str) -> None:
@@ -112,6 +113,7 @@ def run(
     """Build the blackboard and the server, then serve (blocking). Raises McpServerError subclasses."""
     from blackboard import Blackboard, BlackboardError
     from mcp_server._scope import FixedScope, HeaderScope, ScopeSource, scope_from_env
+    from mcp_server._secret import mcp_secret
     from mcp_server._server import build_server, serve_http, serve_stdio
     from mcp_server._session import run_session, session_mode_requested  # Claude Code session mode (issue 7)
 
@@ -131,8 +133,6 @@ def run(
                 "--user/--session/--turn/--agent are for stdio; over HTTP the scope comes from the "
                 "x-coach-* headers of each request"
             )
-        # COACH_MCP_SECRET: when set, every request must carry x-coach-scope-token (see scope_token).
-        scopes = HeaderScope(secret=os.environ.get(SECRET_ENV) or None)
     else:
         scopes = FixedScope(scope_from_env(user=user, session=session, turn=turn, agent=agent))
     directory = resolve_data_dir(data_dir, cfg_data_dir)
@@ -141,6 +141,14 @@ def run(
         board = Blackboard(directory)
     except (OSError, BlackboardError) as exc:
         raise McpConfigError(f"cannot open the blackboard in {directory}: {type(exc).__name__}: {exc}") from exc
+    if http:
+        # Always signed: every request must carry x-coach-scope-token (COACH_MCP_SECRET, else the
+        # data dir's mcp_secret file, created if missing).
+        try:
+            scopes = HeaderScope(secret=mcp_secret(directory))
+        except McpConfigError:
+            board.close()
+            raise
     server = build_server(board, scopes, cfg)
     try:
         if http:

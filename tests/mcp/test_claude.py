@@ -18,11 +18,11 @@ import anyio
 import pytest
 
 from blackboard import AGENT_OUTPUT_SCHEMAS, Blackboard, turn_entry_key
-from mcp_server import Scope, claude_mcp_config, claude_mcp_stdio_config
+from mcp_server import Scope, claude_mcp_config, claude_mcp_env, claude_mcp_stdio_config
 from tests.mcp.payloads import payload
 from tests.mcp.processes import child_env, history_in_subprocess, http_server
 from testsupport import Delay, ScriptedUpstream, Text, ToolCall
-from testsupport.claude import run_claude_headless, run_claude_headless_async
+from testsupport.claude import plain_claude_env, run_claude_headless, run_claude_headless_async
 
 pytestmark = pytest.mark.e2e
 
@@ -111,15 +111,17 @@ async def test_two_claude_processes_race_for_the_same_key(tmp_data_dir: Path, tm
     with http_server(tmp_data_dir, env={"COACH_MCP_SECRET": secret}) as server, ScriptedUpstream(
         {"persona": _racing_script()}
     ) as up:
-        # The config the supervisor gives each agent: URL, scope headers and the scope token.
+        # The config the supervisor gives each agent: URL, scope headers, and the scope token by
+        # reference (${COACH_MCP_SCOPE_TOKEN}: the token itself travels in the environment).
         mcp_config = claude_mcp_config(server.url, scope, secret=secret)
         outcomes: dict[str, Any] = {}
 
         async def run(name: str) -> None:
+            headers = {"x-coach-agent": "persona", "x-test-run": name}
+            env = {**plain_claude_env(up.base_url, headers=headers), **claude_mcp_env(scope, secret)}
             outcomes[name] = await run_claude_headless_async(
                 "Assess the user.", base_url=up.base_url, mcp_config=mcp_config, system_prompt=SYSTEM,
-                allowed_tools=[TOOL], headers={"x-coach-agent": "persona", "x-test-run": name},
-                cwd=tmp_path, timeout_s=120,
+                allowed_tools=[TOOL], headers=headers, env=env, cwd=tmp_path, timeout_s=120,
             )
 
         async with anyio.create_task_group() as tg:

@@ -13,6 +13,7 @@ from mcp_server import (
     McpConfigError,
     Scope,
     claude_mcp_config,
+    claude_mcp_env,
     claude_mcp_stdio_config,
     scope_token,
 )
@@ -85,7 +86,8 @@ def test_claude_mcp_configs() -> None:
         }
     }
     signed = claude_mcp_config("http://h/mcp", scope, secret="k")["mcpServers"]["coachboard"]["headers"]
-    assert signed["x-coach-scope-token"] == scope_token("k", scope)
+    assert signed["x-coach-scope-token"] == "${COACH_MCP_SCOPE_TOKEN}"  # the token goes in the environment
+    assert claude_mcp_env(scope, "k")["COACH_MCP_SCOPE_TOKEN"] == scope_token("k", scope)
     stdio = claude_mcp_stdio_config(scope, data_dir="/data", python="/venv/bin/python")["mcpServers"]["coachboard"]
     assert stdio["command"] == "/venv/bin/python" and stdio["args"] == ["-m", "mcp_server"]
     assert stdio["env"]["COACH_AGENT"] == "persona" and stdio["env"]["COACH_DATA_DIR"] == "/data"
