@@ -235,7 +235,7 @@ async def _chat(config: Any, user: str, session: str, console: Any, urls: tuple[
     from launcher._runtime import coach_runtime
     from launcher._screen import SafetyScreen
     from launcher.errors import LauncherError, SessionError
-    from launcher.sessions import IdleSessions, close_session
+    from launcher.sessions import IdleSessions, close_session, idle_check_interval
     from launcher.supervisor import Supervisor
 
     _log_to_file(prepare_data_dir(config.data.dir))
@@ -345,11 +345,6 @@ async def _chat(config: Any, user: str, session: str, console: Any, urls: tuple[
             highlight=False,
         )
     return 0
-
-
-def idle_check_interval(timeout_s: float) -> float:
-    """How often the idle sessions are checked: a tenth of the timeout, at most every 30 s."""
-    return min(30.0, timeout_s / 10)
 
 
 _READER = _LineReader  # the terminal boundary (tests replace it)

@@ -17,6 +17,9 @@ every replica of every model pool is checked the way the proxy's router checks i
 state is printed at start and whenever it changes. Ctrl-C (SIGINT) or SIGTERM stops both servers
 cleanly (open requests get ``GRACE_S`` seconds) and the command exits 0.
 
+Sessions are closed (compacted into the profile, ``launcher.sessions.close_session``) once no MCP
+request of theirs arrived for ``[agents] idle_close_s`` seconds (issue 5's idle timeout; 0 = never).
+
 Exit codes: 0 stopped by a signal, 2 bad configuration or agent files, 1 a server could not start
 (e.g. the port is taken; the message names it).
 """
@@ -33,7 +36,7 @@ from typing import Annotated, Any
 
 import typer
 
-__all__ = ["GRACE_S", "READY_PREFIX", "serve_cmd"]
+__all__ = ["GRACE_S", "READY_PREFIX", "idle_closing_scopes", "serve_cmd"]
 
 #: Seconds open requests get when the servers stop.
 GRACE_S = 2
@@ -103,6 +106,34 @@ async def _watch_health(pools: list[Any], interval_s: float) -> None:
             await anyio.sleep(interval_s)
 
 
+class _TouchingScope:
+    """A ScopeSource that records each request's session as active (``IdleSessions.touch``)."""
+
+    def __init__(self, inner: Any, idle: Any) -> None:
+        self._inner = inner
+        self._idle = idle
+
+    def scope_for(self, headers: Any) -> Any:
+        scope = self._inner.scope_for(headers)
+        self._idle.touch(scope.user, scope.session)
+        return scope
+
+
+def idle_closing_scopes(board: Any, scopes: Any, timeout_s: float, *, clock: Any = None) -> tuple[Any, Any]:
+    """``(scope source, IdleSessions)``: every request that passes ``scopes`` marks its session active;
+    ``IdleSessions.run`` (or ``close_idle``) closes sessions without a request for ``timeout_s``
+    seconds. ``timeout_s <= 0``: ``(scopes, None)`` (never closed)."""
+    import time
+    from functools import partial
+
+    from launcher.sessions import IdleSessions, close_session
+
+    if timeout_s <= 0:
+        return scopes, None
+    idle = IdleSessions(partial(close_session, board), timeout_s, clock=clock or time.monotonic)
+    return _TouchingScope(scopes, idle), idle
+
+
 async def _run_server(server: Any, sock: socket.socket) -> None:
     await server.serve(sockets=[sock])
 
@@ -111,6 +142,7 @@ async def _serve(config: Any, specs: dict[str, Any], ports: tuple[int | None, in
     import anyio
 
     from launcher.policies import policies_from_agents
+    from launcher.sessions import idle_check_interval
     from mcp_server import HeaderScope, build_server, mcp_secret
     from proxy import create_app
 
@@ -121,7 +153,8 @@ async def _serve(config: Any, specs: dict[str, Any], ports: tuple[int | None, in
     mcp_sock = _bind(mcfg.host, mcfg.port if ports[1] is None else ports[1], "mcp server")
     data_dir = Path(config.data.dir)
     secret = mcp_secret(data_dir)  # scope tokens always required
-    mcp = build_server(board, HeaderScope(secret=secret), mcfg)
+    scopes, idle = idle_closing_scopes(board, HeaderScope(secret=secret), config.agents.idle_close_s)
+    mcp = build_server(board, scopes, mcfg)
     mcp_app = mcp.streamable_http_app(streamable_http_path=mcfg.path, stateless_http=True, host=mcfg.host)
     servers = [_uvicorn_server(create_app(pcfg)), _uvicorn_server(mcp_app)]
     proxy_url = f"http://{pcfg.host}:{proxy_sock.getsockname()[1]}"
@@ -141,6 +174,8 @@ async def _serve(config: Any, specs: dict[str, Any], ports: tuple[int | None, in
                                f"--proxy-url {proxy_url} --mcp-url {mcp_url}   (Ctrl-C stops)")
                     sys.stdout.flush()
                     outer.start_soon(_watch_health, pcfg.models, pcfg.health_interval_s)
+                    if idle is not None:
+                        outer.start_soon(idle.run, idle_check_interval(idle.timeout_s))
                     async for signum in signals:
                         typer.echo(f"coach serve: {signal.Signals(signum).name} received, stopping "
                                    f"(open requests get {GRACE_S}s)")

@@ -24,7 +24,7 @@ from blackboard import Blackboard, BlackboardError, Entry, VersionConflictError,
 from launcher._turn_io import turn_order
 from launcher.errors import SessionError
 
-__all__ = ["CloseResult", "IdleSessions", "close_session", "session_outputs"]
+__all__ = ["CloseResult", "IdleSessions", "close_session", "idle_check_interval", "session_outputs"]
 
 log = logging.getLogger(__name__)
 
@@ -170,3 +170,9 @@ class IdleSessions:
         while True:
             await anyio.sleep(interval_s)
             await self.close_idle()
+
+
+def idle_check_interval(timeout_s: float) -> float:
+    """How often long-running modes check for idle sessions: a tenth of the timeout, at most every 30 s
+    (so a session is closed at most 10% (or 30 s) after its timeout)."""
+    return min(30.0, timeout_s / 10)

@@ -186,3 +186,29 @@ def test_corrupt_store_in_the_runtime_is_a_plain_error(tmp_path: Path) -> None:
     assert info.value.code == "store_unavailable" and "move it aside" in str(info.value)
     assert (data / "blackboard.sqlite3").read_bytes() == junk
     assert json.dumps(info.value.code)
+
+
+def test_serve_closes_sessions_without_mcp_requests_for_the_idle_timeout(tmp_path: Path) -> None:
+    """coach serve's MCP scope source marks each request's session active; a session without a request
+    for [agents] idle_close_s (fake clock) is compacted and closed; an active one stays open."""
+    from launcher.cli_serve import idle_closing_scopes
+    from mcp_server import HeaderScope
+
+    now = [0.0]
+    board = Blackboard(tmp_path)
+    try:
+        for s in ("quiet", "busy"):
+            board.begin_turn("bob", s)
+        scopes, idle = idle_closing_scopes(board, HeaderScope(), 60.0, clock=lambda: now[0])
+        assert idle is not None
+        for s in ("quiet", "busy"):
+            scopes.scope_for({"x-coach-user": "bob", "x-coach-session": s})
+        now[0] = 50.0
+        scopes.scope_for({"x-coach-user": "bob", "x-coach-session": "busy"})
+        now[0] = 61.0
+        assert anyio.run(idle.close_idle) == [("bob", "quiet")]
+        assert board.store.read(session_key("bob", "quiet")).value.get("closed_at")
+        assert not board.store.read(session_key("bob", "busy")).value.get("closed_at")
+        assert idle_closing_scopes(board, HeaderScope(), 0)[1] is None  # 0: never
+    finally:
+        board.close()
