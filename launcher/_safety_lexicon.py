@@ -25,7 +25,7 @@ from typing import Literal
 
 from ._safety_normalize import collapse_pattern
 
-__all__ = ["NEGATORS", "NEUTRAL_PHRASES", "PAST_MARKERS", "QUESTION_AUX", "RULES", "Rule"]
+__all__ = ["MEANS_WORDS", "NEGATORS", "NEUTRAL_PHRASES", "PAST_MARKERS", "QUESTION_AUX", "RULES", "Rule"]
 
 Negation = Literal["before", "inner", "none"]
 
@@ -43,7 +43,8 @@ class Rule:
             negation, e.g. "don't want to live"); ``"none"``: never cancelled.
         requires: ``"distress"``: fires only when distress (any tier >= 1 signal) was seen in this
             message or within ``SafetyConfig.distress_window_turns``; ``"risk"``: only when a tier >= 2
-            signal was; otherwise ``fallback`` fires, if any.
+            signal was; ``"means"``: only when the message names a means (:data:`MEANS_WORDS`: a gun,
+            a blade, a rope, pills); otherwise ``fallback`` fires, if any.
         fallback: ``(rule id, tier)`` used when ``requires`` is not met.
         past: ``(rule id, tier)`` used instead when the clause is about the remote past
             ("years ago", "when I was 15").
@@ -57,7 +58,7 @@ class Rule:
     tier: int
     template: str
     negation: Negation = "inner"
-    requires: Literal["distress", "risk"] | None = None
+    requires: Literal["distress", "risk", "means"] | None = None
     fallback: tuple[str, int] | None = None
     past: tuple[str, int] | None = None
     distress: bool = True
@@ -132,13 +133,57 @@ _VOCAB: dict[str, str] = {
     "PILLS": r"(?:pils|pil|tablets|meds|medication|medicine|sleping pils|painkilers|insulin|tylenol|paracetamol)",
 }
 _VOCAB["ACT_SELF"] = "(?:" + _VOCAB["ACT_LETHAL"] + "|" + _VOCAB["ACT_INJURY"] + ")"
+# a means turned on oneself ("use it on myself", "point the gun at myself"); the rule that uses it needs a
+# means word in the same message (Rule.requires="means")
+_VOCAB["ACT_MEANS"] = (
+    r"(?:use|point|turn|aim|put|hold|press) (?:it|this|that|them|the \w+|a \w+|my \w+) "
+    r"(?:on|at|against|to|into) (?:SELF|my (?:head|temple|chest|wrists|wrist|throat|neck))"
+).replace("SELF", _SELF)
+# large ingestion quantities: 20+, whole bottles, all of them (a medical emergency whatever the mood)
+_VOCAB["BIG_QUANTITY"] = (
+    r"(?:the whole|a whole|an entire|the entire|a handful of|"
+    r"[2-9][0-9]|[0-9]{3,}|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|a hundred|hundreds of)"
+)
+_VOCAB["CONTAINER"] = (
+    r"(?:(?:the|a|an|my) (?:whole |entire |ful )?(?:bottle|box|pack|packet|strip|blister pack) of {PILLS}|"
+    r"al (?:of )?(?:my|the|those|these) (?:\w+ )?{PILLS} at once|al of them at once)"
+).replace("{PILLS}", _VOCAB["PILLS"])
+_VOCAB["ACT_INGEST"] = (
+    r"(?:(?:take|swalow|down|eat) (?:BIG {G1}PILLS|(?:the|a|an|my) (?:whole|entire|ful) "
+    r"(?:bottle|box|pack|packet|strip) of PILLS))"
+)
+_VOCAB["ACT_INGEST"] = (
+    _VOCAB["ACT_INGEST"].replace("BIG", _VOCAB["BIG_QUANTITY"]).replace("PILLS", _VOCAB["PILLS"])
+)
+# someone else: "my friend", "my sister", "she"
+_VOCAB["THIRD"] = (
+    r"(?:my {G1}(?:friend|bestie|bf|gf|sister|brother|sibling|mom|mother|dad|father|son|daughter|kid|child|"
+    r"wife|husband|boyfriend|girlfriend|partner|roomate|cousin|coworker|colleague|student|client|niece|nephew|"
+    r"aunt|uncle|grandma|grandpa|grandmother|grandfather|neighbor|neighbour|classmate|teammate)|"
+    r"a friend(?: of mine)?|someone i know|somebody i know|he|she|they)"
+)
+_VOCAB["THIRD_INTENT"] = (
+    r"(?:wants to|want to|wanted to|is going to|s going to|was going to|is planing to|plans to|planed to|"
+    r"is about to|talks about|talked about|keps talking about|is talking about|has ben talking about|"
+    r"is thinking about|thinks about|thought about|threatened to|threatens to|tried to|has tried to|"
+    r"is trying to|said she wants to|said he wants to|said they want to|wil|might)"
+)
+_VOCAB["OTHERSELF"] = r"(?:herself|himself|themselves|themself|her self|him self|them self)"
 
 _GAPS = {
-    "{G1}": r"(?:\w+ ){0,1}",
-    "{G2}": r"(?:\w+ ){0,2}",
-    "{G3}": r"(?:\w+ ){0,3}",
-    "{G4}": r"(?:\w+ ){0,4}",
+    "{G1}": r"(?:\b\w+ ){0,1}",
+    "{G2}": r"(?:\b\w+ ){0,2}",
+    "{G3}": r"(?:\b\w+ ){0,3}",
+    "{G4}": r"(?:\b\w+ ){0,4}",
 }
+
+#: Words whose presence anywhere in a message makes it a "means" message (Rule.requires="means"):
+#: firearms, blades, ligatures, medication, poison (collapsed spelling; Barber & Miller 2014 on lethal means).
+MEANS_WORDS: re.Pattern[str] = re.compile(
+    r"\b(?:guns?|pistols?|rifles?|shotguns?|firearms?|revolvers?|handguns?|knife|knives|blades?|razors?|"
+    r"ropes?|pils|pil|tablets|meds|medication|poison|cyanide|bulets?|ammo|"
+    r"painkilers|sleping pils|insulin|tylenol|paracetamol)\b"
+)
 
 
 def compile_template(template: str) -> re.Pattern[str]:
@@ -150,7 +195,7 @@ def compile_template(template: str) -> re.Pattern[str]:
     src = src.replace(" ", " ?")
     for gap, alt in _GAPS.items():
         src = src.replace(gap.replace(" ", " ?"), alt).replace(gap, alt)
-    return re.compile(r"\b" + src + r"\b")
+    return re.compile(r"\b(?:" + src + r")\b")
 
 
 #: Tokens that negate a following risk phrase (collapsed spelling).
@@ -187,11 +232,16 @@ _QUESTION = ("t2.ambivalent_question", 2)
 
 RULES: tuple[Rule, ...] = (
     # ---- tier 3: intent, plan, means, timeline, in progress, emergencies (C-SSRS items 3-6)
-    Rule("t3.intent_self_harm", 3, r"{I} {G2}{INTENT} {G3}(?:{ACT_SELF}|{ACT_OTHER})", past=_T3_PAST,
-         question=_QUESTION),
+    Rule("t3.intent_self_harm", 3, r"{I} {G2}{INTENT} {G3}(?:{ACT_SELF}|{ACT_OTHER}|{ACT_INGEST})",
+         past=_T3_PAST, question=_QUESTION),
+    # means + intent turned on oneself: "I have a gun and I'm going to use it on myself"
+    Rule("t3.means_intent", 3,
+         r"{I} {G2}{INTENT} {G2}{ACT_MEANS}|(?:going to|about to|ready to|wil|want to) {G2}{ACT_MEANS}",
+         requires="means", past=_T3_PAST, question=_QUESTION),
     Rule("t3.intent_self_harm", 3, r"(?:going to|want to|about to|ready to|wil|should) {G2}{ACT_SELF}",
          past=_T3_PAST, question=_QUESTION),
     Rule("t3.suicidal_now", 3,
+         r"(?<!\bis\W)(?<!\bwas\W)(?<!\bhe\W)(?<!\bshe\W)(?<!\bthey\W)(?<!\bare\W)"
          r"(?:im|i am|am|i fel|feling|fel|getting|becoming|i get) {G1}(?:so |very |realy |kind of |"
          r"prety |extremely |incredibly |actively )?suicidal(?! (?:thoughts|ideation|felings|feling|urges|"
          r"tendencies|people))|(?:ive|i have) ben {G1}suicidal (?:lately|recently|for|al|this|since)",
@@ -225,10 +275,21 @@ RULES: tuple[Rule, ...] = (
     Rule("t3.farewell", 3,
          r"this is (?:my )?(?:last|final) (?:goodbye|mesage|night|day)|by the time you read this|"
          r"(?:i )?wont be (?:here|around|alive) (?:tomorow|much longer|anymore|for long)|"
-         r"(?:goodbye|godbye) (?:forever|everyone|world|cruel world)",
-         requires="risk", negation="none"),
+         r"(?:goodbye|godbye|bye) (?:forever|everyone|everybody|world|cruel world|al)|this is goodbye",
+         requires="risk", negation="none", distress=False),
+    # the same farewell after distress only (hopelessness, "I'm done"): pause and ask (tier 2)
+    Rule("t2.farewell", 2,
+         r"this is (?:my )?(?:last|final) (?:goodbye|mesage|night|day)|by the time you read this|"
+         r"(?:i )?wont be (?:here|around|alive) (?:tomorow|much longer|anymore|for long)|"
+         r"(?:goodbye|godbye|bye) (?:forever|everyone|everybody|world|cruel world|al)|this is goodbye",
+         requires="distress", negation="none", distress=False),
     Rule("t3.in_progress", 3, r"{I} {G2}(?:took|taken|swalowed|swalowing) {G1}{QUANTITY} {G2}{PILLS}",
          requires="distress", fallback=("t2.possible_overdose", 2), past=_T3_PAST),
+    # a large quantity swallowed is an emergency whatever the mood ("i took 40 pills an hour ago")
+    Rule("t3.in_progress", 3,
+         r"{I} {G2}(?:took|taken|swalowed|swalowing|downed) {G1}(?:{BIG_QUANTITY} {G2}{PILLS}|{CONTAINER})|"
+         r"{I} {G2}(?:swalowed|swalowing) (?:the|a|an|my) (?:whole|entire|ful) (?:bottle|box|pack|packet)"
+         r"(?! (?:of|to|with|from|for)\b)", past=_T3_PAST),
     Rule("t3.in_progress", 3,
          r"{I} {G2}(?:overdosed(?! on (?:cofee|cafeine|sugar|chocolate|candy|netflix|tv|work|memes|anime|"
          r"junk fod|fod))|am overdosing|cut too dep|slit my wrists|cut my wrists)|"
@@ -255,6 +316,16 @@ RULES: tuple[Rule, ...] = (
          r"(?:painles|easiest|quickest|fastest|best|surest|les painful) (?:way|method|ways|methods) "
          r"(?:to|of) (?:die|dying|kil myself|end my life|comit suicide|suicide)|"
          r"how (?:do i|can i|to|would i|should i) {G1}(?:kil myself|end my life|comit suicide|end it al)"),
+    # a lethal-means question that carries its own death wish needs no earlier distress
+    Rule("t3.lethal_means_wish", 3,
+         r"how (?:many|much) {G3}(?:would it take|does it take|wil it take|would i need|do i need|"
+         r"should i take|would be enough|is enough|to take|wil do it|would do it) (?:for me )?"
+         r"(?:to take )?(?:to |so i )?(?:never wake up|not wake up|wont wake up|never wake again|die in my slep|"
+         r"slep forever|kil myself|end my life|end it al)|"
+         r"how (?:many|much) (?:of )?(?:my |the |these |those )?{G1}(?:{PILLS}|mg|miligrams|grams|units|"
+         r"drugs|advil|xanax|ibuprofen|aspirin) {G2}(?:would it take|does it take|wil it take|would i need|"
+         r"do i need|should i take|would be enough|is enough|to take) (?:for me )?(?:to take )?to (?:die|be dead)",
+         negation="before"),
     Rule("t3.lethal_means_request", 3,
          r"how (?:many|much) (?:of )?(?:my |the |these |those )?(?:{PILLS}|mg|miligrams|grams|units) "
          r"{G3}(?:would|to|does it take to|wil|is|before|until|could|can|do i need to) {G2}"
@@ -290,7 +361,8 @@ RULES: tuple[Rule, ...] = (
          r"tired of (?:living|being alive|existing)|(?:dying|death) (?:in (?:my|your) slep )?"
          r"(?:would be|would|would be a) (?:best|nice|a relief|easier|beter|welcome)|"
          r"(?:time|ready|want) for my heart to (?:give out|stop)|(?:cant|can not|cannot) go on "
-         r"(?:anymore|living|like this anymore)|(?:want|wish) (?:it|everything|this|al of this) to "
+         r"(?:anymore|any longer|living|like this anymore)|(?:cant|can not|cannot) go on$|"
+         r"(?:im|i am) (?:so |just )?done with (?:life|living|existing|being alive|this life)|(?:want|wish) (?:it|everything|this|al of this) to "
          r"(?:end|stop) (?:forever|for god|permanently)|want to (?:disapear|vanish) forever",
          negation="before", past=_PAST2),
     Rule("t2.active_ideation", 2,
@@ -299,6 +371,16 @@ RULES: tuple[Rule, ...] = (
          r"(?:considering|contemplating) (?:suicide|{ACT_SELF})|suicidal (?:thoughts|ideation|feling|"
          r"felings|urges)"),
     Rule("t2.self_harm_mention", 2, r"{ACT_LETHAL}", past=_PAST2),
+    # someone else at risk: pause, ask how the user is and how the other person is, give resources
+    Rule("t2.third_party_risk", 2,
+         r"{THIRD} {G2}{THIRD_INTENT} {G1}(?:kil|kiling|hurt|hurting|harm|harming|cut|cuting|hang|hanging|"
+         r"shot|shoting|end|ending|take|taking) {OTHERSELF}|"
+         r"{THIRD} {G2}{THIRD_INTENT} {G1}(?:end|ending|take|taking) (?:her|his|their) (?:own )?life|"
+         r"{THIRD} {G1}(?:is|s|has ben|sems|sems to be|might be|may be|could be|fels|is feling|"
+         r"got|became|is becoming) {G1}(?:suicidal|selfharming|self harming)|"
+         r"{THIRD} {G1}(?:is|s|has ben|keps|started|was) {G1}(?:cuting|harming|hurting|burning) {OTHERSELF}|"
+         r"{THIRD} {G1}(?:wants|wanted|wishes) to die",
+         negation="inner"),
     Rule("t2.recent_self_harm", 2,
          r"{I} {G2}(?:cut|cuting|burned|burnt|burning|hurt|hurting|harmed|harming|scratched|scratching|"
          r"hit|hiting|punched|starved) (?:myself|my (?:arms|arm|wrists|wrist|legs|thighs|skin))"
@@ -331,7 +413,8 @@ RULES: tuple[Rule, ...] = (
          r"do this) anymore|give up on (?:life|everything|myself)|nothing maters|no point|"
          r"empty inside|(?:so|completely|al) alone|faling apart|breaking down|"
          r"depresed|depresion|panic atack|(?:a|such a) burden|no future|no way out|trapped|"
-         r"hate myself|hate my life|miserable|desperate",
+         r"hate myself|hate my life|miserable|desperate|^(?:im|i am) (?:so |just |realy )?done$|"
+         r"^i give up$|(?:im|i am) (?:so |just )?done with (?:everything|it al)",
          negation="none"),
     Rule("t1.risk_topic", 1, r"suicide|suicidal|overdose|overdosed|selfharm|self harm",
          negation="none"),

@@ -11,12 +11,15 @@ Pipeline (each step is deterministic and pure):
 3. Tokens: leetspeak is mapped only inside tokens that contain a letter (``1->i 3->e 4->a 0->o 5->s
    7->t @->a $->s``, ``!`` between letters -> i; ``1`` -> l when that spells a risk word: "ki11"), so "52 days" stays a number and "k1ll" becomes "kill"; then every character
    that is not a letter or digit is dropped ("k.i.l.l" -> "kill", "self-harm" -> "selfharm").
-4. Runs of three or more one-letter tokens are joined ("s u i c i d e" -> "suicide").
+   A token that is a key word with two adjacent letters swapped (not the first) is restored
+   (:data:`TRANSPOSE_KEYS`: "wnat" -> "want", "klil" -> "kill"; Damerau distance 1 by transposition).
+4. Runs of three or more one-letter tokens are joined, split into known words where they split
+   (:data:`SEGMENT_WORDS`: "s u i c i d e" -> "suicide", "i w a n t" -> "i want").
 5. Repeated letters collapse to one ("kiiill" and "kill" -> "kil"). Lexicon patterns are collapsed the
    same way (:func:`collapse_pattern`), so both sides compare in the same space.
 6. Slang expansion ("kms" -> "kil myself", "unalive" -> "kil", "sewerslide" -> "suicide"); key
-   phrases split by inserted spaces are re-joined when they span whole tokens ("ki ll my self" ->
-   "kil myself", never "skill myself").
+   phrases and every word of a risk phrase split by inserted spaces are re-joined when they span
+   whole tokens ("ki ll my self" -> "kil myself", "wa nt" -> "want", never "skill myself").
 7. Edit-distance tolerance: a token of 5+ letters that is not a protected common word and is within
    Damerau-Levenshtein distance 1 of a key token with the same first letter
    is replaced by that key ("sucide" -> "suicide", "myslef" -> "myself"). Misspellings rarely change
@@ -89,15 +92,39 @@ L_WORDS: frozenset[str] = frozenset(
      "hopeles", "worthles", "alone", "life", "live", "living", "suicidal", "selfharm", "bulet", "bulets"}
 )  # fmt: skip
 
-#: Key phrases (canonical tokens) re-joined when inserted spaces split them (see :func:`_resegment`).
+#: Key phrases (canonical tokens) re-joined when inserted spaces split them (see :func:`_resegment`):
+#: every word of the risk phrases ("i wa nt to di e to night" -> "i want to die tonight").
 RESEGMENT: tuple[tuple[str, ...], ...] = (
     ("kil", "myself"), ("end", "my", "life"), ("hang", "myself"), ("hurt", "myself"), ("cut", "myself"),
-    ("suicidal",), ("suicide",), ("overdose",), ("selfharm",), ("die",), ("dead",),
+    ("suicidal",), ("suicide",), ("overdose",), ("selfharm",), ("die",), ("dead",), ("myself",),
+    ("want",), ("going",), ("tonight",), ("today",), ("tomorow",), ("pils",), ("tablets",), ("gun",),
+    ("rope",), ("kil",), ("life",), ("wake",), ("goodbye",),
+)  # fmt: skip
+
+#: Words a run of spaced single letters may be split into ("i w a n t" -> "i want", not "iwant");
+#: collapsed spelling. A run that does not split into these words is joined as one token.
+SEGMENT_WORDS: frozenset[str] = frozenset(
+    {
+        "i", "a", "im", "am", "to", "my", "me", "it", "al", "and", "the", "is", "be", "so", "do", "go", "of",
+        "on", "in", "at", "now", "want", "wana", "going", "gona", "wil", "die", "dead", "kil", "myself",
+        "self", "end", "life", "hang", "hurt", "cut", "suicide", "suicidal", "overdose", "tonight", "today",
+        "tomorow", "pils", "take", "tok", "gun", "rope", "never", "wake", "up", "not", "just", "need",
+        "plan", "ready", "goodbye", "everyone", "done", "cant", "dont", "live", "anymore",
+    }
+)  # fmt: skip
+
+#: Key words (normal spelling) that tolerate one swap of two adjacent letters after the first letter
+#: ("wnat" -> "want"), whatever their length (the edit-distance step below needs 5+ letters).
+TRANSPOSE_KEYS: frozenset[str] = frozenset(
+    {"want", "kill", "dead", "pills", "going", "gonna", "wanna", "tonight", "today", "myself", "suicide",
+     "suicidal", "overdose", "hang", "die", "end", "life", "self"}
 )  # fmt: skip
 
 #: Common words close to a key that must never be "corrected" into it.
 PROTECTED: frozenset[str] = frozenset(
     {
+        "dei",
+        "lief",
         "overdue",
         "overdoes",
         "overdone",
@@ -187,6 +214,37 @@ def damerau(a: str, b: str, limit: int = 2) -> int:
     return prev[-1]
 
 
+def _transposed(token: str) -> str:
+    """``token`` with one swap of two adjacent letters (not the first) undone when that spells a
+    :data:`TRANSPOSE_KEYS` word ("wnat" -> "want", "klil" -> "kill"); else ``token``."""
+    if token in TRANSPOSE_KEYS or token in PROTECTED or not token.isalpha():
+        return token
+    for i in range(1, len(token) - 1):
+        swapped = token[:i] + token[i + 1] + token[i] + token[i + 2 :]
+        if swapped in TRANSPOSE_KEYS:
+            return swapped
+    return token
+
+
+def _segment(letters: str) -> list[str]:
+    """Split a run of spaced single letters into :data:`SEGMENT_WORDS` (fewest words); ``[letters]``
+    when it does not split ("iwant" -> ["i", "want"], "suicide" -> ["suicide"], "xqz" -> ["xqz"])."""
+    n = len(letters)
+    best: list[list[str] | None] = [None] * (n + 1)
+    best[0] = []
+    for end in range(1, n + 1):
+        for start in range(max(0, end - 12), end):
+            prev = best[start]
+            if prev is None or collapse_word(letters[start:end]) not in SEGMENT_WORDS:
+                continue
+            cand = [*prev, letters[start:end]]
+            cur = best[end]
+            if cur is None or len(cand) < len(cur):
+                best[end] = cand
+    found = best[n]
+    return found if found else [letters]
+
+
 def _fuzzy(token: str, keys: Iterable[str]) -> str:
     if len(token) < 5 or token in PROTECTED or not token.isalpha():
         return token
@@ -253,7 +311,7 @@ def _tokens(raw_clause: str) -> list[str]:
     out: list[str] = []
     for raw in raw_clause.split():
         tok = _deleet(raw) if _HAS_LETTER.search(raw) else raw
-        tok = _NON_ALNUM.sub("", tok)
+        tok = _transposed(_NON_ALNUM.sub("", tok))
         if tok:
             out.append(tok)
     # join runs of >= 3 single-letter tokens ("s u i c i d e")
@@ -264,7 +322,7 @@ def _tokens(raw_clause: str) -> list[str]:
         while j < len(out) and len(out[j]) == 1 and out[j].isalpha():
             j += 1
         if j - i >= 3:
-            joined.append("".join(out[i:j]))
+            joined.extend(_segment("".join(out[i:j])))
             i = j
         else:
             joined.append(out[i])

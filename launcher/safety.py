@@ -44,7 +44,7 @@ from pydantic import (
     model_validator,
 )
 
-from ._safety_lexicon import NEGATORS, NEUTRAL_PHRASES, PAST_MARKERS, QUESTION_AUX, RULES, Rule
+from ._safety_lexicon import MEANS_WORDS, NEGATORS, NEUTRAL_PHRASES, PAST_MARKERS, QUESTION_AUX, RULES, Rule
 from ._safety_normalize import Clause, normalize
 from ._safety_responses import (
     DEFAULT_RESOURCES,
@@ -104,7 +104,7 @@ class ExtraRule(BaseModel):
     tier: int = Field(ge=0, le=3)
     template: str = Field(min_length=1, max_length=4000)
     negation: Literal["before", "inner", "none"] = "inner"
-    requires: Literal["distress", "risk"] | None = None
+    requires: Literal["distress", "risk", "means"] | None = None
 
     @model_validator(mode="after")
     def _check(self) -> ExtraRule:
@@ -270,7 +270,9 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
     hits: list[tuple[str, int, bool]] = []  # (rule id, tier, counts as distress)
     pending: list[tuple[Rule, str, int]] = []
     negated: list[str] = []
-    for clause in normalize(text):
+    clauses = normalize(text)
+    means_now = any(MEANS_WORDS.search(c.text) for c in clauses)
+    for clause in clauses:
         neutral = _neutral_mask(clause.tokens)
         past = PAST_MARKERS.search(clause.text) is not None
         for rule in cfg.rules():
@@ -295,7 +297,10 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
     distress = distress_now or _recent(state, state.last_distress_turn if state else 0, window)
     risk = risk_now or _recent(state, state.last_risk_turn if state else 0, window)
     for rule, rid, tier in pending:
-        met = risk if rule.requires == "risk" else (distress or risk)
+        if rule.requires == "means":
+            met = means_now
+        else:
+            met = risk if rule.requires == "risk" else (distress or risk)
         if met:
             hits.append((rid, tier, rule.distress))
         elif rule.fallback and rule.fallback[0] not in disabled:
