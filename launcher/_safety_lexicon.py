@@ -168,7 +168,12 @@ _VOCAB["THIRD_INTENT"] = (
     r"is thinking about|thinks about|thought about|threatened to|threatens to|tried to|has tried to|"
     r"is trying to|said she wants to|said he wants to|said they want to|wil|might)"
 )
-_VOCAB["OTHERSELF"] = r"(?:herself|himself|themselves|themself|her self|him self|them self)"
+# idioms after "herself" ("cut herself some slack", "hurt himself at the gym", "burning himself out")
+_VOCAB["OTHERSELF"] = (
+    r"(?:herself|himself|themselves|themself|her self|him self|them self)(?! (?:some|a|an|of|loose|short|"
+    r"fre|slack|out|back|down|in|if|by acident|acidentaly|at|playing|lifting|running|doing|working|trying|"
+    r"studying|with work|laughing|physicaly|on)\b)"
+)
 
 _GAPS = {
     "{G1}": r"(?:\b\w+ ){0,1}",
@@ -375,7 +380,8 @@ RULES: tuple[Rule, ...] = (
     Rule("t2.third_party_risk", 2,
          r"{THIRD} {G2}{THIRD_INTENT} {G1}(?:kil|kiling|hurt|hurting|harm|harming|cut|cuting|hang|hanging|"
          r"shot|shoting|end|ending|take|taking) {OTHERSELF}|"
-         r"{THIRD} {G2}{THIRD_INTENT} {G1}(?:end|ending|take|taking) (?:her|his|their) (?:own )?life|"
+         r"{THIRD} {G2}{THIRD_INTENT} {G1}(?:end|ending|take|taking) (?:her|his|their) (?:own )?life"
+         r"(?! (?:back|in|into|to|forward|seriously|more|again))|"
          r"{THIRD} {G1}(?:is|s|has ben|sems|sems to be|might be|may be|could be|fels|is feling|"
          r"got|became|is becoming) {G1}(?:suicidal|selfharming|self harming)|"
          r"{THIRD} {G1}(?:is|s|has ben|keps|started|was) {G1}(?:cuting|harming|hurting|burning) {OTHERSELF}|"

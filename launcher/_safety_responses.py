@@ -142,13 +142,23 @@ def support_text(
 ) -> str:
     """Tier-2 response: coaching paused; reflect, ask directly, offer resources, invite to keep talking.
 
-    ``reasons`` (rule ids) choose the direct question: abuse or fear for one's safety asks about safety,
-    everything else asks about thoughts of suicide.
+    ``reasons`` (rule ids) choose the direct question: abuse or fear for one's safety asks about safety;
+    someone else at risk (``t2.third_party_risk`` alone) asks whether that person is safe and how the
+    user is; everything else asks about thoughts of suicide.
     """
     res = resources_for(locale, table)
     about_safety = any(r.startswith(("t2.abuse", "t2.safety")) for r in reasons)
-    ideation = any(not r.startswith(("t2.abuse", "t2.safety")) and r.startswith("t2.") for r in reasons)
-    if about_safety and not ideation:
+    third_party = "t2.third_party_risk" in reasons
+    own = ("t2.abuse", "t2.safety", "t2.third_party")
+    ideation = any(not r.startswith(own) and r.startswith("t2.") for r in reasons)
+    if third_party and not ideation and not about_safety:
+        reflect = "It sounds like you are worried about someone you care about, and that is a lot to carry."
+        question = (
+            "Can I ask you directly: is this person safe right now? And how are you doing with all this? "
+            "These services also help people who are worried about someone else, and if they are in "
+            "immediate danger, emergency services can reach them."
+        )
+    elif about_safety and not ideation:
         reflect = "It sounds like someone has been hurting or frightening you, and that is not okay."
         question = "Can I ask you directly: are you safe right now?"
     else:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from launcher._safety_normalize import normalize
-from launcher.safety import SafetyState, screen
+from launcher.safety import SafetyState, screen, support_response
 
 # (message, expected tier, a rule id that must be among the reasons); each tester row first, then variants
 RAISED = [
@@ -86,6 +86,11 @@ STAY_LOW = [
     ("it is going to kill him", 0),  # "is" was read as "i" + "s" by the gap before the gap fix
     ("the heroine wants to kill herself in the novel", 0),
     ("toady and lief and dei", 0),
+    ("she wants to take her life back", 0),
+    ("my son wants to cut himself a slice of cake", 0),
+    ("he might hurt himself at the gym", 0),
+    ("she is burning herself out at work", 0),
+    ("my coworker is killing himself with work", 0),
 ]
 
 
@@ -129,3 +134,12 @@ def test_means_intent_needs_a_means_in_the_message() -> None:
 )
 def test_normalize_splits_spaced_letters_and_undoes_transpositions(text: str, tokens: str) -> None:
     assert [c.text for c in normalize(text)] == [tokens]
+
+
+def test_third_party_support_asks_about_the_other_person_and_the_user() -> None:
+    result = screen("my friend wants to kill herself")
+    text = support_response("en-US", result.reasons)
+    assert "is this person safe right now" in text and "how are you doing" in text and "988" in text
+    assert "pause our coaching" in text and "kill" not in text
+    own = support_response("en-US", [*result.reasons, "t2.passive_ideation"])
+    assert "thoughts of ending your life" in own  # the user's own ideation takes precedence
