@@ -323,7 +323,8 @@ def check_agents(directory: str | Path) -> tuple[dict[str, AgentSpec], list[Agen
                 str(d),
                 0,
                 None,
-                f"the agents directory {where} does not exist or is not a folder",
+                f"the agents directory {where} "
+                + ("is not a directory (it is a file)" if d.exists() else "does not exist"),
                 "set [agents] dir in coach.toml (or `coach agents check --dir`) to the folder with the six "
                 "agent files, or run the command from the coachboard repository root",
             )

@@ -29,7 +29,7 @@ from mcp_server._scope import ScopeSource
 from mcp_server._toolkit import build_tool
 from mcp_server._tools import ToolContext, all_specs
 from mcp_server.config import McpConfig
-from mcp_server.errors import McpServerError
+from mcp_server.errors import McpConfigError, McpServerError
 
 __all__ = ["SERVER_NAME", "build_server", "map_blackboard_error", "serve_http", "serve_stdio"]
 
@@ -175,7 +175,13 @@ async def serve_http_async(
 
     Stateless mode: every POST is handled on its own, and its ``x-coach-*`` headers fix its scope.
     ``on_ready(url)`` is called once the socket listens (with the real port when ``config.port`` is 0).
+
+    Raises:
+        McpConfigError (code ``port_in_use``): the address cannot be bound (the message names it and
+            the fix: stop the other server or ``--port 0`` for any free port).
     """
+    import socket
+
     import uvicorn
 
     app = server.streamable_http_app(streamable_http_path=config.path, stateless_http=True, host=config.host)
@@ -190,8 +196,23 @@ async def serve_http_async(
                         port = sock.getsockname()[1]
                 on_ready(f"http://{config.host}:{port}{config.path}")
 
-    uv = _Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="warning", lifespan="on"))
-    await uv.serve()
+    sock = socket.socket(socket.AF_INET6 if ":" in config.host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((config.host, config.port))
+    except OSError as exc:
+        sock.close()
+        raise McpConfigError(
+            f"cannot listen on {config.host}:{config.port}: {exc.strerror or exc}. Fix: stop whatever uses port "
+            f"{config.port}, or pass another --port (--port 0 picks a free one)",
+            code="port_in_use",
+        ) from None
+    sock.listen(2048)
+    uv = _Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    try:
+        await uv.serve(sockets=[sock])
+    finally:
+        sock.close()
 
 
 def serve_http(server: MCPServer, config: McpConfig, *, on_ready: Callable[[str], None] | None = None) -> None:

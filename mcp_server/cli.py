@@ -41,7 +41,8 @@ def load_config(path: Path | None) -> tuple[McpConfig, str | None]:
     """Read ``[mcp]`` and ``[data] dir`` from a ``coach.toml``; defaults when ``path`` is None.
 
     Raises:
-        McpConfigError: unreadable file, invalid TOML or invalid ``[mcp]`` values (named).
+        McpConfigError: unreadable file, invalid TOML, invalid ``[mcp]`` values, or an unknown key or
+            invalid value in another section (named; the file is checked by ``launcher.config``).
     """
     if path is None:
         return McpConfig(), None
@@ -56,8 +57,22 @@ def load_config(path: Path | None) -> tuple[McpConfig, str | None]:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'mcp'}: {e['msg']} (got {e.get('input')!r})"
                              for e in exc.errors())
         raise McpConfigError(f"invalid [mcp] section in {path}: {problems}") from exc
+    _check_whole_file(path)
     data = doc.get("data", {})
     return cfg, (str(data["dir"]) if isinstance(data, dict) and data.get("dir") else None)
+
+
+def _check_whole_file(path: Path) -> None:
+    """The rest of the file by the one coach.toml loader (``launcher.config.load_config``), without
+    environment overrides: an unknown key (``[data] dirr``) or an invalid value in any section is an
+    error here too, as in every other command."""
+    from launcher.config import ConfigError
+    from launcher.config import load_config as load_coach_config
+
+    try:
+        load_coach_config(path, env={})
+    except ConfigError as exc:
+        raise McpConfigError(str(exc)) from None
 
 
 def resolve_data_dir(cli_value: str | None, config_value: str | None) -> Path:

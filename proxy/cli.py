@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -50,6 +51,27 @@ def proxy_cmd(
                    "or set COACH_UPSTREAM_URL", err=True)
         raise typer.Exit(2)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    typer.echo(f"coach proxy: serving on http://{cfg.host}:{cfg.port} -> "
+    sock = _listen(cfg.host, cfg.port)
+    typer.echo(f"coach proxy: serving on http://{cfg.host}:{sock.getsockname()[1]} -> "
                + ", ".join(f"{p.name}={p.kind}:{'|'.join(p.replicas)}" for p in cfg.models))
-    uvicorn.run(create_app(cfg), host=cfg.host, port=cfg.port, log_level=log_level, access_log=False)
+    server = uvicorn.Server(uvicorn.Config(create_app(cfg), log_level=log_level, access_log=False))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``; a port in use exits 1 with a plain message naming it and the fix
+    (uvicorn only logged "[Errno 98] error while attempting to bind")."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        typer.echo(f"coach proxy: cannot listen on {host}:{port}: {exc.strerror or exc}. Fix: stop whatever uses port "
+                   f"{port}, or pass another --port (--port 0 picks a free one)", err=True)
+        raise typer.Exit(1) from None
+    sock.listen(2048)
+    return sock

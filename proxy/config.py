@@ -29,7 +29,9 @@ Raises :class:`proxy.errors.ConfigError` on a file that does not parse or valida
 
 from __future__ import annotations
 
+import os
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -178,12 +180,15 @@ class ProxyConfig(BaseModel):
         return cls(models=[pool], default_model=model, **kw)
 
 
-def load_config(path: str | Path) -> ProxyConfig:
+def load_config(path: str | Path, env: Mapping[str, str] | None = None) -> ProxyConfig:
     """Load a :class:`ProxyConfig` from a TOML file: a ``coach.toml`` (its ``[proxy]`` table, with one pool
     from ``[upstream]`` when it defines no ``[[proxy.models]]``), else a proxy-only file (the top level).
+    In a coach.toml, ``COACH_UPSTREAM_URL`` in ``env`` (default ``os.environ``) overrides ``[upstream] url``,
+    as for every other command (``launcher.config``).
 
     Raises ConfigError naming the file and each invalid field.
     """
+    env = os.environ if env is None else env
     p = Path(path)
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
@@ -196,6 +201,8 @@ def load_config(path: str | Path) -> ProxyConfig:
     is_coach_toml = "proxy" in data or bool(_COACH_TOML_SECTIONS & data.keys())
     section = data.get("proxy", {}) if is_coach_toml else data
     upstream = data.get("upstream") if is_coach_toml else None
+    if is_coach_toml and env.get("COACH_UPSTREAM_URL"):
+        upstream = {**(upstream if isinstance(upstream, dict) else {}), "url": env["COACH_UPSTREAM_URL"]}
     if isinstance(section, dict) and not section.get("models") and isinstance(upstream, dict) and upstream.get("url"):
         # A coach.toml without [[proxy.models]]: one pool serving every model name from [upstream], as
         # launcher.config.CoachConfig.proxy_config does for coach run / coach serve.

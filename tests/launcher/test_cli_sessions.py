@@ -212,3 +212,13 @@ def test_serve_closes_sessions_without_mcp_requests_for_the_idle_timeout(tmp_pat
         assert idle_closing_scopes(board, HeaderScope(), 0)[1] is None  # 0: never
     finally:
         board.close()
+
+
+def test_agents_check_on_a_file_says_it_is_not_a_directory(tmp_path: Path) -> None:
+    a_file = tmp_path / "agents.md"
+    a_file.write_text("x")
+    res = CliRunner().invoke(app, ["agents", "check", "--dir", str(a_file)], env={"COLUMNS": "400"})
+    assert res.exit_code == 1
+    assert f"the agents directory {a_file} is not a directory (it is a file)" in res.output
+    res = CliRunner().invoke(app, ["agents", "check", "--dir", str(tmp_path / "nope")], env={"COLUMNS": "400"})
+    assert "nope does not exist" in res.output

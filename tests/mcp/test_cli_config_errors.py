@@ -27,3 +27,26 @@ def test_invalid_mcp_section_names_the_field_and_value_without_pydantic_noise(tm
     assert result.exit_code == 2, result.output
     assert "invalid [mcp] section" in result.output and "port:" in result.output and "-5" in result.output
     assert "errors.pydantic.dev" not in result.output
+
+
+def test_unknown_key_in_data_section_is_refused_like_other_commands(tmp_path: Path) -> None:
+    bad = tmp_path / "coach.toml"
+    bad.write_text(f'[data]\ndirr = "{tmp_path / "d"}"\n', encoding="utf-8")
+    result = runner.invoke(app, ["mcp", "--http", "--config", str(bad), "--data-dir", str(tmp_path / "d")])
+    assert result.exit_code == 2, result.output
+    assert "[data] dirr: unknown key (did you mean 'dir'?)" in result.output
+    assert not (tmp_path / "d").exists()
+
+
+def test_port_in_use_is_a_plain_error_naming_the_port(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        result = runner.invoke(app, ["mcp", "--http", "--port", str(port), "--data-dir", str(tmp_path / "d")],
+                               env={"COACH_MCP_SECRET": "k"})
+    assert result.exit_code == 2, result.output
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert f"cannot listen on 127.0.0.1:{port}" in result.output and "--port 0" in result.output

@@ -54,3 +54,29 @@ def test_unreadable_file_is_a_config_error(tmp_path: Path) -> None:
     assert str(path) in str(info.value) and "UTF-8" in str(info.value)
     res = CliRunner().invoke(app, ["proxy", "--config", str(path)])
     assert res.exit_code == 2 and isinstance(res.exception, SystemExit)
+
+
+def test_coach_upstream_url_overrides_the_upstream_section_as_for_coach_run(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COACH_UPSTREAM_URL", "http://10.0.0.9:9000")
+    monkeypatch.delenv("COACH_DATA_DIR", raising=False)
+    path = tmp_path / "coach.toml"
+    path.write_text(COACH_TOML, encoding="utf-8")
+    cfg = load_config(path)
+    assert cfg.models[0].replicas == ["http://10.0.0.9:9000"] and cfg.models[0].kind == "anthropic"
+    assert cfg == load_coach_config(path).proxy_config()
+
+
+def test_port_in_use_is_a_plain_error_naming_the_port(tmp_path: Path) -> None:
+    import socket
+
+    path = tmp_path / "coach.toml"
+    path.write_text(COACH_TOML, encoding="utf-8")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        res = CliRunner().invoke(app, ["proxy", "--config", str(path), "--port", str(port)], env={"COLUMNS": "300"})
+    assert res.exit_code == 1, res.output
+    assert isinstance(res.exception, SystemExit)
+    assert f"cannot listen on 127.0.0.1:{port}" in res.output and "--port 0" in res.output
