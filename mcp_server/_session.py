@@ -271,10 +271,13 @@ def run_session(
     """Serve session mode over stdio until Claude Code closes the pipe (blocking).
 
     Raises:
-        McpConfigError: the configuration file is invalid (the message lists each problem).
+        McpConfigError: the configuration file is invalid (the message lists each problem), or the data
+            directory or its blackboard cannot be used (code ``data_dir_unusable`` / ``store_unavailable``).
         ScopeError: an invalid user or session id.
     """
+    from launcher._data_dir import open_board
     from launcher.config import ConfigError, load_config
+    from launcher.errors import DataDirError
 
     try:
         coach_config: Any = load_config(config)
@@ -287,8 +290,10 @@ def run_session(
     coach_config = _with_agents_dir(coach_config, os.environ.get(ENV_REPO_ROOT))
     directory = Path(coach_config.data.dir)
     identity = session_identity(user=user, session=session)
-    directory.mkdir(parents=True, exist_ok=True)
-    board = Blackboard(directory, thresholds=coach_config.thresholds)
+    try:  # the same check and message as coach run / chat (launcher._data_dir)
+        board = open_board(directory, thresholds=coach_config.thresholds)
+    except DataDirError as exc:
+        raise McpConfigError(f"session mode: {exc}", code=exc.code) from None
     dropped = drop_parent_session_env(os.environ)
     if dropped:
         log.info("not passed to the pipeline's agents: %s", ", ".join(dropped))

@@ -50,3 +50,13 @@ def test_port_in_use_is_a_plain_error_naming_the_port(tmp_path: Path) -> None:
     assert result.exit_code == 2, result.output
     assert isinstance(result.exception, SystemExit), result.exception
     assert f"cannot listen on 127.0.0.1:{port}" in result.output and "--port 0" in result.output
+
+
+def test_session_mode_with_a_data_dir_that_is_a_file_exits_2_plainly(tmp_path: Path) -> None:
+    a_file = tmp_path / "afile"
+    a_file.write_text("keep me")
+    result = runner.invoke(app, ["mcp"], env={"COACH_MCP_SESSION": "1", "COACH_DATA_DIR": str(a_file),
+                                              "COACH_USER": "u", "COACH_SESSION": "s", "COLUMNS": "300"})
+    assert result.exit_code == 2, result.output
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert f"the data directory {a_file} cannot be used" in result.output and a_file.read_text() == "keep me"
