@@ -361,20 +361,20 @@ def chat_cmd(
     mcp_url: Annotated[str | None, typer.Option("--mcp-url", help="use a running MCP HTTP server")] = None,
 ) -> None:
     """Chat with the coach: the Coach's reply at once, the synthesis appended later."""
-    import anyio
     from rich.console import Console
 
     from launcher.agents import AgentSpecError
-    from launcher.cli_run import _check_ids, _load
+    from launcher.cli_run import _check_ids, _check_session_open, _load, run_async
     from launcher.errors import LauncherError
 
     session = session or default_session_id()
     _check_ids(user=user, session=session)
     config = _load(config_path)
+    _check_session_open(config, user, session)  # before any process starts
     console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
     err = Console(file=sys.stderr, highlight=False)
     try:
-        code = anyio.run(_chat, config, user, session, console, (proxy_url, mcp_url))
+        code = run_async(_chat, config, user, session, console, (proxy_url, mcp_url))
     except KeyboardInterrupt:
         err.print(
             f"interrupted: agent processes stopped; session {session} is still open "

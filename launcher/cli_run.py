@@ -66,6 +66,47 @@ def _check_data_dir(config: Any) -> None:
         raise typer.Exit(2) from None
 
 
+def _check_session_open(config: Any, user: str, session: str) -> None:
+    """Refuse a closed session before anything starts (exit 2); ``Blackboard.begin_turn`` applies the
+    same rule (``check_session_open``) to a session closed meanwhile."""
+    from blackboard import BlackboardError, SessionClosedError
+    from launcher._data_dir import open_board
+    from launcher.errors import DataDirError
+
+    try:
+        board = open_board(config.data.dir)
+        try:
+            board.check_session_open(user, session)
+        finally:
+            board.close()
+    except SessionClosedError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except (DataDirError, BlackboardError) as exc:
+        _store_error(exc)
+
+
+def run_async(fn: Any, *args: Any) -> Any:
+    """``anyio.run(fn, *args)``, re-raising the one error inside an exception group (the runtime's task
+    groups wrap what a turn raises, so it reached the user as a traceback instead of a plain error)."""
+    import anyio
+
+    try:
+        return anyio.run(fn, *args)
+    except BaseExceptionGroup as group:
+        leaves: list[BaseException] = []
+        pending: list[BaseException] = [group]
+        while pending:
+            e = pending.pop()
+            if isinstance(e, BaseExceptionGroup):
+                pending.extend(e.exceptions)
+            else:
+                leaves.append(e)
+        if len(leaves) == 1:
+            raise leaves[0] from None
+        raise
+
+
 def _store_error(exc: Exception) -> NoReturn:
     code = getattr(exc, "code", type(exc).__name__)
     typer.echo(f"error ({code}): {exc}", err=True)
@@ -120,7 +161,6 @@ def run_cmd(
     mcp_url: Annotated[str | None, typer.Option("--mcp-url", help="use a running MCP HTTP server")] = None,
 ) -> None:
     """Run one coaching turn through the six agents and print the result."""
-    import anyio
     from rich.console import Console
     from rich.markup import escape
 
@@ -132,6 +172,7 @@ def run_cmd(
     _check_message(message)
     config = _load(config_path)
     _check_data_dir(config)
+    _check_session_open(config, user, session)
     out = Console(file=sys.stdout, highlight=False, soft_wrap=True)
     err = Console(file=sys.stderr, highlight=False)
 
@@ -147,7 +188,7 @@ def run_cmd(
             return await rt.supervisor.run_turn(user, session, message, on_coach_reply=on_reply)
 
     try:
-        result = anyio.run(main)
+        result = run_async(main)
     except KeyboardInterrupt:
         err.print("interrupted: the turn was cancelled and every agent process stopped")
         raise typer.Exit(130) from None

@@ -222,3 +222,36 @@ def test_agents_check_on_a_file_says_it_is_not_a_directory(tmp_path: Path) -> No
     assert f"the agents directory {a_file} is not a directory (it is a file)" in res.output
     res = CliRunner().invoke(app, ["agents", "check", "--dir", str(tmp_path / "nope")], env={"COLUMNS": "400"})
     assert "nope does not exist" in res.output
+
+
+def test_session_closed_while_the_runtime_starts_is_a_plain_error(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real runtime runs the turn inside task groups, which wrap what it raises in an exception
+    group: the refusal reached the user as a traceback (exit 1). Here the session is closed by "another
+    process" after the early check, inside a task group, so begin_turn's refusal must come through."""
+    from launcher.sessions import close_session
+
+    data = tmp_path / "data"
+    cfg = tmp_path / "coach.toml"
+    cfg.write_text(f'[data]\ndir = "{data}"\n')
+    board = Blackboard(data)
+    board.begin_turn("bob", "s1")
+    board.close()
+    calls: list[Any] = []
+
+    @contextlib.asynccontextmanager
+    async def grouped_runtime(config: Any, **kw: Any) -> AsyncIterator[Any]:
+        b = Blackboard(config.data.dir)
+        await close_session(b, "bob", "s1")
+        runner = FakeRunner(b, calls=calls)
+        try:
+            async with anyio.create_task_group():
+                yield SimpleNamespace(supervisor=Supervisor(b, runner, lambda: specs(), screen=fake_screen))
+        finally:
+            b.close()
+
+    monkeypatch.setattr("launcher._runtime.coach_runtime", grouped_runtime)
+    res = _cli("run", "again", "-u", "bob", "-s", "s1", cfg=cfg)
+    assert res.exit_code == 2, (res.output, res.exception)
+    assert isinstance(res.exception, SystemExit)
+    assert "session s1 of bob was closed at" in res.output and calls == []
