@@ -23,6 +23,7 @@ processes, both servers); the blackboard stays in ``[data] dir`` and opens clean
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import time
 from pathlib import Path
@@ -113,7 +114,7 @@ def demo_cmd(
         raise typer.Exit(2)
     kind: Literal["openai", "anthropic"] = "anthropic" if upstream_kind == "anthropic" else "openai"
     _check_user(user)
-    console = Console(highlight=False, soft_wrap=True)
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
     try:
         transcript = load_transcript(file)
         binary, model = find_llama_server(), find_model()
@@ -136,6 +137,9 @@ def demo_cmd(
         f"({file.name}); playing the first {turns_per_session} of each of its {len(transcript.sessions)} "
         f"sessions as user [bold]{user}[/bold]. Proxy upstream kind: {kind}."
     )
+    # Claude Code aborts a model request after API_TIMEOUT_MS (default 10 min): requests queued behind
+    # slow CPU prefills may wait longer than that under the scaled deadlines.
+    os.environ.setdefault("API_TIMEOUT_MS", str(int(_SLOW_UPSTREAM_S * 1000)))
     t_start = time.monotonic()
     sink = out.open("w", encoding="utf-8") if out is not None else None
 

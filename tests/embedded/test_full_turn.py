@@ -73,8 +73,9 @@ async def _one_turn(config: CoachConfig, user: str, session: str) -> tuple[Any, 
 
 @pytest.mark.parametrize("kind", ["openai", "anthropic"])
 def test_full_turn_of_six_agents_on_the_embedded_model(
-    kind: str, model_server: EmbeddedModelServer, tmp_path: Path
+    kind: str, model_server: EmbeddedModelServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("API_TIMEOUT_MS", "1800000")  # as coach demo: queued CPU prefills outlast 10 min
     usage_log = tmp_path / "usage.jsonl"
     base = CoachConfig(data=DataConfig(dir=tmp_path / "data"))
     base = base.model_copy(update={"proxy": base.proxy.model_copy(update={"usage_log": str(usage_log)})})
