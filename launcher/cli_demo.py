@@ -226,8 +226,9 @@ def _epilogue(console: Any, turns: list[Any], user: str, data_dir: Path, elapsed
     console.rule("[bold]done")
     console.print(
         f"{len(turns)} turns over {len(sessions)} sessions in {elapsed:.0f} s: {complete} complete, "
-        f"{model_synth} synthesised by Pineal (the rest by the deterministic fallback).\n"
-        f"The blackboard lives in [bold]{data_dir / 'blackboard.sqlite3'}[/bold] (SQLite; [data] dir).\n"
+        f"{model_synth} synthesised by Pineal (the rest by the deterministic fallback: a 135M model rarely "
+        "cites the entries correctly, so the MCP server stores the fallback after two rejected attempts).\n"
+        f"The blackboard lives in [bold]{data_dir / 'blackboard.sqlite3'}[/bold] (SQLite; \\[data] dir).\n"
         f"Inspect it:  {coach} board show --user {user}            (every turn's entries and the profile)\n"
         f"             {coach} board show --user {user} --session {sessions[0] if sessions else '<S>'} --json"
     )
