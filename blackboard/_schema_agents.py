@@ -8,6 +8,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from ._keys import parse_key
 from ._schema_common import (
+    READ_ONLY,
     AgentName,
     FollowThroughStats,
     OceanTraits,
@@ -55,7 +56,8 @@ class TailoringChoice(StrictModel):
     """One trait-based adaptation, with the Persona confidence/evidence it relies on.
 
     COACHING.md (Plasticity): tailor only when confidence >= 0.5 with >= 5 evidence items; the schema
-    refuses choices below that bar and arbitration re-checks them against this turn's Persona entry.
+    drops choices below that bar (reason code ``tailoring_dropped:<i>:<trait>`` in the output's
+    ``coerced``) and arbitration re-checks them against this turn's Persona entry.
     """
 
     trait: TraitName
@@ -75,18 +77,25 @@ class PlasticityOutput(StrictModel):
     dont: list[ShortText] = Field(default_factory=list, max_length=10)
     tailoring: list[TailoringChoice] = Field(default_factory=list, max_length=5)
     readiness_stage: ReadinessStage | None = None
+    coerced: list[str] = Field(
+        default_factory=list,
+        max_length=40,
+        description="computed: reason codes of cross-field rules enforced by moving to the safe value; omit",
+        json_schema_extra=READ_ONLY,
+    )
 
     @model_validator(mode="after")
     def _tailoring_bar(self, info: ValidationInfo) -> PlasticityOutput:
         t = thresholds_of(info)
-        bad = [
-            f"tailoring[{i}] ({c.trait}): confidence {c.confidence} / evidence {c.evidence_count} is below "
-            f"the bar (>= {t.tailoring_min_confidence} with >= {t.tailoring_min_evidence}); drop it"
-            for i, c in enumerate(self.tailoring)
-            if c.confidence < t.tailoring_min_confidence or c.evidence_count < t.tailoring_min_evidence
-        ]
-        if bad:
-            raise ValueError("; ".join(bad))
+        kept: list[TailoringChoice] = []
+        coerced: list[str] = []
+        for i, c in enumerate(self.tailoring):
+            if c.confidence < t.tailoring_min_confidence or c.evidence_count < t.tailoring_min_evidence:
+                coerced.append(f"tailoring_dropped:{i}:{c.trait}:below_bar")
+            else:
+                kept.append(c)
+        self.tailoring = kept
+        self.coerced = list(dict.fromkeys([*self.coerced, *coerced]))[:40]
         return self
 
 

@@ -4,6 +4,13 @@ Rules (COACHING.md, Shadow): a class other than ``insufficient_data`` needs >= 3
 >= 2 sessions; every stated-vs-revealed claim cites >= 2 distinct evidence items; the follow-through
 probability starts from :func:`follow_through_baseline` and a model may move it by at most +-0.15,
 with a reason.
+
+Cross-field rules are enforced by moving to the safe value, never by upgrading, and each change is
+recorded in ``coerced`` (reason codes): a class whose evidence bar is not met becomes
+``insufficient_data`` (``class_downgraded:<class>:<why>``); a claim with too few distinct evidence
+items is dropped (``pattern_dropped:<i>:evidence<n>``); a probability moved without a reason is reset
+to the baseline (``probability_reset:no_adjustment_reason``) and any probability is clamped to
+baseline +-0.15.
 """
 
 from __future__ import annotations
@@ -118,49 +125,46 @@ class ShadowOutput(StrictModel):
     patterns: list[ShadowPattern] = Field(default_factory=list, max_length=10)
     follow_through: FollowThroughPrediction = Field(default_factory=FollowThroughPrediction)
     summary: Text = ""
+    coerced: list[str] = Field(
+        default_factory=list,
+        max_length=40,
+        description="computed: reason codes of cross-field rules enforced by moving to the safe value; omit",
+        json_schema_extra=READ_ONLY,
+    )
 
     @model_validator(mode="after")
     def _rules(self, info: ValidationInfo) -> ShadowOutput:
         t = thresholds_of(info)
         c = self.commitments
-        problems: list[str] = []
+        coerced: list[str] = []
         if self.pattern_class != "insufficient_data":
+            why = ""
             if c.due < t.shadow_min_due or c.sessions < t.shadow_min_sessions:
-                problems.append(
-                    f"pattern_class {self.pattern_class!r} needs >= {t.shadow_min_due} due commitments over "
-                    f">= {t.shadow_min_sessions} sessions (got {c.due} over {c.sessions}); "
-                    "use 'insufficient_data'"
-                )
+                why = f"due{c.due}_sessions{c.sessions}"
             else:
                 rate = c.completed / c.due
                 if self.pattern_class == "consistent_executor" and rate < t.consistent_executor_min:
-                    problems.append(
-                        f"consistent_executor needs follow-through >= {t.consistent_executor_min} "
-                        f"(got {c.completed}/{c.due})"
-                    )
+                    why = f"follow_through{c.completed}of{c.due}"
                 if self.pattern_class == "inclined_abstainer" and rate > t.inclined_abstainer_max:
-                    problems.append(
-                        f"inclined_abstainer needs follow-through <= {t.inclined_abstainer_max} "
-                        f"(got {c.completed}/{c.due})"
-                    )
+                    why = f"follow_through{c.completed}of{c.due}"
+            if why:
+                coerced.append(f"class_downgraded:{self.pattern_class}:{why}")
+                self.pattern_class = "insufficient_data"
+        kept: list[ShadowPattern] = []
         for i, pat in enumerate(self.patterns):
             distinct = {(e.session, e.turn) for e in pat.evidence}
             if len(distinct) < t.shadow_min_evidence:
-                problems.append(
-                    f"patterns[{i}] cites {len(distinct)} distinct evidence item(s); every stated-vs-revealed "
-                    f"claim needs >= {t.shadow_min_evidence} (distinct session/turn)"
-                )
-        if problems:
-            raise ValueError("; ".join(problems))
+                coerced.append(f"pattern_dropped:{i}:evidence{len(distinct)}")
+            else:
+                kept.append(pat)
+        self.patterns = kept
         ft = self.follow_through
         baseline = follow_through_baseline(c.due, c.completed, ft.features, t)
         ft.baseline = baseline
         p = baseline if ft.probability is None else ft.probability
         if abs(p - baseline) > t.ft_adjustment_tolerance and not (ft.adjustment_reason or "").strip():
-            raise ValueError(
-                f"follow_through.probability {p} differs from the baseline {baseline}; give an "
-                "adjustment_reason or omit probability"
-            )
+            coerced.append("probability_reset:no_adjustment_reason")
+            p = baseline
         lo, hi = (
             max(0.0, baseline - t.ft_max_model_adjustment),
             min(1.0, baseline + t.ft_max_model_adjustment),
@@ -168,4 +172,5 @@ class ShadowOutput(StrictModel):
         clamped = round(min(hi, max(lo, p)), 4)
         ft.clamped = ft.clamped or abs(clamped - p) > 1e-9
         ft.probability = clamped
+        self.coerced = list(dict.fromkeys([*self.coerced, *coerced]))[:40]
         return self

@@ -141,17 +141,39 @@ class StabilityMove(StrictModel):
 
 
 class StabilityOutput(StrictModel):
-    """Stability's blackboard entry: the risk frame for this turn's candidate moves (ids unique)."""
+    """Stability's blackboard entry: the risk frame for this turn's candidate moves (ids unique).
+
+    A repeated move id is renamed deterministically (``id``, ``id-2``, ``id-3``, ...; reason code
+    ``move_renamed:<old>:<new>`` in ``coerced``) so no move overwrites another; every move is gated."""
 
     moves: list[StabilityMove] = Field(default_factory=list, max_length=20)
     summary: Text = ""
+    coerced: list[str] = Field(
+        default_factory=list,
+        max_length=40,
+        description="computed: reason codes of cross-field rules enforced by moving to the safe value; omit",
+        json_schema_extra=READ_ONLY,
+    )
 
     @model_validator(mode="after")
     def _unique(self) -> StabilityOutput:
-        ids = [m.id for m in self.moves]
-        dupes = sorted({i for i in ids if ids.count(i) > 1})
-        if dupes:
-            raise ValueError(f"move ids must be unique; repeated: {', '.join(dupes)}")
+        taken = {m.id for m in self.moves}
+        seen: set[str] = set()
+        coerced: list[str] = []
+        for m in self.moves:
+            if m.id not in seen:
+                seen.add(m.id)
+                continue
+            stem = m.id[:60]
+            n = 2
+            while f"{stem}-{n}" in taken or f"{stem}-{n}" in seen:
+                n += 1
+            new = f"{stem}-{n}"
+            coerced.append(f"move_renamed:{m.id}:{new}")
+            m.id = new
+            seen.add(new)
+            taken.add(new)
+        self.coerced = list(dict.fromkeys([*self.coerced, *coerced]))[:40]
         return self
 
     @property

@@ -97,24 +97,62 @@ def test_follow_through_not_enough_data_below_three_due() -> None:
 
 
 # --- Shadow -------------------------------------------------------------------------------------------
+def shadow(p: Any, thresholds: Thresholds | None = None) -> ShadowOutput:
+    out = validate_output("shadow", p, thresholds)
+    assert isinstance(out, ShadowOutput)
+    return out
+
+
 def test_shadow_class_needs_three_due_over_two_sessions() -> None:
+    """Below the evidence bar a class is downgraded to insufficient_data (never upgraded), with a reason."""
     p = payload("shadow")
     p["commitments"] = {"due": 2, "completed": 0, "sessions": 3}
-    assert "insufficient_data" in problems("shadow", p)[0]
+    out = shadow(p)
+    assert out.pattern_class == "insufficient_data"
+    assert out.coerced == ["class_downgraded:inclined_abstainer:due2_sessions3"]
     p["commitments"] = {"due": 5, "completed": 0, "sessions": 1}
-    assert "insufficient_data" in problems("shadow", p)[0]
+    assert shadow(p).pattern_class == "insufficient_data"
     p["pattern_class"] = "insufficient_data"
-    assert validate_output("shadow", p)
+    out = shadow(p)
+    assert out.pattern_class == "insufficient_data" and out.coerced == []
+    # stored form re-validates to the same thing, reason kept
+    p["pattern_class"] = "overcommitter"
+    dumped = shadow(p).model_dump(mode="json")
+    assert shadow(dumped).model_dump(mode="json") == dumped
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [
+        "consistent_executor",
+        "inclined_abstainer",
+        "overcommitter",
+        "externally_driven",
+        "competing_commitment",
+    ],
+)
+@pytest.mark.parametrize(("due", "sessions"), [(0, 0), (2, 5), (3, 1), (100, 1)])
+def test_no_class_without_the_evidence(cls: str, due: int, sessions: int) -> None:
+    p = payload("shadow")
+    p.update(pattern_class=cls, commitments={"due": due, "completed": 0, "sessions": sessions})
+    out = shadow(p)
+    assert out.pattern_class == "insufficient_data"
+    assert out.coerced[0].startswith(f"class_downgraded:{cls}:")
 
 
 def test_shadow_class_must_match_follow_through_definitions() -> None:
     p = payload("shadow")
     p["pattern_class"] = "consistent_executor"
-    assert "consistent_executor needs" in problems("shadow", p)[0]
+    out = shadow(p)
+    assert out.pattern_class == "insufficient_data"
+    assert out.coerced == ["class_downgraded:consistent_executor:follow_through1of5"]
     p["commitments"] = {"due": 10, "completed": 8, "sessions": 2}
-    assert validate_output("shadow", p)
+    out = shadow(p)
+    assert out.pattern_class == "consistent_executor" and out.coerced == []
     p["pattern_class"] = "inclined_abstainer"
-    assert "inclined_abstainer needs" in problems("shadow", p)[0]
+    out = shadow(p)
+    assert out.pattern_class == "insufficient_data"
+    assert out.coerced == ["class_downgraded:inclined_abstainer:follow_through8of10"]
 
 
 def test_every_stated_vs_revealed_claim_cites_two_distinct_evidence_items() -> None:
@@ -123,12 +161,14 @@ def test_every_stated_vs_revealed_claim_cites_two_distinct_evidence_items() -> N
         {"session": "s1", "turn": "t1"},
         {"session": "s1", "turn": "t1", "note": "again"},
     ]
-    assert "distinct evidence" in problems("shadow", p)[0]
+    out = shadow(p)
+    assert out.patterns == [] and out.coerced == ["pattern_dropped:0:evidence1"]
     p["patterns"][0]["evidence"] = [{"session": "s1", "turn": "t1"}]
-    assert "distinct evidence" in problems("shadow", p)[0]
+    assert shadow(p).patterns == []
     p["patterns"][0]["evidence"] = [{"session": "s1", "turn": "t1"}, {"session": "s2", "turn": "t1"}]
-    assert validate_output("shadow", p)
-    assert "needs >= 3" in problems("shadow", p, Thresholds(shadow_min_evidence=3))[0]
+    assert len(shadow(p).patterns) == 1
+    out = shadow(p, Thresholds(shadow_min_evidence=3))
+    assert out.patterns == [] and out.coerced == ["pattern_dropped:0:evidence2"]
 
 
 def test_follow_through_baseline_formula() -> None:
@@ -153,7 +193,9 @@ def test_model_adjustment_needs_a_reason_and_is_clamped() -> None:
     assert isinstance(out, ShadowOutput)
     assert out.follow_through.baseline == out.follow_through.probability == baseline
     p["follow_through"]["probability"] = 0.9
-    assert "adjustment_reason" in problems("shadow", p)[0]
+    out = shadow(p)  # no reason: reset to the baseline
+    assert out.follow_through.probability == baseline
+    assert out.coerced == ["probability_reset:no_adjustment_reason"]
     p["follow_through"]["adjustment_reason"] = "booked a trainer"
     out = validate_output("shadow", p)
     assert out.follow_through.probability == round(baseline + 0.15, 4) and out.follow_through.clamped  # type: ignore[attr-defined]
@@ -219,7 +261,22 @@ def test_ratings_are_one_to_ten(field: str, value: int) -> None:
 def test_move_ids_are_unique_and_categories_known() -> None:
     p = payload("stability")
     p["moves"][1]["id"] = "walk"
-    assert "repeated: walk" in problems("stability", p)[0]
+    p["moves"].append({**p["moves"][0], "id": "walk-2"})
+    p["moves"].append(dict(p["moves"][1]))
+    out = validate_output("stability", p)
+    assert isinstance(out, StabilityOutput)
+    # duplicates renamed deterministically, never overwriting another move; the gate ran on every move
+    assert [m.id for m in out.moves] == [
+        "walk",
+        "walk-3",
+        *[m["id"] for m in p["moves"][2:-2]],
+        "walk-2",
+        "walk-4",
+    ]
+    assert out.coerced == ["move_renamed:walk:walk-3", "move_renamed:walk:walk-4"]
+    assert out.moves[1].blocked and out.moves[-1].blocked and not out.moves[0].blocked
+    dumped = out.model_dump(mode="json")
+    assert validate_output("stability", dumped).model_dump(mode="json") == dumped
     p = payload("stability")
     p["moves"][0]["category"] = "astrology"
     assert problems("stability", p)[0].startswith("moves.0.category")
@@ -228,11 +285,16 @@ def test_move_ids_are_unique_and_categories_known() -> None:
 # --- Plasticity, Coach, Pineal --------------------------------------------------------------------------
 def test_tailoring_needs_confidence_and_evidence() -> None:
     p = payload("plasticity")
+    trait = p["tailoring"][0]["trait"]
+    n = len(p["tailoring"])
     p["tailoring"][0]["confidence"] = 0.49
-    assert "below the bar" in problems("plasticity", p)[0]
+    out = validate_output("plasticity", p)
+    assert len(out.tailoring) == n - 1  # type: ignore[attr-defined]
+    assert out.coerced == [f"tailoring_dropped:0:{trait}:below_bar"]  # type: ignore[attr-defined]
     p["tailoring"][0].update(confidence=0.9, evidence_count=4)
-    assert "below the bar" in problems("plasticity", p)[0]
-    assert validate_output("plasticity", p, Thresholds(tailoring_min_evidence=4))
+    assert len(validate_output("plasticity", p).tailoring) == n - 1  # type: ignore[attr-defined]
+    out = validate_output("plasticity", p, Thresholds(tailoring_min_evidence=4))
+    assert len(out.tailoring) == n and out.coerced == []  # type: ignore[attr-defined]
 
 
 def test_citations_need_a_valid_key_or_agent_and_version() -> None:
