@@ -21,7 +21,9 @@ from blackboard import (
     Blackboard,
     Entry,
     SynthesisProblem,
+    VersionConflictError,
     fallback_synthesis,
+    turn_entry_key,
     validate_synthesis,
 )
 from mcp_server._descriptions import READ_DESCRIPTIONS, WRITE_DESCRIPTIONS, WRITE_TOOL_NAMES
@@ -58,7 +60,12 @@ class ToolContext:
 
 
 def _entry_meta(entry: Entry) -> dict[str, Any]:
-    return {"key": entry.key, "version": entry.version, "author": entry.author, "updated_at": entry.updated_at}
+    return {
+        "key": entry.key,
+        "version": entry.version,
+        "author": entry.author,
+        "updated_at": entry.updated_at,
+    }
 
 
 # -- write tools ------------------------------------------------------------------------------------
@@ -70,7 +77,9 @@ def _gate_blocked(raw: Mapping[str, Any], stored: Mapping[str, Any]) -> list[dic
     out = []
     for move in stored.get("moves", []):
         if move.get("blocked") and sent.get(move.get("id"), {}).get("blocked") is not True:
-            out.append({"id": move.get("id"), "blocked": True, "block_reasons": move.get("block_reasons", [])})
+            out.append(
+                {"id": move.get("id"), "blocked": True, "block_reasons": move.get("block_reasons", [])}
+            )
     return out
 
 
@@ -126,6 +135,26 @@ def write_spec(agent: str, tc: ToolContext) -> ToolSpec:
     def write(scope: Scope, turn: str, payload: dict[str, Any]) -> Entry:
         return board.write_output(scope.user, scope.session, turn, agent, payload)
 
+    def write_or_same(
+        scope: Scope, turn: str, payload: dict[str, Any], stored: dict[str, Any] | None
+    ) -> tuple[Entry, bool]:
+        """Write; if the entry already exists with the same stored value (``stored``: the validated
+        form; None: any value, for the server's own fallback), return it with ``True`` (an idempotent
+        repeat). A different value re-raises the conflict."""
+        try:
+            return write(scope, turn, payload), False
+        except VersionConflictError:
+            existing = board.store.read(turn_entry_key(scope.user, scope.session, turn, agent))
+            if existing is not None and (stored is None or existing.value == stored):
+                return existing, True
+            raise
+
+    def already(turn: str, entry: Entry) -> CallToolResult:
+        return ok_result(
+            {"stored": True, "already_stored": True, "agent": agent, "turn": turn, **_entry_meta(entry)},
+            note=f"Already stored as version {entry.version}; stop now. Do not call {tool} again.",
+        )
+
     async def check_synthesis(scope: Scope, turn: str, payload: BaseModel) -> CallToolResult | None:
         brief = await anyio.to_thread.run_sync(partial(board.brief, scope.user, scope.session, turn))
         problems = validate_synthesis(payload, brief)  # type: ignore[arg-type]
@@ -134,16 +163,22 @@ def write_spec(agent: str, tc: ToolContext) -> ToolSpec:
         attempts = repairs.bump((scope.user, scope.session, turn))
         limit = tc.config.synthesis_attempts
         if limit and attempts >= limit:
-            fallback = fallback_synthesis(brief)
-            entry = await anyio.to_thread.run_sync(write, scope, turn, fallback.model_dump(mode="json"))
-            return error_result(
-                tool,
-                f"NOT STORED as written ({attempts} rejected attempts). The server stored its deterministic "
-                "fallback synthesis instead:",
-                _synthesis_problems(problems),
-                code="synthesis_replaced_by_fallback",
-                extra={"key": entry.key, "version": entry.version},
-                advice="stop: the synthesis for this turn is stored. Do not call write_synthesis again.",
+            fallback = fallback_synthesis(brief).model_dump(mode="json")
+            entry, _ = await anyio.to_thread.run_sync(write_or_same, scope, turn, fallback, None)
+            # A success result, so the client's stop-after-tool ends the agent's turn (an error would make
+            # it call the tool again); the rejected problems are still listed for the log.
+            return ok_result(
+                {
+                    "stored": True,
+                    "fallback": True,
+                    "code": "synthesis_replaced_by_fallback",
+                    "agent": agent,
+                    "turn": turn,
+                    **_entry_meta(entry),
+                    "rejected_problems": [p.line() for p in _synthesis_problems(problems)],
+                },
+                note=f"Stored the deterministic fallback synthesis (version {entry.version}) after {attempts} "
+                "rejected attempts; stop now. Do not call write_synthesis again.",
             )
         return error_result(
             tool,
@@ -160,9 +195,20 @@ def write_spec(agent: str, tc: ToolContext) -> ToolSpec:
             refused = await check_synthesis(scope, turn, payload)
             if refused is not None:
                 return refused
-        entry = await anyio.to_thread.run_sync(write, scope, turn, raw)
+        entry, repeat = await anyio.to_thread.run_sync(
+            write_or_same, scope, turn, raw, payload.model_dump(mode="json")
+        )
+        if repeat:
+            return already(turn, entry)
         result: dict[str, Any] = {"stored": True, "agent": agent, "turn": turn, **_entry_meta(entry)}
         note = "STORED."
+        coerced = entry.value.get("coerced") if isinstance(entry.value, Mapping) else None
+        if coerced:
+            result["coerced"] = coerced
+            note = (
+                "STORED, with changes to the safe value (see coerced): a rule you broke was enforced, "
+                "not rejected. Stop now."
+            )
         if agent == "stability":
             blocked = _gate_blocked(raw, entry.value)
             if blocked:
@@ -202,7 +248,9 @@ class ReadEntryArgs(_Args):
 
 
 class ListEntriesArgs(_Args):
-    prefix: str = Field(default="", max_length=400, description="Prefix relative to this session, e.g. 'turns/3/'.")
+    prefix: str = Field(
+        default="", max_length=400, description="Prefix relative to this session, e.g. 'turns/3/'."
+    )
     include_values: bool = Field(default=False, description="Also return each entry's value.")
     limit: int = Field(default=50, ge=1, le=500, description="Most entries to return.")
 
@@ -231,7 +279,9 @@ def _read_specs(tc: ToolContext) -> list[ToolSpec]:
         key = scope.resolve_key(args.key)
         entry = await anyio.to_thread.run_sync(store.read, key)
         if entry is None:
-            return ok_result({"found": False, "key": key}, note="NOT FOUND: nothing is stored at this key yet.")
+            return ok_result(
+                {"found": False, "key": key}, note="NOT FOUND: nothing is stored at this key yet."
+            )
         return ok_result({"found": True, **_entry_meta(entry), "value": entry.value})
 
     async def list_entries(scope: Scope, args: ListEntriesArgs, raw: dict[str, Any]) -> CallToolResult:
@@ -239,15 +289,21 @@ def _read_specs(tc: ToolContext) -> list[ToolSpec]:
         entries = await anyio.to_thread.run_sync(store.list, prefix)
         shown = entries[-args.limit :]
         rows = [{**_entry_meta(e), **({"value": e.value} if args.include_values else {})} for e in shown]
-        return ok_result({"prefix": prefix, "count": len(entries), "truncated": len(entries) > len(shown), "entries": rows})
+        return ok_result(
+            {"prefix": prefix, "count": len(entries), "truncated": len(entries) > len(shown), "entries": rows}
+        )
 
     async def get_profile(scope: Scope, args: NoArgs, raw: dict[str, Any]) -> CallToolResult:
         entry = await anyio.to_thread.run_sync(store.read, scope.profile_key)
         if entry is None:
-            return ok_result({"found": False, "version": 0, "profile": None}, note="No profile yet (new user).")
+            return ok_result(
+                {"found": False, "version": 0, "profile": None}, note="No profile yet (new user)."
+            )
         return ok_result({"found": True, "version": entry.version, "profile": entry.value})
 
-    async def get_session_history(scope: Scope, args: SessionHistoryArgs, raw: dict[str, Any]) -> CallToolResult:
+    async def get_session_history(
+        scope: Scope, args: SessionHistoryArgs, raw: dict[str, Any]
+    ) -> CallToolResult:
         entries = await anyio.to_thread.run_sync(store.list, scope.session_key + "/turns/")
         turns: dict[str, dict[str, Any]] = {}
         for e in entries:
@@ -285,20 +341,60 @@ def _read_specs(tc: ToolContext) -> list[ToolSpec]:
             "versions": versions,
             "brief": _dump(brief),
         }
-        note = "COLLECTED." if not waited.missing else f"COLLECTED, missing: {', '.join(sorted(waited.missing))}."
+        note = (
+            "COLLECTED."
+            if not waited.missing
+            else f"COLLECTED, missing: {', '.join(sorted(waited.missing))}."
+        )
         return ok_result(data, note=note)
 
     return [
-        ToolSpec("read_entry", "Read a blackboard entry", READ_DESCRIPTIONS["read_entry"], ReadEntryArgs,
-                 read_entry, read_only=True, idempotent=True),
-        ToolSpec("list_entries", "List blackboard entries", READ_DESCRIPTIONS["list_entries"], ListEntriesArgs,
-                 list_entries, read_only=True, idempotent=True),
-        ToolSpec("get_profile", "Get the user's profile", READ_DESCRIPTIONS["get_profile"], NoArgs,
-                 get_profile, read_only=True, idempotent=True),
-        ToolSpec("get_session_history", "Get the session history", READ_DESCRIPTIONS["get_session_history"],
-                 SessionHistoryArgs, get_session_history, read_only=True, idempotent=True),
-        ToolSpec("collect_turn", "Collect this turn's brief", READ_DESCRIPTIONS["collect_turn"], CollectTurnArgs,
-                 collect_turn, read_only=True, idempotent=True, agents=frozenset({"pineal"})),
+        ToolSpec(
+            "read_entry",
+            "Read a blackboard entry",
+            READ_DESCRIPTIONS["read_entry"],
+            ReadEntryArgs,
+            read_entry,
+            read_only=True,
+            idempotent=True,
+        ),
+        ToolSpec(
+            "list_entries",
+            "List blackboard entries",
+            READ_DESCRIPTIONS["list_entries"],
+            ListEntriesArgs,
+            list_entries,
+            read_only=True,
+            idempotent=True,
+        ),
+        ToolSpec(
+            "get_profile",
+            "Get the user's profile",
+            READ_DESCRIPTIONS["get_profile"],
+            NoArgs,
+            get_profile,
+            read_only=True,
+            idempotent=True,
+        ),
+        ToolSpec(
+            "get_session_history",
+            "Get the session history",
+            READ_DESCRIPTIONS["get_session_history"],
+            SessionHistoryArgs,
+            get_session_history,
+            read_only=True,
+            idempotent=True,
+        ),
+        ToolSpec(
+            "collect_turn",
+            "Collect this turn's brief",
+            READ_DESCRIPTIONS["collect_turn"],
+            CollectTurnArgs,
+            collect_turn,
+            read_only=True,
+            idempotent=True,
+            agents=frozenset({"pineal"}),
+        ),
     ]
 
 

@@ -183,10 +183,17 @@ async def test_write_synthesis_rejected_then_fallback(board: Blackboard, turn: s
     assert "stop_medication" in text_of(first)
     assert board.store.read(turn_entry_key(USER, SESSION, turn, "pineal")) is None
     second = await call(server, "write_synthesis", bad)
-    assert second.is_error and data_of(second)["error"] == "synthesis_replaced_by_fallback"
+    # a success result (the client's stop-after-tool then ends the turn), saying the fallback is stored
+    assert not second.is_error
+    data = data_of(second)
+    assert data["code"] == "synthesis_replaced_by_fallback" and data["fallback"] and data["version"] == 1
+    assert "stop now" in data["message"] and data["rejected_problems"]
     stored = board.store.read(turn_entry_key(USER, SESSION, turn, "pineal"))
     assert stored is not None and "medication" not in stored.value["text"].lower()
     assert {c["agent"] for c in stored.value["citations"]} == set(SPECIALISTS)
+    third = await call(server, "write_synthesis", bad)  # again: still a success, nothing rewritten
+    assert not third.is_error and data_of(third)["version"] == 1
+    assert len(board.store.history(stored.key)) == 1
 
 
 async def test_fallback_can_be_disabled(board: Blackboard, turn: str) -> None:

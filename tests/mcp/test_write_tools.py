@@ -185,18 +185,26 @@ async def test_stability_out_of_range_ratings(board: Blackboard, turn: str, fiel
     assert "from 1 to 10" in problem["allowed"]
 
 
-async def test_semantic_rule_errors_come_back_in_plain_words(board: Blackboard, turn: str) -> None:
+async def test_semantic_rule_is_coerced_to_the_safe_value_and_said(board: Blackboard, turn: str) -> None:
     arguments = payload("shadow")
     arguments["pattern_class"] = "consistent_executor"  # needs >= 3 due commitments over >= 2 sessions
     result = await call(scoped_server(board, "shadow", turn), "write_shadow", arguments)
-    assert result.is_error
-    assert "insufficient_data" in text_of(result)
+    assert not result.is_error  # stored, downgraded to the safe class, and the note says so
+    data = data_of(result)
+    assert data["coerced"][0].startswith("class_downgraded:consistent_executor:")
+    assert "coerced" in text_of(result)
+    stored = board.store.read(turn_entry_key(USER, SESSION, turn, "shadow"))
+    assert stored is not None and stored.value["pattern_class"] == "insufficient_data"
 
 
 async def test_version_conflict_returns_current_version_and_keeps_entry(board: Blackboard, turn: str) -> None:
     server = scoped_server(board, "coach", turn)
     first = await call(server, "write_coach", {"reply": "first reply"})
     assert not first.is_error
+    same = await call(server, "write_coach", {"reply": "first reply"})  # a repeat: success, stop now
+    assert not same.is_error
+    assert data_of(same)["already_stored"] and data_of(same)["version"] == 1
+    assert "already stored as version 1; stop now" in data_of(same)["message"].lower()
     second = await call(server, "write_coach", {"reply": "second reply"})
     assert second.is_error
     data = data_of(second)
