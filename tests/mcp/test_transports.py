@@ -73,8 +73,10 @@ async def test_coach_mcp_over_stdio(tmp_data_dir: Path) -> None:
         assert not stored.is_error, text_of(stored)
         bad = await client.call_tool("write_persona", {**payload("persona"), "user": "bob"})
         assert bad.is_error and data_of(bad)["problems"][0]["field"] == "user"
-        conflict = await client.call_tool("write_persona", payload("persona"))
-        assert data_of(conflict)["current_version"] == 1
+        again = await client.call_tool("write_persona", payload("persona"))  # same value: success, stop now
+        assert not again.is_error and data_of(again)["already_stored"] and data_of(again)["version"] == 1
+        conflict = await client.call_tool("write_persona", {**payload("persona"), "summary": "different"})
+        assert conflict.is_error and data_of(conflict)["current_version"] == 1
         refused = await client.call_tool("write_shadow", payload("shadow"))
         assert data_of(refused)["error"] == "tool_not_allowed"
         foreign = await client.call_tool("read_entry", {"key": f"users/bob/sessions/{S}/turns/{turn}/persona"})
