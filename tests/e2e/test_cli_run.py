@@ -39,8 +39,16 @@ def _config(tmp_path: Path, up: ScriptedUpstream) -> Path:
     return cfg
 
 
+# Ctrl-C reaches a foreground job whose SIGINT is at its default. A shell without job control
+# (``make test > log &``, nohup, a CI runner) starts background jobs with SIGINT *ignored*, pytest inherits
+# that, and so would ``coach run``: Python then installs no KeyboardInterrupt handler (rightly: a
+# background job must survive the terminal's Ctrl-C), the SIGINT below is a no-op and the turn runs to its
+# deadline (exit 0). The child is put back in the foreground state first, whatever this process inherited.
+FOREGROUND_SIGINT = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+
+
 def _coach(*args: str) -> list[str]:
-    return [sys.executable, "-c", "from launcher.cli import app; app()", *args]
+    return [sys.executable, "-c", FOREGROUND_SIGINT + "from launcher.cli import app; app()", *args]
 
 
 def _agent_pids(marker: str) -> list[int]:
@@ -92,3 +100,15 @@ def test_ctrl_c_mid_turn_stops_every_agent_process(tmp_path: Path, upstream: Scr
     assert proc.returncode == 130, err[-2000:]
     assert "interrupted" in err
     assert not _agent_pids(marker), "agent processes left behind after Ctrl-C"
+
+
+def test_coach_child_gets_default_sigint_even_when_the_suite_ignores_it() -> None:
+    """The suite run as a background job (SIGINT ignored, inherited by every child) made the Ctrl-C test
+    fail: the child of _coach must still turn SIGINT into KeyboardInterrupt."""
+    probe = "import signal, sys; sys.exit(0 if signal.getsignal(signal.SIGINT) is signal.default_int_handler else 3)"
+    assert _coach()[2].startswith(FOREGROUND_SIGINT)
+    outer = ("import signal, subprocess, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+             f"sys.exit(subprocess.call([sys.executable, '-c', {probe!r}]))")
+    assert subprocess.run([sys.executable, "-c", outer], timeout=60).returncode == 3, "SIG_IGN not inherited"
+    fixed = outer.replace("'-c', ", f"'-c', {FOREGROUND_SIGINT!r} + ")
+    assert subprocess.run([sys.executable, "-c", fixed], timeout=60).returncode == 0
