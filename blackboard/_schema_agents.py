@@ -50,6 +50,18 @@ class PersonaOutput(StrictModel):
     growth_areas: list[ShortText] = Field(default_factory=list, max_length=10)
     readiness_stage: ReadinessStage | None = None
     summary: Text = ""
+    coerced: list[str] = Field(
+        default_factory=list,
+        max_length=40,
+        description="computed: reason codes of cross-field rules enforced by moving to the safe value; omit",
+        json_schema_extra=READ_ONLY,
+    )
+
+    @model_validator(mode="after")
+    def _coerced(self) -> PersonaOutput:
+        new = [f"follow_through.{r}" for r in self.follow_through.coerced_reasons]
+        self.coerced = list(dict.fromkeys([*self.coerced, *new]))[:40]
+        return self
 
 
 class TailoringChoice(StrictModel):

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StringConstraints,
+    ValidationInfo,
+    model_validator,
+)
 
 from .config import Thresholds
 
@@ -126,7 +134,9 @@ class FollowThroughStats(StrictModel):
 
     ``percent`` (0-100) and ``status`` are computed; ``percent`` is null with status
     ``"not_enough_data"`` when due < ``follow_through_min_due`` (3). A supplied percent that disagrees
-    with the counts by more than 0.5 points (or is given when there is not enough data) is an error.
+    with the counts by more than 0.5 points (or is given when there is not enough data) is replaced by
+    the computed value; the reason code is kept in ``coerced_reasons`` (not stored; Persona's output
+    copies it into its ``coerced`` field).
     """
 
     due: int = Field(ge=0, le=100_000)
@@ -136,6 +146,13 @@ class FollowThroughStats(StrictModel):
         default=None, description="computed; omit", json_schema_extra=READ_ONLY
     )
 
+    _coerced: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def coerced_reasons(self) -> list[str]:
+        """Reason codes of the last validation's coercions (e.g. ``percent_recomputed:60->75.0``)."""
+        return list(self._coerced)
+
     @model_validator(mode="after")
     def _consistent(self, info: ValidationInfo) -> FollowThroughStats:
         t = thresholds_of(info)
@@ -143,17 +160,13 @@ class FollowThroughStats(StrictModel):
             raise ValueError(f"completed ({self.completed}) cannot exceed due ({self.due})")
         if self.due < t.follow_through_min_due:
             if self.percent is not None:
-                raise ValueError(
-                    f"percent must be null ('not enough data') when due < {t.follow_through_min_due}"
-                )
+                self._coerced.append(f"percent_nulled:{self.percent}:due{self.due}")
+                self.percent = None
             self.status = "not_enough_data"
             return self
         computed = round(100.0 * self.completed / self.due, 1)
         if self.percent is not None and abs(self.percent - computed) > 0.5:
-            raise ValueError(
-                f"percent {self.percent} is inconsistent with {self.completed}/{self.due} = {computed}; "
-                "omit it or send the computed value"
-            )
+            self._coerced.append(f"percent_recomputed:{self.percent}->{computed}")
         self.percent = computed
         self.status = "ok"
         return self

@@ -82,7 +82,11 @@ def test_follow_through_percent_is_consistent_with_counts() -> None:
     p["follow_through"] = {"due": 4, "completed": 3, "percent": 75.3}
     assert validate_output("persona", p).follow_through.percent == 75.0  # type: ignore[attr-defined]
     p["follow_through"] = {"due": 4, "completed": 3, "percent": 60}
-    assert "inconsistent" in problems("persona", p)[0]
+    out = validate_output("persona", p)  # recomputed from the counts, with a reason
+    assert out.follow_through.percent == 75.0  # type: ignore[attr-defined]
+    assert out.coerced == ["follow_through.percent_recomputed:60.0->75.0"]  # type: ignore[attr-defined]
+    dumped = out.model_dump(mode="json")
+    assert validate_output("persona", dumped).model_dump(mode="json") == dumped
     p["follow_through"] = {"due": 4, "completed": 5}
     assert "cannot exceed due" in problems("persona", p)[0]
 
@@ -93,7 +97,9 @@ def test_follow_through_not_enough_data_below_three_due() -> None:
     out = validate_output("persona", p)
     assert out.follow_through.percent is None and out.follow_through.status == "not_enough_data"  # type: ignore[attr-defined]
     p["follow_through"] = {"due": 2, "completed": 2, "percent": 100}
-    assert "not enough data" in problems("persona", p)[0]
+    out = validate_output("persona", p)
+    assert out.follow_through.percent is None  # type: ignore[attr-defined]
+    assert out.coerced == ["follow_through.percent_nulled:100.0:due2"]  # type: ignore[attr-defined]
 
 
 # --- Shadow -------------------------------------------------------------------------------------------
