@@ -8,7 +8,6 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from ._keys import parse_key
 from ._schema_common import (
-    READ_ONLY,
     AgentName,
     FollowThroughStats,
     OceanTraits,
@@ -16,6 +15,7 @@ from ._schema_common import (
     StrictModel,
     Text,
     TraitName,
+    coerced_field,
     thresholds_of,
 )
 
@@ -50,12 +50,7 @@ class PersonaOutput(StrictModel):
     growth_areas: list[ShortText] = Field(default_factory=list, max_length=10)
     readiness_stage: ReadinessStage | None = None
     summary: Text = ""
-    coerced: list[str] = Field(
-        default_factory=list,
-        max_length=40,
-        description="computed: reason codes of cross-field rules enforced by moving to the safe value; omit",
-        json_schema_extra=READ_ONLY,
-    )
+    coerced: list[str] = coerced_field()
 
     @model_validator(mode="after")
     def _coerced(self) -> PersonaOutput:
@@ -89,12 +84,7 @@ class PlasticityOutput(StrictModel):
     dont: list[ShortText] = Field(default_factory=list, max_length=10)
     tailoring: list[TailoringChoice] = Field(default_factory=list, max_length=5)
     readiness_stage: ReadinessStage | None = None
-    coerced: list[str] = Field(
-        default_factory=list,
-        max_length=40,
-        description="computed: reason codes of cross-field rules enforced by moving to the safe value; omit",
-        json_schema_extra=READ_ONLY,
-    )
+    coerced: list[str] = coerced_field()
 
     @model_validator(mode="after")
     def _tailoring_bar(self, info: ValidationInfo) -> PlasticityOutput:

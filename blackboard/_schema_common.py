@@ -56,6 +56,17 @@ Band = Literal["low", "mid", "high"]
 #: JSON-schema annotation of fields the validator computes (models should leave them out).
 READ_ONLY: dict[str, Any] = {"readOnly": True}
 
+
+def coerced_field() -> Any:
+    """The read-only ``coerced: list[str]`` field of an agent output: reason codes of the cross-field rules
+    (COACHING.md) that validation enforced by moving a value to its safe side instead of rejecting it."""
+    return Field(
+        default_factory=list,
+        max_length=40,
+        description="computed: reason codes of cross-field rules enforced by moving to the safe value; omit",
+        json_schema_extra=READ_ONLY,
+    )
+
 #: A key part: 1-64 of A-Z a-z 0-9 _ . - (same rule as blackboard keys).
 Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.\-]{1,64}$")]
 #: Keyword or short phrase, 1-80 characters.

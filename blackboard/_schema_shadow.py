@@ -19,7 +19,7 @@ from typing import Literal, get_args
 
 from pydantic import Field, ValidationInfo, model_validator
 
-from ._schema_common import READ_ONLY, EvidenceRef, ShortText, StrictModel, Text, thresholds_of
+from ._schema_common import READ_ONLY, EvidenceRef, ShortText, StrictModel, Text, coerced_field, thresholds_of
 from .config import Thresholds
 
 __all__ = [
@@ -125,12 +125,7 @@ class ShadowOutput(StrictModel):
     patterns: list[ShadowPattern] = Field(default_factory=list, max_length=10)
     follow_through: FollowThroughPrediction = Field(default_factory=FollowThroughPrediction)
     summary: Text = ""
-    coerced: list[str] = Field(
-        default_factory=list,
-        max_length=40,
-        description="computed: reason codes of cross-field rules enforced by moving to the safe value; omit",
-        json_schema_extra=READ_ONLY,
-    )
+    coerced: list[str] = coerced_field()
 
     @model_validator(mode="after")
     def _rules(self, info: ValidationInfo) -> ShadowOutput:

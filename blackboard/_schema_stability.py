@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, model_validator
 
-from ._schema_common import READ_ONLY, Id, Phrase, ShortText, StrictModel, Text, thresholds_of
+from ._schema_common import READ_ONLY, Id, Phrase, ShortText, StrictModel, Text, coerced_field, thresholds_of
 from .config import Thresholds
 
 __all__ = [
@@ -148,12 +148,7 @@ class StabilityOutput(StrictModel):
 
     moves: list[StabilityMove] = Field(default_factory=list, max_length=20)
     summary: Text = ""
-    coerced: list[str] = Field(
-        default_factory=list,
-        max_length=40,
-        description="computed: reason codes of cross-field rules enforced by moving to the safe value; omit",
-        json_schema_extra=READ_ONLY,
-    )
+    coerced: list[str] = coerced_field()
 
     @model_validator(mode="after")
     def _unique(self) -> StabilityOutput:
