@@ -57,7 +57,9 @@ def _start_proxy(config: Path) -> tuple[subprocess.Popen[str], str]:
             proc.kill()
             raise AssertionError(f"coach proxy did not start: {''.join(seen)}") from None
         seen.append(line)
-        if "Uvicorn running on" in line:
+        # our own banner: printed once the listening socket is bound (uvicorn serves on that socket, and
+        # prints no "Uvicorn running on" line when handed a socket)
+        if line.startswith("coach proxy: serving on"):
             return proc, "".join(seen)
         if line == "":
             raise AssertionError(f"coach proxy exited early: {''.join(seen)}")
