@@ -28,6 +28,7 @@ from tests.launcher.payloads import payload_for
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "annomi_24.csv"
 DATA = ROOT.parent / "shared" / "data"
+needs_shared_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared data folder {DATA} is absent")
 AGENTS = ("coach", "shadow", "persona", "plasticity", "stability")
 
 
@@ -99,6 +100,7 @@ def test_plan_sessions_cuts_each_session_and_refuses_zero() -> None:
         plan_sessions(t, 0)
 
 
+@needs_shared_data
 def test_each_format_is_addressed_by_its_own_option() -> None:
     esconv = DATA / "esconv" / "ESConv-test.jsonl"
     t = load_transcript(esconv, dialog=3)
@@ -118,6 +120,7 @@ def test_each_format_is_addressed_by_its_own_option() -> None:
         load_transcript(EXAMPLE, dialog=1, patient="11")
 
 
+@needs_shared_data
 def test_replay_cli_refuses_bad_input_with_exit_2(tmp_path: Path) -> None:
     runner = CliRunner()
     esconv = DATA / "esconv" / "ESConv-test.jsonl"
