@@ -92,9 +92,9 @@ def show_cmd(
     from rich.table import Table
 
     from blackboard import BlackboardError, open_store
-    from launcher.cli_replay import _load_config
+    from launcher._cli_common import load_config_or_exit
 
-    config = _load_config(config_path)
+    config = load_config_or_exit(config_path)
     data_dir = Path(config.data.dir)
     if not (data_dir / "blackboard.sqlite3").exists():
         typer.echo(f"error: no blackboard in {data_dir} (run `coach demo` or `coach run` first, or set "

@@ -363,14 +363,14 @@ def chat_cmd(
     """Chat with the coach: the Coach's reply at once, the synthesis appended later."""
     from rich.console import Console
 
+    from launcher._cli_common import check_ids, check_session_open, load_config_or_exit, run_async
     from launcher.agents import AgentSpecError
-    from launcher.cli_run import _check_ids, _check_session_open, _load, run_async
     from launcher.errors import LauncherError
 
     session = session or default_session_id()
-    _check_ids(user=user, session=session)
-    config = _load(config_path)
-    _check_session_open(config, user, session)  # before any process starts
+    check_ids(user=user, session=session)
+    config = load_config_or_exit(config_path)
+    check_session_open(config, user, session)  # before any process starts
     console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
     err = Console(file=sys.stderr, highlight=False)
     try:

@@ -19,7 +19,13 @@ from typing import IO, Annotated, Any
 
 import typer
 
+from launcher._cli_common import check_user, load_config_or_exit
+
 __all__ = ["load_transcript", "replay_cmd", "turn_line"]
+
+# Kept until launcher/cli_demo.py imports these from launcher._cli_common.
+_check_user = check_user
+_load_config = load_config_or_exit
 
 
 def turn_line(result: Any) -> str:
@@ -54,26 +60,6 @@ def load_transcript(
             raise TranscriptError("unknown_id", f"{path} is an ESConv file: give --dialog N (0-based line index)")
         return read_esconv(path, dialog)
     return read_uic(path, patient)
-
-
-def _load_config(config_path: Path | None) -> Any:
-    from launcher.config import ConfigError, load_config
-
-    try:
-        return load_config(config_path)
-    except ConfigError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-
-
-def _check_user(user: str) -> None:
-    from blackboard import InvalidKeyError, profile_key
-
-    try:
-        profile_key(user)
-    except InvalidKeyError as exc:
-        typer.echo(f"error: --user: {exc}", err=True)
-        raise typer.Exit(2) from None
 
 
 def summary_line(turn: Any) -> str:
@@ -114,10 +100,10 @@ def replay_cmd(
         typer.echo(f"error ({exc.code}): {exc}", err=True)
         raise typer.Exit(2) from None
     user = user or default_user(transcript)
-    _check_user(user)
+    check_user(user)
     prefix = prefix or run_tag()
-    _check_user(f"{prefix}-s1")
-    config = _load_config(config_path)
+    check_user(f"{prefix}-s1")
+    config = load_config_or_exit(config_path)
     err = Console(file=sys.stderr, highlight=False)
 
     async def main(sink: IO[str]) -> None:

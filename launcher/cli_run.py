@@ -14,37 +14,29 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 
+from launcher._cli_common import (
+    agent_timeline,
+    check_ids,
+    check_session_open,
+    load_config_or_exit,
+    run_async,
+    store_error,
+)
+
 __all__ = ["run_cmd", "session_app"]
+
+# Kept until launcher/cli_demo.py imports ``agent_timeline`` from launcher._cli_common.
+_timeline = agent_timeline
 
 session_app = typer.Typer(help="Coaching sessions.", no_args_is_help=True)
 
 _ConfigOpt = Annotated[Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")]
 _UserOpt = Annotated[str, typer.Option("--user", "-u", help="user id ([A-Za-z0-9_.-], 1-64 chars)")]
 _SessionOpt = Annotated[str, typer.Option("--session", "-s", help="session id ([A-Za-z0-9_.-], 1-64 chars)")]
-
-
-def _load(config_path: Path | None) -> Any:
-    from launcher.config import ConfigError, load_config
-
-    try:
-        return load_config(config_path)
-    except ConfigError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-
-
-def _check_ids(user: str, session: str) -> None:
-    from blackboard import InvalidKeyError, session_key
-
-    try:
-        session_key(user, session)
-    except InvalidKeyError as exc:
-        typer.echo(f"error: --user/--session: {exc}", err=True)
-        raise typer.Exit(2) from None
 
 
 def _check_message(message: str) -> None:
@@ -66,53 +58,6 @@ def _check_data_dir(config: Any) -> None:
         raise typer.Exit(2) from None
 
 
-def _check_session_open(config: Any, user: str, session: str) -> None:
-    """Refuse a closed session before anything starts (exit 2); ``Blackboard.begin_turn`` applies the
-    same rule (``check_session_open``) to a session closed meanwhile."""
-    from blackboard import BlackboardError, SessionClosedError
-    from launcher._data_dir import open_board
-    from launcher.errors import DataDirError
-
-    try:
-        board = open_board(config.data.dir)
-        try:
-            board.check_session_open(user, session)
-        finally:
-            board.close()
-    except SessionClosedError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    except (DataDirError, BlackboardError) as exc:
-        _store_error(exc)
-
-
-def run_async(fn: Any, *args: Any) -> Any:
-    """``anyio.run(fn, *args)``, re-raising the one error inside an exception group (the runtime's task
-    groups wrap what a turn raises, so it reached the user as a traceback instead of a plain error)."""
-    import anyio
-
-    try:
-        return anyio.run(fn, *args)
-    except BaseExceptionGroup as group:
-        leaves: list[BaseException] = []
-        pending: list[BaseException] = [group]
-        while pending:
-            e = pending.pop()
-            if isinstance(e, BaseExceptionGroup):
-                pending.extend(e.exceptions)
-            else:
-                leaves.append(e)
-        if len(leaves) == 1:
-            raise leaves[0] from None
-        raise
-
-
-def _store_error(exc: Exception) -> NoReturn:
-    code = getattr(exc, "code", type(exc).__name__)
-    typer.echo(f"error ({code}): {exc}", err=True)
-    raise typer.Exit(2) from None
-
-
 def _warn_if_no_model(result: Any, config: Any, proxy_url: str | None) -> None:
     """When no agent got a single token from the model (server down or wrong URL), say so on stderr:
     the reply and synthesis printed are then the deterministic fallbacks, which look like coaching."""
@@ -127,28 +72,6 @@ def _warn_if_no_model(result: Any, config: Any, proxy_url: str | None) -> None:
         "(`coach demo` runs the embedded model)",
         err=True,
     )
-
-
-def _timeline(result: Any) -> Any:
-    from rich.markup import escape
-    from rich.table import Table
-
-    table = Table(title=f"turn {result.turn_id}: agents (seconds since the turn started)")
-    for col in ("agent", "status", "start", "1st tok", "end", "in", "out", "warm"):
-        table.add_column(col, no_wrap=True, justify="left" if col in ("agent", "status", "warm") else "right")
-    table.add_column("error", overflow="fold")
-
-    def fmt(v: float | None) -> str:
-        return "-" if v is None else f"{v:.2f}"
-
-    for name, st in result.to_json()["agents"].items():
-        colour = {"ok": "green", "skipped": "dim"}.get(st["status"], "red")
-        table.add_row(
-            name, f"[{colour}]{st['status']}[/{colour}]", fmt(st["started_s"]), fmt(st["first_token_s"]),
-            fmt(st["finished_s"]), str(st["input_tokens"]), str(st["output_tokens"]),
-            "yes" if st["warm"] else "no", escape((st["error"] or "")[:60]),
-        )
-    return table
 
 
 def run_cmd(
@@ -168,11 +91,11 @@ def run_cmd(
     from launcher.agents import AgentSpecError
     from launcher.errors import DataDirError, LauncherError
 
-    _check_ids(user=user, session=session)
+    check_ids(user=user, session=session)
     _check_message(message)
-    config = _load(config_path)
+    config = load_config_or_exit(config_path)
     _check_data_dir(config)
-    _check_session_open(config, user, session)
+    check_session_open(config, user, session)
     out = Console(file=sys.stdout, highlight=False, soft_wrap=True)
     err = Console(file=sys.stderr, highlight=False)
 
@@ -193,12 +116,12 @@ def run_cmd(
         err.print("interrupted: the turn was cancelled and every agent process stopped")
         raise typer.Exit(130) from None
     except DataDirError as exc:  # the data dir or its store is unusable
-        _store_error(exc)
+        store_error(exc)
     except (AgentSpecError, LauncherError) as exc:
         err.print(f"error: {exc}", markup=False)  # "[agents] dir" is text, not markup
         raise typer.Exit(2) from None
     except BlackboardError as exc:  # the store itself is unusable (agents' failures never raise)
-        _store_error(exc)
+        store_error(exc)
     _warn_if_no_model(result, config, proxy_url)
     if as_json:
         typer.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
@@ -207,7 +130,7 @@ def run_cmd(
         label = "Synthesis (degraded: missing " + ", ".join(result.missing) + ")" if result.degraded else "Synthesis"
         out.print(f"\n[bold]{escape(label)}:[/bold]", escape(result.synthesis))
     out.print()
-    out.print(_timeline(result))
+    out.print(agent_timeline(result))
 
 
 @session_app.command("close")
@@ -224,8 +147,8 @@ def session_close_cmd(
     from launcher.errors import SessionError
     from launcher.sessions import close_session
 
-    _check_ids(user=user, session=session)
-    config = _load(config_path)
+    check_ids(user=user, session=session)
+    config = load_config_or_exit(config_path)
     _check_data_dir(config)
 
     async def main() -> Any:
@@ -241,7 +164,7 @@ def session_close_cmd(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     except BlackboardError as exc:
-        _store_error(exc)
+        store_error(exc)
     doc = {
         "user": res.user, "session": res.session, "profile_version": res.profile_version,
         "merged": list(res.merged), "already_closed": res.already_closed, "turns": res.turns,

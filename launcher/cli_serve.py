@@ -200,10 +200,10 @@ def serve_cmd(
     """Serve the proxy and the MCP HTTP server in the foreground, showing upstream health."""
     import anyio
 
+    from launcher._cli_common import load_config_or_exit
     from launcher.agents import AgentSpecError, load_agents
-    from launcher.cli_run import _load
 
-    config = _load(config_path)
+    config = load_config_or_exit(config_path)
     for name, port in (("--proxy-port", proxy_port), ("--mcp-port", mcp_port)):
         if port is not None and not 0 <= port <= 65535:
             typer.echo(f"coach serve: {name} must be 0-65535 (0 = any free port), got {port}", err=True)

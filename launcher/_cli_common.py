@@ -1,0 +1,140 @@
+"""Helpers shared by the ``coach`` subcommand modules (``launcher/cli_*.py``).
+
+Each helper either returns a value or prints one plain ``error: ...`` line on stderr and raises
+``typer.Exit(2)`` (bad input or configuration), so every command refuses bad input the same way before
+any process starts. Heavy imports (config, blackboard, rich) happen inside the functions so that
+building the ``coach`` command tree stays cheap.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+
+__all__ = [
+    "agent_timeline",
+    "check_ids",
+    "check_session_open",
+    "check_user",
+    "load_config_or_exit",
+    "run_async",
+    "store_error",
+]
+
+
+def load_config_or_exit(config_path: Path | None) -> Any:
+    """``launcher.config.load_config(config_path)`` (``None`` = ``./coach.toml`` plus env overrides).
+
+    Returns the ``CoachConfig``. On ``ConfigError`` prints ``error: <what is wrong and how to fix it>`` on
+    stderr and raises ``typer.Exit(2)``.
+    """
+    from launcher.config import ConfigError, load_config
+
+    try:
+        return load_config(config_path)
+    except ConfigError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def check_ids(user: str, session: str) -> None:
+    """Refuse a user or session id that is not a valid blackboard key part ([A-Za-z0-9_.-], 1-64 chars,
+    not ``.``/``..``): prints ``error: --user/--session: ...`` on stderr and raises ``typer.Exit(2)``."""
+    from blackboard import InvalidKeyError, session_key
+
+    try:
+        session_key(user, session)
+    except InvalidKeyError as exc:
+        typer.echo(f"error: --user/--session: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def check_user(user: str) -> None:
+    """Refuse a user id that is not a valid blackboard key part: prints ``error: --user: ...`` on stderr
+    and raises ``typer.Exit(2)``."""
+    from blackboard import InvalidKeyError, profile_key
+
+    try:
+        profile_key(user)
+    except InvalidKeyError as exc:
+        typer.echo(f"error: --user: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+
+def store_error(exc: Exception) -> NoReturn:
+    """Print ``error (<code>): <exc>`` on stderr (``code`` is the error's ``code`` field, else its class
+    name) and raise ``typer.Exit(2)``: the data directory or its store is unusable."""
+    code = getattr(exc, "code", type(exc).__name__)
+    typer.echo(f"error ({code}): {exc}", err=True)
+    raise typer.Exit(2) from None
+
+
+def check_session_open(config: Any, user: str, session: str) -> None:
+    """Refuse a closed session before anything starts: ``SessionClosedError`` prints ``error: ...`` and
+    raises ``typer.Exit(2)``; an unusable data dir or store goes through ``store_error`` (exit 2).
+    ``Blackboard.begin_turn`` applies the same rule (``check_session_open``) to a session closed
+    meanwhile."""
+    from blackboard import BlackboardError, SessionClosedError
+    from launcher._data_dir import open_board
+    from launcher.errors import DataDirError
+
+    try:
+        board = open_board(config.data.dir)
+        try:
+            board.check_session_open(user, session)
+        finally:
+            board.close()
+    except SessionClosedError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except (DataDirError, BlackboardError) as exc:
+        store_error(exc)
+
+
+def run_async(fn: Any, *args: Any) -> Any:
+    """``anyio.run(fn, *args)``, re-raising the one error inside an exception group (the runtime's task
+    groups wrap what a turn raises, so it reached the user as a traceback instead of a plain error).
+    A group holding several leaf errors is re-raised unchanged."""
+    import anyio
+
+    try:
+        return anyio.run(fn, *args)
+    except BaseExceptionGroup as group:
+        leaves: list[BaseException] = []
+        pending: list[BaseException] = [group]
+        while pending:
+            e = pending.pop()
+            if isinstance(e, BaseExceptionGroup):
+                pending.extend(e.exceptions)
+            else:
+                leaves.append(e)
+        if len(leaves) == 1:
+            raise leaves[0] from None
+        raise
+
+
+def agent_timeline(result: Any) -> Any:
+    """A ``rich.table.Table`` of a ``TurnResult``: one row per agent with status, start, first token and
+    end (seconds since the turn started), input/output tokens, whether the process was warm, and the
+    first 60 characters of its error (escaped: model and error text is not rich markup)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"turn {result.turn_id}: agents (seconds since the turn started)")
+    for col in ("agent", "status", "start", "1st tok", "end", "in", "out", "warm"):
+        table.add_column(col, no_wrap=True, justify="left" if col in ("agent", "status", "warm") else "right")
+    table.add_column("error", overflow="fold")
+
+    def fmt(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2f}"
+
+    for name, st in result.to_json()["agents"].items():
+        colour = {"ok": "green", "skipped": "dim"}.get(st["status"], "red")
+        table.add_row(
+            name, f"[{colour}]{st['status']}[/{colour}]", fmt(st["started_s"]), fmt(st["first_token_s"]),
+            fmt(st["finished_s"]), str(st["input_tokens"]), str(st["output_tokens"]),
+            "yes" if st["warm"] else "no", escape((st["error"] or "")[:60]),
+        )
+    return table
