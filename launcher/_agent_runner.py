@@ -11,7 +11,9 @@
   request plain, ``CLAUDE_CODE_MAX_OUTPUT_TOKENS`` from the agent file, ``CLAUDE_CODE_MAX_RETRIES=0``
   (the supervisor retries once itself, within the deadline);
 * a strict MCP config (``--strict-mcp-config``) naming only the shared streamable-HTTP MCP server, with
-  the ``x-coach-*`` headers fixed by us: the model can never choose another user or session.
+  the ``x-coach-*`` headers fixed by us: the model can never choose another user or session;
+* ``--no-session-persistence``: Claude Code writes no transcript of the conversation (the user's
+  messages) under ``$CLAUDE_CONFIG_DIR/projects/`` (``RunnerConfig.keep_claude_transcripts`` keeps them).
 
 Processes are kept warm per (user, session, agent) through the session (a persistent
 ``ClaudeSDKClient`` whose conversation holds that agent's session history), at most ``max_warm`` at a
@@ -25,7 +27,6 @@ critical path (a session opening, Pineal while the specialists work): the run th
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import logging
 import os
@@ -37,6 +38,7 @@ from typing import Any, Protocol
 
 import anyio
 
+from launcher._claude_process import disconnect, kill_process, mcp_ready
 from launcher.claude_env import PLAIN_REQUEST_ENV
 from launcher.errors import AgentFailedError
 
@@ -78,6 +80,9 @@ class RunnerConfig:
             (the agent prompt appended) and built-in tools, thinking on, none of the plain-request env.
         mcp_secret: signs the MCP scope headers (``x-coach-scope-token``; see ``mcp_server.scope_token``).
         extra_env: added to every process's environment (after ours).
+        keep_claude_transcripts: let Claude Code save each conversation (the user's messages) under
+            ``$CLAUDE_CONFIG_DIR/projects/``, never pruned: for debugging only. False (the default) passes
+            ``--no-session-persistence``; a warm process's conversation lives in the process either way.
     """
 
     proxy_url: str
@@ -91,6 +96,7 @@ class RunnerConfig:
     mcp_secret: str | None = None
     seed_way: bool = False
     extra_env: dict[str, str] = field(default_factory=dict)
+    keep_claude_transcripts: bool = False
 
 
 @dataclass(frozen=True)
@@ -259,6 +265,7 @@ class ClaudeAgentRunner:
             "cli_path": cfg.cli_path,
             "cwd": cfg.cwd,
             "stderr": stderr,
+            "extra_args": {} if cfg.keep_claude_transcripts else {"no-session-persistence": None},
         }
         if cfg.seed_way:
             # Claude Code's default system prompt (the agent prompt appended) and its built-in tools.
@@ -361,7 +368,7 @@ class ClaudeAgentRunner:
             self.started_processes += 1
             await client.connect()
             ok = True
-            await _mcp_ready(client)
+            await mcp_ready(client)
         except Exception as exc:  # the SDK's ProcessError / CLIConnectionError
             tail = " | ".join(list(entry.stderr)[-3:])
             log.warning("prestart of agent %s failed (%s: %s)%s", inv.agent, type(exc).__name__, exc,
@@ -390,8 +397,8 @@ class ClaudeAgentRunner:
         if client is None:
             return
         if kill:
-            _kill(client)
-        task = asyncio.get_running_loop().create_task(_disconnect(client))
+            kill_process(client)
+        task = asyncio.get_running_loop().create_task(disconnect(client))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
@@ -514,7 +521,7 @@ class ClaudeAgentRunner:
             keys = [k for k, w in self._warm.items() if k[0] == user and k[1] == session and not w.busy]
             entries = [self._warm.pop(k) for k in keys]
         for e in entries:
-            await _disconnect(e.client)
+            await disconnect(e.client)
 
     def pid_of(self, user: str, session: str, agent: str) -> int | None:
         """The OS pid of the warm process of (user, session, agent), if one is running."""
@@ -535,7 +542,7 @@ class ClaudeAgentRunner:
             self._warm.clear()
         with anyio.CancelScope(shield=True):
             for e in entries:
-                await _disconnect(e.client)
+                await disconnect(e.client)
             if self._background:
                 await asyncio.wait(list(self._background), timeout=10)
 
@@ -565,36 +572,3 @@ def _text_of(content: Any) -> str:
     if isinstance(content, list):
         return "\n".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
     return ""
-
-
-async def _mcp_ready(client: Any, limit_s: float = 10.0) -> None:
-    """Wait (at most ``limit_s``) until the process's MCP servers are no longer ``pending``: ``connect``
-    returns before Claude Code has connected them, and a first query would otherwise wait for it on the
-    critical path (measured here: 0.8 s from query to the model request right after ``connect``, 0.3 s
-    once MCP is connected). Best effort: a client without ``get_mcp_status`` or a failing status call
-    ends the wait."""
-    status = getattr(client, "get_mcp_status", None)
-    if status is None:
-        return
-    with anyio.move_on_after(limit_s), contextlib.suppress(Exception):
-        # polling: the state lives in the claude process, which sends no event when it changes
-        while any(s.get("status") == "pending" for s in (await status()).get("mcpServers", [])):  # noqa: ASYNC110
-            await anyio.sleep(0.05)
-
-
-def _kill(client: Any) -> None:
-    """SIGKILL the client's process (best effort; the SDK keeps it at ``_transport._process``)."""
-    proc = getattr(getattr(client, "_transport", None), "_process", None)
-    with contextlib.suppress(Exception):
-        if proc is not None and proc.returncode is None:
-            proc.kill()
-
-
-async def _disconnect(client: Any) -> None:
-    """Stop a client's process; bounded so a stuck process cannot hold up the turn."""
-    if client is None:
-        return
-    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-        with contextlib.suppress(Exception):
-            await client.disconnect()
-

@@ -16,6 +16,7 @@ Sections (each package owns its own model)::
     [thresholds]  blackboard.config.Thresholds (COACHING.md defaults)
     [safety]      launcher.safety.SafetyConfig (locale, [safety.resources.<REGION>], windows)
     [agents]      dir = "agents"  warm_process_limit = 6  retries = 1  watch = true  idle_close_s = 1800
+                  keep_claude_transcripts = false
     [embedded]    launcher.embedded.EmbeddedConfig (llama-server for the no-GPU default)
 
 Relative paths are relative to the current directory. Errors: :class:`ConfigError` naming the file,
@@ -107,7 +108,10 @@ class AgentsConfig(BaseModel):
     beyond it agents start cold. ``retries``: retries of an agent after a transient failure (issue 5:
     one). ``watch``: reload edited agent files in long-running modes. ``idle_close_s``: seconds without a
     turn after which a long-running mode (``coach chat``, ``coach serve``) closes a session (compacts it
-    into the profile; issue 5's idle timeout); 0 turns it off.
+    into the profile; issue 5's idle timeout); 0 turns it off. ``keep_claude_transcripts``: let the
+    agents' Claude Code processes save their conversations (the user's messages) under
+    ``<data dir>/claude-home/.claude/projects/``, never pruned: for debugging only (default off:
+    ``--no-session-persistence``; see ``launcher._agent_runner.RunnerConfig``).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -117,6 +121,7 @@ class AgentsConfig(BaseModel):
     retries: int = Field(default=1, ge=0, le=5)
     watch: bool = True
     idle_close_s: float = Field(default=1800.0, ge=0, le=7 * 86400)
+    keep_claude_transcripts: bool = False
 
 
 class CoachConfig(BaseModel):
