@@ -4,9 +4,11 @@
 Turned on by ``COACH_MCP_SESSION=1`` (set by ``.claude-plugin/coach-mcp.sh``). The scope is fixed at
 start: user ``COACH_USER`` (default: the login name, else ``me``) and session ``COACH_SESSION`` (default
 ``claude-code``), or ``--user`` / ``--session``; the model never passes them. Same tools as the
-supervisor's server, plus ``coach_turn`` (see :mod:`mcp_server._pipeline_tool`), with these turns:
+supervisor's server, plus ``coach_turn`` and ``coach_synthesis`` (see :mod:`mcp_server._pipeline_tool`),
+with these turns:
 
-* ``coach_turn`` runs a whole pipeline turn (the supervisor allocates the turn);
+* ``coach_turn`` starts a whole pipeline turn (the supervisor allocates the turn) and returns the first
+  reply; the turn goes on in the server and ``coach_synthesis(turn)`` returns its synthesis;
 * a ``write_<agent>`` call from a subagent used on its own (e.g. the Stability subagent rating a plan)
   acts as that agent and goes to the session's *manual turn*: the first such write opens a new turn
   (``Blackboard.begin_turn``); later writes of other agents join it; a second write by the same agent,
@@ -15,6 +17,13 @@ supervisor's server, plus ``coach_turn`` (see :mod:`mcp_server._pipeline_tool`),
   ``write_synthesis`` work on the manual turn the same way;
 * ``read_entry("shadow")`` reads the session's latest turn (any turn by key); ``get_session_history``
   lists every turn, the latest included (what ``/coach-board`` shows).
+
+Idle close: with ``[agents] idle_close_s`` > 0 (default 1800; as in ``coach chat`` and ``coach serve``),
+a session with no tool call and no running turn for that long is closed (``launcher.sessions``: compacted
+into the profile, its warm agent processes stopped). The session id is fixed at start, so the next
+``coach_turn`` (or standalone write) after a close continues in a new session ``<session>-2`` (``-3``, ...;
+the first of these not closed, so a restarted server continues the same one), whose agents start from
+the updated profile. The same happens when the configured session was closed before the server started.
 
 Which subagent may call which write tool is enforced by Claude Code (each agent file's ``tools:``); the
 server checks the schema and the create-only rule (one entry per agent per turn).
@@ -37,18 +46,28 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Callable, Mapping, MutableMapping
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 
-from blackboard import Blackboard, turn_entry_key
-from mcp_server._pipeline_tool import HostedPipeline, PipelineRun, TurnSummary, coach_turn_spec
+from blackboard import Blackboard, SessionClosedError, turn_entry_key
+from mcp_server._pipeline_tool import (
+    HostedPipeline,
+    PipelineRun,
+    TurnSummary,
+    coach_synthesis_spec,
+    coach_turn_spec,
+)
 from mcp_server._scope import Scope, ScopeSource
 from mcp_server._server import SERVER_NAME, map_blackboard_error
 from mcp_server._toolkit import ToolSpec, build_tool
 from mcp_server._tools import ToolContext, all_specs
+from mcp_server._turn_jobs import TurnJobs
 from mcp_server.config import McpConfig
 from mcp_server.errors import McpConfigError
 
@@ -63,6 +82,7 @@ __all__ = [
     "run_session",
     "session_identity",
     "session_mode_requested",
+    "stored_summary",
 ]
 
 log = logging.getLogger("mcp_server")
@@ -76,13 +96,15 @@ _FALLBACK_USER = "me"
 
 _INSTRUCTIONS = (
     "coachboard blackboard for this user's coaching session (the connection fixes user and session; never "
-    "pass them). coach_turn runs a whole coaching turn with the user's message and returns the Coach's "
-    "reply and the synthesis. Each coaching subagent writes its output with its own write_<agent> tool "
+    "pass them). coach_turn starts a coaching turn with the user's message and returns the Coach's reply "
+    "at once; coach_synthesis with its turn id returns the synthesis when the specialists are done. Each coaching subagent writes its output with its own write_<agent> tool "
     "(write_synthesis for Pineal), passing exactly the fields of its input schema. Read with read_entry, "
     "list_entries, get_profile and get_session_history. Errors list each problem: fix those and call again."
 )
 
 _PART = re.compile(r"[^A-Za-z0-9_.-]+")
+#: Most sessions tried when looking for the next open one after a close (``<session>-2`` ...).
+_MAX_ROLLOVER = 10000
 
 
 #: Variables of the parent Claude Code session that must not reach the pipeline's agent processes: they
@@ -135,14 +157,51 @@ def session_identity(
 
 
 class SessionTurns:
-    """The turns the session server's tools act on (see the module docstring). Thread-safe."""
+    """The session and the turns the session server's tools act on (see the module docstring).
+    Thread-safe.
 
-    def __init__(self, board: Blackboard, user: str, session: str) -> None:
+    ``session`` is the current session: the configured one (``base_session``) until it is found closed
+    by :meth:`open_session`, then ``<base>-2``, ``<base>-3``, ... ``on_activity()`` is called on every
+    tool call (the idle clock)."""
+
+    def __init__(
+        self, board: Blackboard, user: str, session: str, *, on_activity: Callable[[], None] | None = None
+    ) -> None:
         self.board = board
         self.user = user
+        self.base_session = session
         self.session = session
+        self.on_activity = on_activity
+        #: the idle close (``launcher.sessions.IdleSessions``) when ``idle_close_s`` > 0, else None
+        self.idle: Any = None
         self._lock = threading.Lock()
         self._manual: str | None = None
+        self._generation = 1
+
+    def touch(self) -> None:
+        """Record activity (a tool call) for the idle close."""
+        if self.on_activity is not None:
+            self.on_activity()
+
+    def open_session(self) -> str:
+        """The session a new turn goes to: the current one, or, when it was closed (idle close, ``coach
+        session close``), the next of ``<base>-2``, ``<base>-3``, ... that is not closed (a new session
+        starts from the user's profile). Raises blackboard errors when the store is unusable."""
+        with self._lock:
+            return self._open_session()
+
+    def _open_session(self) -> str:
+        for _ in range(_MAX_ROLLOVER):
+            try:
+                self.board.check_session_open(self.user, self.session)
+                return self.session
+            except SessionClosedError:
+                closed = self.session
+                self._generation += 1
+                self.session = f"{self.base_session[:56]}-{self._generation}"
+                self._manual = None
+                log.info("session %s was closed; new turns go to session %s", closed, self.session)
+        raise SessionClosedError(self.user, self.session, time.time())
 
     @property
     def manual_turn(self) -> str | None:
@@ -167,6 +226,7 @@ class SessionTurns:
         """The turn ``agent``'s write goes to: the manual turn, or a new one if ``agent`` already wrote
         there (or none is open). Raises blackboard errors when the store is unusable."""
         with self._lock:
+            self._open_session()
             turn = self._manual
             if turn is not None and self.board.store.read(
                 turn_entry_key(self.user, self.session, turn, agent)
@@ -177,8 +237,8 @@ class SessionTurns:
             log.info("session %s: manual turn %s opened for %s", self.session, turn, agent)
             return turn
 
-    def pipeline_ran(self, summary: TurnSummary) -> None:
-        """After a coach_turn: the next standalone write opens a new turn."""
+    def pipeline_ran(self, summary: TurnSummary | None = None) -> None:
+        """After a coach_turn began: the next standalone write opens a new turn."""
         with self._lock:
             self._manual = None
 
@@ -192,7 +252,9 @@ class _AgentScope:
 
     def scope_for(self, headers: Mapping[str, str] | None) -> Scope:
         t = self._turns
-        return Scope.create(t.user, t.session, t.for_agent(self._agent), self._agent)
+        turn = t.for_agent(self._agent)  # may move to a new session (the old one was closed)
+        t.touch()
+        return Scope.create(t.user, t.session, turn, self._agent)
 
 
 class _ReaderScope:
@@ -206,6 +268,7 @@ class _ReaderScope:
 
     def scope_for(self, headers: Mapping[str, str] | None) -> Scope:
         t = self._turns
+        t.touch()
         return Scope.create(t.user, t.session, t.latest() if self._with_turn else None, None)
 
 
@@ -215,6 +278,82 @@ def _scope_source(spec: ToolSpec, turns: SessionTurns) -> ScopeSource:
     return _ReaderScope(turns, with_turn=spec.name == "read_entry")
 
 
+def stored_summary(board: Blackboard, user: str, session: str, turn: str) -> TurnSummary | None:
+    """A finished turn read back from the blackboard (its ``delivery`` entry, and the ``message`` entry's
+    crisis tier), for ``coach_synthesis`` on a turn this server holds no job for; None when the turn has
+    no delivery (unknown, or still running elsewhere). Raises blackboard errors (bad ids, store)."""
+    delivery = board.store.read(turn_entry_key(user, session, turn, "delivery"))
+    if delivery is None:
+        return None
+    message = board.store.read(turn_entry_key(user, session, turn, "message"))
+    tier = message.value.get("crisis_tier") if message is not None else 0
+    v = delivery.value
+    return TurnSummary(
+        turn=turn, coach_reply=str(v.get("coach_reply", "")), synthesis=str(v.get("synthesis", "")),
+        synthesis_source=str(v.get("synthesis_source", "")), degraded=bool(v.get("degraded")),
+        crisis_tier=int(tier) if isinstance(tier, int) else 0, missing=list(v.get("missing") or []),
+        agents=dict(v.get("agents") or {}),
+    )  # fmt: skip
+
+
+class _IdleClose:
+    """The session server's idle close (``launcher.sessions.IdleSessions`` over the current session):
+    touched on every tool call, paused while a turn runs, and a close that finds a turn running waits
+    for the next check."""
+
+    def __init__(
+        self,
+        turns: SessionTurns,
+        close: Callable[[str, str], Awaitable[Any]],
+        timeout_s: float,
+        clock: Callable[[], float],
+    ) -> None:
+        from launcher.sessions import IdleSessions
+
+        self.turns = turns
+        self._close = close
+        self.busy = False
+        self.idle = IdleSessions(self._close_if_quiet, timeout_s, clock=clock)
+        self._tracked: str | None = None
+
+    def _track_current(self) -> None:
+        """Track only the current session (after a rollover the closed one is dropped)."""
+        current = self.turns.session
+        if self._tracked is not None and self._tracked != current:
+            self.idle.forget(self.turns.user, self._tracked)
+        self._tracked = current
+
+    def touch(self) -> None:
+        self._track_current()
+        if not self.busy:
+            self.idle.touch(self.turns.user, self.turns.session)
+
+    def set_busy(self, busy: bool) -> None:
+        self._track_current()
+        self.busy = busy
+        if busy:
+            self.idle.forget(self.turns.user, self.turns.session)
+        else:
+            self.idle.touch(self.turns.user, self.turns.session)
+
+    async def _close_if_quiet(self, user: str, session: str) -> None:
+        if self.busy:  # a turn started meanwhile: not idle (set_busy(False) starts the clock again)
+            return
+        from launcher.errors import SessionError
+
+        try:
+            result = await self._close(user, session)
+        except SessionError:
+            raise  # logged by IdleSessions
+        except Exception as exc:  # anything else must not stop the server
+            log.error("idle close of session %s failed: %s", session, type(exc).__name__, exc_info=True)
+            return
+        log.info(
+            "session %s idle for %gs: closed (profile v%s); the next turn starts a new session",
+            session, self.idle.timeout_s, getattr(result, "profile_version", "?"),
+        )  # fmt: skip
+
+
 def build_session_server(
     board: Blackboard,
     identity: Scope,
@@ -222,6 +361,9 @@ def build_session_server(
     config: McpConfig | None = None,
     *,
     lifespan: Callable[[Any], contextlib.AbstractAsyncContextManager[Any]] | None = None,
+    idle_close_s: float = 0.0,
+    close_session: Callable[[str, str], Awaitable[Any]] | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> tuple[MCPServer, SessionTurns]:
     """Build the session-mode server (named ``coachboard``, like the supervisor's).
 
@@ -230,22 +372,62 @@ def build_session_server(
         identity: user and session (:func:`session_identity`); turn and agent are ignored.
         pipeline: runs ``coach_turn`` (:class:`mcp_server._pipeline_tool.HostedPipeline` for real).
         config: limits (``McpConfig()`` when None).
-        lifespan: the server's lifespan (``HostedPipeline.lifespan``: hosts the warm pipeline).
+        lifespan: the pipeline's lifespan (``HostedPipeline.lifespan``: hosts the warm pipeline); the
+            server's lifespan hosts it, then the background turns (stopped first on shutdown), then the
+            idle check.
+        idle_close_s: close the session after this many seconds without a tool call or a running turn
+            (``[agents] idle_close_s``; 0 = never).
+        close_session: ``await close_session(user, session)`` closes a session (default
+            ``launcher.sessions.close_session`` on ``board``; ``HostedPipeline.close_session`` also stops
+            the session's warm agent processes).
+        clock: the idle clock (seconds; tests pass a fake one).
 
     Returns:
-        ``(server, turns)``: the server has the 11 blackboard tools plus ``coach_turn``; ``turns`` is
-        its :class:`SessionTurns`.
+        ``(server, turns)``: the server has the 11 blackboard tools plus ``coach_turn`` and
+        ``coach_synthesis``; ``turns`` is its :class:`SessionTurns`.
     """
     cfg = config or McpConfig()
     turns = SessionTurns(board, identity.user, identity.session)
-    specs = [*all_specs(ToolContext(board=board, config=cfg)), coach_turn_spec(pipeline, on_done=turns.pipeline_ran)]
+    idle: _IdleClose | None = None
+    if idle_close_s > 0:
+        if close_session is None:
+            from launcher.sessions import close_session as close_on_board
+
+            close_session = partial(close_on_board, board)
+        idle = _IdleClose(turns, close_session, idle_close_s, clock)
+        turns.on_activity = idle.touch
+        turns.idle = idle.idle
+    jobs = TurnJobs(pipeline, on_busy=idle.set_busy if idle is not None else None)
+    specs = [
+        *all_specs(ToolContext(board=board, config=cfg)),
+        coach_turn_spec(jobs, open_session=turns.open_session, on_started=turns.pipeline_ran),
+        coach_synthesis_spec(jobs, stored=partial(stored_summary, board)),
+    ]
     tools = [
         build_tool(s, _scope_source(s, turns), max_argument_bytes=cfg.max_argument_bytes, map_error=map_blackboard_error)
         for s in specs
     ]
+
+    @contextlib.asynccontextmanager
+    async def server_lifespan(server: Any) -> AsyncIterator[None]:
+        async with contextlib.AsyncExitStack() as stack:
+            if lifespan is not None:
+                await stack.enter_async_context(lifespan(server))
+            await stack.enter_async_context(jobs.lifespan(server))
+            async with anyio.create_task_group() as tg:
+                if idle is not None:
+                    from launcher.sessions import idle_check_interval
+
+                    tg.start_soon(idle.idle.run, idle_check_interval(idle_close_s))
+                try:
+                    yield
+                finally:
+                    tg.cancel_scope.cancel()
+
     server: MCPServer = MCPServer(
-        SERVER_NAME, instructions=_INSTRUCTIONS, version="0.1.0", tools=tools, log_level="WARNING", lifespan=lifespan
-    )
+        SERVER_NAME, instructions=_INSTRUCTIONS, version="0.1.0", tools=tools, log_level="WARNING",
+        lifespan=server_lifespan,
+    )  # fmt: skip
     return server, turns
 
 
@@ -298,7 +480,10 @@ def run_session(
     if dropped:
         log.info("not passed to the pipeline's agents: %s", ", ".join(dropped))
     pipeline = HostedPipeline(coach_config)
-    server, _ = build_session_server(board, identity, pipeline, coach_config.mcp, lifespan=pipeline.lifespan)
+    server, _ = build_session_server(
+        board, identity, pipeline, coach_config.mcp, lifespan=pipeline.lifespan,
+        idle_close_s=coach_config.agents.idle_close_s, close_session=partial(pipeline.close_session, board),
+    )  # fmt: skip
     log.info("session mode: user=%s session=%s data=%s", identity.user, identity.session, directory)
     try:
         server.run("stdio")

@@ -1,6 +1,7 @@
 """Session mode of ``coach mcp`` (the server Claude Code starts from ``.mcp.json``), in memory: scope from
 the server's identity (never from arguments), the manual turn of standalone subagent writes, the read
-tools on the latest turn, and ``coach_turn`` over a test double of the pipeline."""
+tools on the latest turn, and ``coach_turn`` / ``coach_synthesis`` over a test double of the pipeline
+(the early reply, safety tiers and idle close: ``test_session_turns``)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ class FakePipeline:
         self.calls: list[tuple[str, str, str]] = []
         self.fail = fail
 
-    async def __call__(self, user: str, session: str, message: str) -> TurnSummary:
+    async def __call__(self, user: str, session: str, message: str, *, on_reply: Any = None) -> TurnSummary:
         self.calls.append((user, session, message))
         if self.fail is not None:
             raise self.fail
@@ -74,12 +75,12 @@ def _data(result: CallToolResult) -> dict[str, Any]:
     return dict(result.structured_content)
 
 
-async def test_lists_the_blackboard_tools_and_coach_turn(board: Blackboard) -> None:
+async def test_lists_the_blackboard_tools_coach_turn_and_coach_synthesis(board: Blackboard) -> None:
     server, _ = _server(board)
     async with Client(server) as client:
         names = {t.name for t in (await client.list_tools()).tools}
     assert names == {
-        "coach_turn", "write_shadow", "write_persona", "write_plasticity", "write_stability", "write_coach",
+        "coach_turn", "coach_synthesis", "write_shadow", "write_persona", "write_plasticity", "write_stability", "write_coach",
         "write_synthesis", "read_entry", "list_entries", "get_profile", "get_session_history", "collect_turn",
     }  # fmt: skip
 
@@ -124,11 +125,13 @@ async def test_coach_turn_runs_the_pipeline_for_the_servers_user_and_session(boa
     pipeline = FakePipeline(board)
     server, turns = _server(board, pipeline)
     manual = _data(await _call(server, "write_shadow", payload_for("shadow")))["turn"]
-    data = _data(await _call(server, "coach_turn", {"message": "I keep skipping my runs."}))
+    async with Client(server) as client:
+        data = _data(await client.call_tool("coach_turn", {"message": "I keep skipping my runs."}))
+        synthesis = _data(await client.call_tool("coach_synthesis", {"turn": data["turn"]}))
     assert pipeline.calls == [(USER, SESSION, "I keep skipping my runs.")]
     assert data["coach_reply"] == "What matters most to you about running?"
-    shown = data["message"]
-    assert shown.index(data["coach_reply"]) < shown.index(data["synthesis"])
+    assert "synthesis" not in data and data["message"].startswith("Coach:\n" + data["coach_reply"])
+    assert synthesis["synthesis"] == "Try one ten-minute run on Tuesday." and synthesis["turn"] == data["turn"]
     assert data["turn"] != manual
     # After a pipeline turn, a standalone write starts a new manual turn (not the old one).
     assert turns.manual_turn is None
