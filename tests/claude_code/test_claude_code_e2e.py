@@ -4,8 +4,9 @@ plugin, against the scripted Anthropic-compatible upstream.
 * ``/coach <message>``: the outer session's model calls ``coach_turn`` on the project's stdio MCP server
   (``.mcp.json`` -> ``.claude-plugin/coach-mcp.sh`` -> ``coach mcp`` in session mode), which runs the
   whole pipeline: the proxy and the HTTP MCP server in-process, six real ``claude`` agent processes
-  through the proxy against the same upstream, the blackboard in SQLite. The test checks the six
-  entries of that turn and that the Coach's reply, then the synthesis, reached the session.
+  through the proxy against the same upstream, the blackboard in SQLite. ``coach_turn`` returns the
+  Coach's reply, then ``coach_synthesis`` the synthesis. The test checks the six entries of that turn
+  and that the Coach's reply, then the synthesis, reached the session.
 * A project subagent used on its own (Stability) writes through the same typed tool and gate.
 * Loaded as a plugin: the six agents, the commands and the MCP server appear under their plugin names.
 """
@@ -40,6 +41,7 @@ from tests.claude_code._support import (
     outer_script,
     processes_with,
     session_env,
+    tool_results,
     trust_project,
     write_coach_toml,
     write_then_stop,
@@ -62,6 +64,12 @@ async def _collect(prompt: str, options: ClaudeAgentOptions, deadline_s: float) 
         async for message in query(prompt=prompt, options=options):
             messages.append(message)
     return messages
+
+
+def _synthesis_of_last_turn(request: Any) -> ToolCall:
+    """The outer model's second step: coach_synthesis for the turn the last coach_turn returned."""
+    turn = json.loads(tool_results(request)[-1])["turn"]
+    return ToolCall("coach_synthesis", {"turn": turn})
 
 
 def _init(messages: list[Any]) -> dict[str, Any]:
@@ -107,7 +115,8 @@ async def test_coach_command_runs_the_whole_pipeline_and_the_reply_reaches_the_s
     outer_requests: list[Any] = []
     scripts: dict[str, Any] = {a: agent_script(a) for a in AGENTS}
     scripts[OUTER] = outer_script(
-        [lambda r: ToolCall("coach_turn", {"message": MESSAGE}), lambda r: ToolCall("coach_turn", {"message": MESSAGE_2})],
+        [lambda r: ToolCall("coach_turn", {"message": MESSAGE}), _synthesis_of_last_turn,
+         lambda r: ToolCall("coach_turn", {"message": MESSAGE_2}), _synthesis_of_last_turn],
         seen=outer_requests,
     )
     with ScriptedUpstream(scripts) as upstream:
@@ -136,7 +145,7 @@ async def test_coach_command_runs_the_whole_pipeline_and_the_reply_reaches_the_s
     first = outer_requests[0]
     prompt_text = json.dumps(first.messages)
     assert "coach_turn" in prompt_text and MESSAGE in prompt_text
-    assert "mcp__coachboard__coach_turn" in first.tool_names
+    assert "mcp__coachboard__coach_turn" in first.tool_names and "mcp__coachboard__coach_synthesis" in first.tool_names
     assert all(n >= 2 for n in agent_calls.values()), agent_calls
 
     # The blackboard: two turns of this user and session, each holding all six agents' entries.
@@ -158,16 +167,19 @@ async def test_coach_command_runs_the_whole_pipeline_and_the_reply_reaches_the_s
 
     # Each tool result, and the session's final answer: the Coach's reply first, then the synthesis.
     results = [json.loads(r) for r in _tool_results_for(messages, "mcp__coachboard__coach_turn")]
-    assert [r["turn"] for r in results] == turns
+    syntheses = [json.loads(r) for r in _tool_results_for(messages, "mcp__coachboard__coach_synthesis")]
+    assert [r["turn"] for r in results] == [r["turn"] for r in syntheses] == turns
     final = _result(messages)
     assert not final.is_error and final.result is not None and final.result.startswith("DONE:")
-    for data, turn_entries, delivery in zip(results, entries, deliveries, strict=True):
-        assert data["ok"] is True
+    for data, done, turn_entries, delivery in zip(results, syntheses, entries, deliveries, strict=True):
+        assert data["ok"] is True and done["ok"] is True
         assert data["coach_reply"] == turn_entries["coach"].value["reply"] == delivery.value["coach_reply"]  # type: ignore[union-attr]
+        assert "synthesis" not in data, "the reply comes back on its own, before the synthesis"
         synthesis = turn_entries["pineal"].value["text"]
-        assert synthesis in data["synthesis"]
-        assert data["message"].index(data["coach_reply"]) < data["message"].index(synthesis)
-        assert data["coach_reply"] in final.result and synthesis in final.result
+        assert synthesis in done["synthesis"] and synthesis in done["message"]
+        assert set(done["agents"]) == set(AGENTS)
+        # The session shows the reply, then the synthesis.
+        assert final.result.index(data["coach_reply"]) < final.result.index(synthesis)
 
 
 async def test_stability_subagent_alone_writes_through_the_typed_tool_and_the_gate(
@@ -236,7 +248,7 @@ async def test_repository_loads_as_a_plugin_and_its_coach_command_runs_the_pipel
     work = tmp_path / "work"
     work.mkdir()
     scripts: dict[str, Any] = {a: agent_script(a) for a in AGENTS}
-    scripts[OUTER] = outer_script([lambda r: ToolCall("coach_turn", {"message": MESSAGE})])
+    scripts[OUTER] = outer_script([lambda r: ToolCall("coach_turn", {"message": MESSAGE}), _synthesis_of_last_turn])
     with ScriptedUpstream(scripts) as upstream:
         config = write_coach_toml(tmp_path / "coach.toml", upstream_url=upstream.base_url, data_dir=tmp_path / "data")
         env = session_env(upstream.base_url, tmp_path / "home", user=USER, session=SESSION,
@@ -261,7 +273,8 @@ async def test_repository_loads_as_a_plugin_and_its_coach_command_runs_the_pipel
     status = next(s for s in servers if s["name"] == PLUGIN_SERVER)
     assert status["status"] == "connected", status
     tools = {t["name"].removeprefix(PLUGIN_TOOL_PREFIX) for t in status.get("tools", [])}
-    assert {"coach_turn", "write_stability", "write_synthesis", "get_profile", "get_session_history"} <= tools
+    assert {"coach_turn", "coach_synthesis", "write_stability", "write_synthesis", "get_profile",
+            "get_session_history"} <= tools
 
     data = json.loads(_tool_results_for(messages, f"{PLUGIN_TOOL_PREFIX}coach_turn")[0])
     board = Blackboard(tmp_path / "data")
@@ -271,6 +284,8 @@ async def test_repository_loads_as_a_plugin_and_its_coach_command_runs_the_pipel
         board.close()
     assert set(AGENTS) <= set(entries), sorted(entries)
     assert data["coach_reply"] == entries["coach"].value["reply"]
+    done = json.loads(_tool_results_for(messages, f"{PLUGIN_TOOL_PREFIX}coach_synthesis")[0])
+    assert entries["pineal"].value["text"] in done["synthesis"]
     assert not (work / "agents").exists() and not (work / ".coachboard").exists()
 
 
