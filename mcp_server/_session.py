@@ -65,6 +65,7 @@ from mcp_server._pipeline_tool import (
 )
 from mcp_server._scope import Scope, ScopeSource
 from mcp_server._server import SERVER_NAME, map_blackboard_error
+from mcp_server._session_idle import SessionIdleClose
 from mcp_server._toolkit import ToolSpec, build_tool
 from mcp_server._tools import ToolContext, all_specs
 from mcp_server._turn_jobs import TurnJobs
@@ -296,64 +297,6 @@ def stored_summary(board: Blackboard, user: str, session: str, turn: str) -> Tur
     )  # fmt: skip
 
 
-class _IdleClose:
-    """The session server's idle close (``launcher.sessions.IdleSessions`` over the current session):
-    touched on every tool call, paused while a turn runs, and a close that finds a turn running waits
-    for the next check."""
-
-    def __init__(
-        self,
-        turns: SessionTurns,
-        close: Callable[[str, str], Awaitable[Any]],
-        timeout_s: float,
-        clock: Callable[[], float],
-    ) -> None:
-        from launcher.sessions import IdleSessions
-
-        self.turns = turns
-        self._close = close
-        self.busy = False
-        self.idle = IdleSessions(self._close_if_quiet, timeout_s, clock=clock)
-        self._tracked: str | None = None
-
-    def _track_current(self) -> None:
-        """Track only the current session (after a rollover the closed one is dropped)."""
-        current = self.turns.session
-        if self._tracked is not None and self._tracked != current:
-            self.idle.forget(self.turns.user, self._tracked)
-        self._tracked = current
-
-    def touch(self) -> None:
-        self._track_current()
-        if not self.busy:
-            self.idle.touch(self.turns.user, self.turns.session)
-
-    def set_busy(self, busy: bool) -> None:
-        self._track_current()
-        self.busy = busy
-        if busy:
-            self.idle.forget(self.turns.user, self.turns.session)
-        else:
-            self.idle.touch(self.turns.user, self.turns.session)
-
-    async def _close_if_quiet(self, user: str, session: str) -> None:
-        if self.busy:  # a turn started meanwhile: not idle (set_busy(False) starts the clock again)
-            return
-        from launcher.errors import SessionError
-
-        try:
-            result = await self._close(user, session)
-        except SessionError:
-            raise  # logged by IdleSessions
-        except Exception as exc:  # anything else must not stop the server
-            log.error("idle close of session %s failed: %s", session, type(exc).__name__, exc_info=True)
-            return
-        log.info(
-            "session %s idle for %gs: closed (profile v%s); the next turn starts a new session",
-            session, self.idle.timeout_s, getattr(result, "profile_version", "?"),
-        )  # fmt: skip
-
-
 def build_session_server(
     board: Blackboard,
     identity: Scope,
@@ -388,13 +331,13 @@ def build_session_server(
     """
     cfg = config or McpConfig()
     turns = SessionTurns(board, identity.user, identity.session)
-    idle: _IdleClose | None = None
+    idle: SessionIdleClose | None = None
     if idle_close_s > 0:
         if close_session is None:
             from launcher.sessions import close_session as close_on_board
 
             close_session = partial(close_on_board, board)
-        idle = _IdleClose(turns, close_session, idle_close_s, clock)
+        idle = SessionIdleClose(turns, close_session, idle_close_s, clock)
         turns.on_activity = idle.touch
         turns.idle = idle.idle
     jobs = TurnJobs(pipeline, on_busy=idle.set_busy if idle is not None else None)
