@@ -73,6 +73,8 @@ MAX_MESSAGE_CHARS = 8000
 #: their agent files' ``deadline_s`` (tens of seconds on a GPU server, minutes on CPU).
 DEFAULT_WAIT_S = 300.0
 MAX_WAIT_S = 600.0
+#: How long ``coach_turn`` waits for a crisis turn (tier 3, no agent runs) to write its record.
+_CRISIS_FINISH_S = 10.0
 
 _TURN_DESCRIPTION = (
     "Start one turn of the coaching pipeline for this user and session with the user's message: a safety "
@@ -220,6 +222,8 @@ def coach_turn_spec(
             await job.done.wait()
             return _finished(COACH_TURN_TOOL, job, with_reply=True)
         reply = job.reply
+        if reply.crisis_tier >= 3:  # no agent runs: the turn's record is written at once; let it land
+            await jobs.wait(job, _CRISIS_FINISH_S)
         log.info("coach_turn turn=%s first reply (tier %d)", reply.turn, reply.crisis_tier)
         payload: dict[str, Any] = {
             "turn": reply.turn,

@@ -89,7 +89,8 @@ async def test_reply_comes_back_before_the_synthesis_exists_and_coach_synthesis_
     runner = GatedRunner(board)
     server, _ = _server(board, _pipeline(board, runner))
     async with Client(server) as client:
-        first = await client.call_tool("coach_turn", {"message": MESSAGE})
+        with anyio.fail_after(20):  # Pineal is held: only the early reply can return here
+            first = await client.call_tool("coach_turn", {"message": MESSAGE})
         data = _data(first)
         assert not first.is_error and data["ok"] is True
         turn = data["turn"]
@@ -124,6 +125,7 @@ async def test_tier_3_returns_the_crisis_response_and_no_agent_runs(board: Black
     async with Client(server) as client:
         data = _data(await client.call_tool("coach_turn", {"message": TIER_3}))
         assert data["crisis_tier"] == 3 and data["safety"]["tier"] == 3 and "next" not in data
+        assert data["synthesis_ready"] is True, "a crisis turn is finished (and recorded) when the reply returns"
         assert data["coach_reply"] == SafetyScreen()(TIER_3, None).response
         assert data["message"].startswith("Crisis response:\n")
         after = _data(await client.call_tool("coach_synthesis", {"turn": data["turn"]}))
