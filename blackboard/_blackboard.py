@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._arbitration import SPECIALISTS, build_brief, validate_synthesis
 from ._brief import Brief
@@ -25,9 +26,22 @@ from .errors import (
     VersionConflictError,
 )
 
-__all__ = ["Blackboard"]
+__all__ = ["STALE_TURN_S", "Blackboard", "PrunedTurns"]
 
 _CAS_ATTEMPTS = 1000
+
+#: A turn of a closed session without a turn record is treated as abandoned (its process died) once its
+#: barrier has not changed for this long (s): far beyond the longest turn, the agents' longest deadline
+#: (Pineal, 90 s) times ``coach demo --deadline-scale`` 12 times two attempts (36 min).
+STALE_TURN_S = 6 * 3600.0
+
+
+class PrunedTurns(NamedTuple):
+    """Outcome of :meth:`Blackboard.prune_turn_barriers`: turn ids (``session/turn``) whose sequencer
+    directory was ``removed``, and those ``kept`` because the turn may still be running."""
+
+    removed: tuple[str, ...]
+    kept: tuple[str, ...]
 
 
 class Blackboard:
@@ -115,7 +129,8 @@ class Blackboard:
         tid = self.turn_id(user, session, turn)
         model = validate_output(agent, payload, self.thresholds)
         if not self.sequencer.is_open(tid):
-            raise TurnNotOpenError(f"turn {turn} of session {session} was never begun; call begin_turn first")
+            raise TurnNotOpenError(f"turn {turn} of session {session} is not open (never begun, or over and its "
+                                   "session closed); call begin_turn first")
         if isinstance(model, SynthesisOutput):
             problems = validate_synthesis(model, self.brief(user, session, turn))
             if problems:
@@ -191,6 +206,41 @@ class Blackboard:
         raise InvalidValueError(
             f"could not update profile after {_CAS_ATTEMPTS} attempts"
         )  # pragma: no cover
+
+    def prune_turn_barriers(self, user: str, *, stale_after_s: float = STALE_TURN_S) -> PrunedTurns:
+        """Remove the sequencer directories (``sequencer/{user}/{session}/{turn}/``) of the turns of
+        ``user``'s closed sessions that are over: the turn has its record (``write_turn_record``: the
+        supervisor finished it), or its barrier has not changed for ``stale_after_s`` seconds (abandoned,
+        or a manual turn of the MCP session server, which has no record). A turn of a closed session
+        still running (no record, recent activity) is kept, and removed by a later call (the next close
+        of any of the user's sessions). Open sessions are never touched. The store is not changed.
+
+        Raises InvalidKeyError, InvalidValueError (negative ``stale_after_s``), LockTimeoutError,
+        StoreUnavailableError, OSError (the data directory is unusable).
+        """
+        if not isinstance(stale_after_s, (int, float)) or stale_after_s < 0:
+            raise InvalidValueError(f"stale_after_s must be a number >= 0, got {stale_after_s!r}")
+        removed: list[str] = []
+        kept: list[str] = []
+        cutoff = time.time() - stale_after_s
+        for session_id in self.sequencer.turn_ids(check_part(user, "user")):
+            session = session_id.split("/")[1]
+            record = self.store.read(session_key(user, session))
+            if record is None or not record.value.get("closed_at"):
+                continue
+            for turn_id in self.sequencer.turn_ids(session_id):
+                turn = turn_id.split("/")[2]
+                changed = self.sequencer.last_change(turn_id)
+                over = self.store.read(turn_entry_key(user, session, turn, "record")) is not None
+                if over or changed is None or changed < cutoff:
+                    if self.sequencer.remove_turn(turn_id):
+                        removed.append(f"{session}/{turn}")
+                else:
+                    kept.append(f"{session}/{turn}")
+            if not self.sequencer.turn_ids(session_id):
+                with contextlib.suppress(OSError):  # not empty: a kept turn, or one begun meanwhile
+                    self.sequencer.turn_dir(session_id).rmdir()
+        return PrunedTurns(tuple(removed), tuple(kept))
 
     def close(self) -> None:
         """Close the store."""

@@ -8,10 +8,17 @@ lock), ``state.json`` (required agents, written atomically by ``open_turn``) and
 Callers mark an agent only after its blackboard write committed (``Blackboard.write_output`` does),
 so a waiter that sees the marker can read the entry. Files are not fsynced: the barrier coordinates
 live processes; the durable record of what was written is the store.
+
+``remove_turn`` deletes a turn's directory once the turn is over (``Blackboard.prune_turn_barriers``,
+at session close): under the turn's lock it unlinks every file, the lock file last, then the directory.
+Deleting a held flock's file is safe with filelock: a waiter that wins the lock on the unlinked inode
+retries on the path, and one that finds the directory gone gets ``TurnNotOpenError``; ``mark_written``
+re-checks the turn under the lock, so it never recreates a removed turn.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -50,6 +57,14 @@ class WaitResult:
 
 
 _Check = Callable[[], "WaitResult | None"]
+
+
+def _is_part(name: str) -> bool:
+    try:
+        check_part(name)
+    except InvalidKeyError:
+        return False
+    return True
 
 
 class Sequencer:
@@ -97,6 +112,10 @@ class Sequencer:
             raise LockTimeoutError(
                 f"sequencer lock {turn_dir.name} still held after {self.lock_timeout_s}s; retry"
             ) from None
+        except (FileNotFoundError, FileExistsError):
+            # the turn's directory was removed (remove_turn) while we waited for its lock, or while
+            # filelock recreated it (its mkdir then sees the directory exist, then not be a directory)
+            raise TurnNotOpenError(f"turn {turn_dir.name} was removed (its session was closed)") from None
         try:
             yield
         finally:
@@ -132,7 +151,13 @@ class Sequencer:
             raise InvalidValueError("required must be a sequence of agent names, not a string")
         req = [check_part(a, "agent") for a in dict.fromkeys(required)]
         d = self.turn_dir(turn_id)
-        d.mkdir(parents=True, exist_ok=True)
+        for attempt in range(3):  # remove_turn may remove an empty session directory meanwhile
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+                break
+            except FileNotFoundError:
+                if attempt == 2:
+                    raise
         with self._locked(d):
             if (d / "state.json").exists():
                 raise TurnAlreadyOpenError(f"turn {turn_id} is already open; reopening is not allowed")
@@ -151,9 +176,66 @@ class Sequencer:
         d = self.turn_dir(turn_id)
         self._required(d, turn_id)
         with self._locked(d):
+            if not (d / "state.json").exists():  # removed since the check above (its session was closed)
+                self._clear_locked(d)  # the lock file (and directory) taking the lock recreated
+                raise TurnNotOpenError(f"turn {turn_id} was removed (its session was closed)")
             marker = d / f"written.{agent}"
             if not marker.exists():
                 self._atomic_write(marker, json.dumps({"agent": agent, "at": time.time()}))
+
+    def turn_ids(self, prefix: str) -> list[str]:
+        """The turn ids one level below ``prefix`` (``u1/s1`` -> ``["u1/s1/t000001", ...]``), sorted;
+        ``[]`` when there are none. Raises InvalidKeyError."""
+        try:
+            names = sorted(p.name for p in self.turn_dir(prefix).iterdir() if p.is_dir())
+        except FileNotFoundError:
+            return []
+        return [f"{prefix}/{n}" for n in names if _is_part(n)]
+
+    def last_change(self, turn_id: str) -> float | None:
+        """When the turn's barrier last changed (newest mtime of its directory and files, epoch seconds),
+        or None when the turn has no directory. Raises InvalidKeyError."""
+        d = self.turn_dir(turn_id)
+        times: list[float] = []
+        with contextlib.suppress(FileNotFoundError):
+            times.append(d.stat().st_mtime)
+            for p in d.iterdir():
+                with contextlib.suppress(FileNotFoundError):
+                    times.append(p.stat().st_mtime)
+        return max(times) if times else None
+
+    def remove_turn(self, turn_id: str) -> bool:
+        """Delete the turn's directory (lock, ``state.json``, markers), then its parent directory if that
+        is now empty (a closed session's). Only for a turn that is over: a later ``mark_written`` or
+        ``wait`` raises TurnNotOpenError, and ``is_open`` is False. Returns False when it did not exist.
+
+        Raises InvalidKeyError, InvalidValueError (the directory holds other turns' directories),
+        LockTimeoutError (a writer held the lock past ``lock_timeout_s``).
+        """
+        d = self.turn_dir(turn_id)
+        if not d.is_dir():
+            return False
+        if any(p.is_dir() for p in d.iterdir()):
+            raise InvalidValueError(f"{turn_id} holds other turns; remove those instead")
+        try:
+            with self._locked(d):
+                self._clear_locked(d)
+        except TurnNotOpenError:  # removed by another process meanwhile
+            return False
+        return True
+
+    def _clear_locked(self, d: Path) -> None:
+        """Under ``d``'s lock: unlink its files, the lock file last (waiters then retry on the path or
+        find the directory gone), then the directory unless a waiter has already recreated its lock,
+        and its parent if now empty."""
+        for p in d.iterdir():
+            if p.name != "lock":
+                p.unlink(missing_ok=True)
+        (d / "lock").unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # not empty: a waiter's lock file, other turns
+            d.rmdir()
+            if d.parent != self.root:
+                d.parent.rmdir()
 
     def arrived(self, turn_id: str, agents: Sequence[str]) -> list[str]:
         """The subset of ``agents`` already marked for ``turn_id`` (no waiting)."""

@@ -6,6 +6,9 @@ most ±10 POMP per session (COACHING.md, Persona), goals merged by description w
 follow-through counts and outcomes, pattern class and follow-through probability), marks the session
 record closed (CAS, so a second close is a no-op and never merges twice) and stops the session's warm
 agent processes. The next session's context packs start from that profile (``launcher._turn_io``).
+Then the sequencer directories of the user's closed sessions' finished turns are removed
+(``Blackboard.prune_turn_barriers``; a turn still running is kept until a later close), so the data
+directory does not grow with every turn; a failure there is logged and never fails the close.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -36,7 +39,8 @@ _CAS_ATTEMPTS = 50
 class CloseResult:
     """``profile_version``: the profile's version after the close (0: no profile); ``merged``: which
     agents' outputs were folded in; ``already_closed``: the session had been closed before (nothing
-    merged this time); ``turns``: turns in the session."""
+    merged this time); ``turns``: turns in the session; ``pruned_turns``: the user's closed-session
+    turns (``session/turn``) whose sequencer directories were removed by this close."""
 
     user: str
     session: str
@@ -44,6 +48,7 @@ class CloseResult:
     merged: tuple[str, ...]
     already_closed: bool
     turns: int
+    pruned_turns: tuple[str, ...] = ()
 
 
 def session_outputs(board: Blackboard, user: str, session: str) -> tuple[dict[str, Entry], int]:
@@ -119,9 +124,24 @@ async def close_session(board: Blackboard, user: str, session: str, *, runner: A
                            retryable=exc.retryable) from exc
     if runner is not None:
         await runner.close_session(user, session)
-    log.info("session %s/%s closed: profile v%d merged=%s", user, session, result.profile_version,
-             ",".join(result.merged))
-    return result
+    pruned = await anyio.to_thread.run_sync(partial(_prune_barriers, board, user))
+    log.info("session %s/%s closed: profile v%d merged=%s, %d turn barriers removed", user, session,
+             result.profile_version, ",".join(result.merged), len(pruned))
+    return replace(result, pruned_turns=pruned)
+
+
+def _prune_barriers(board: Blackboard, user: str) -> tuple[str, ...]:
+    """``board.prune_turn_barriers(user)``; an error is logged (the close itself has succeeded)."""
+    try:
+        res = board.prune_turn_barriers(user)
+    except (BlackboardError, OSError) as exc:
+        log.warning("removing the finished turns' sequencer directories of user %s failed (%s: %s); "
+                    "the next session close retries", user, type(exc).__name__, exc)
+        return ()
+    if res.kept:
+        log.info("user %s: %d turns of closed sessions still running; their sequencer directories are "
+                 "removed by a later close", user, len(res.kept))
+    return res.removed
 
 
 class IdleSessions:
