@@ -146,8 +146,9 @@ class FollowThroughStats(StrictModel):
     ``percent`` (0-100) and ``status`` are computed; ``percent`` is null with status
     ``"not_enough_data"`` when due < ``follow_through_min_due`` (3). A supplied percent that disagrees
     with the counts by more than 0.5 points (or is given when there is not enough data) is replaced by
-    the computed value; the reason code is kept in ``coerced_reasons`` (not stored; Persona's output
-    copies it into its ``coerced`` field).
+    the computed value. Counts that contradict each other (completed > due) are unusable evidence: both
+    are reset to 0 (so status ``"not_enough_data"``), never raised to fit. The reason codes are kept in
+    ``coerced_reasons`` (not stored; Persona's output copies them into its ``coerced`` field).
     """
 
     due: int = Field(ge=0, le=100_000)
@@ -168,7 +169,8 @@ class FollowThroughStats(StrictModel):
     def _consistent(self, info: ValidationInfo) -> FollowThroughStats:
         t = thresholds_of(info)
         if self.completed > self.due:
-            raise ValueError(f"completed ({self.completed}) cannot exceed due ({self.due})")
+            self._coerced.append(f"counts_reset:completed{self.completed}_gt_due{self.due}")
+            self.due = self.completed = 0
         if self.due < t.follow_through_min_due:
             if self.percent is not None:
                 self._coerced.append(f"percent_nulled:{self.percent}:due{self.due}")

@@ -10,7 +10,9 @@ recorded in ``coerced`` (reason codes): a class whose evidence bar is not met be
 ``insufficient_data`` (``class_downgraded:<class>:<why>``); a claim with too few distinct evidence
 items is dropped (``pattern_dropped:<i>:evidence<n>``); a probability moved without a reason is reset
 to the baseline (``probability_reset:no_adjustment_reason``) and any probability is clamped to
-baseline +-0.15.
+baseline +-0.15. Commitment counts that contradict each other (completed > due) are unusable evidence:
+due and completed are reset to 0 (``commitments_reset:completed<c>_gt_due<d>``), which in turn
+downgrades any class but ``insufficient_data``.
 """
 
 from __future__ import annotations
@@ -46,17 +48,12 @@ PATTERN_CLASSES: tuple[str, ...] = get_args(PatternClass)
 
 class Commitments(StrictModel):
     """Commitment counts Shadow observed: ``due`` (deadline passed), ``completed`` (of those),
-    ``sessions`` (distinct sessions the counts span)."""
+    ``sessions`` (distinct sessions the counts span). ``completed`` > ``due`` is not rejected here:
+    :class:`ShadowOutput` resets such counts to 0 (reason code ``commitments_reset:...``)."""
 
     due: int = Field(ge=0, le=100_000)
     completed: int = Field(ge=0, le=100_000)
     sessions: int = Field(ge=0, le=100_000)
-
-    @model_validator(mode="after")
-    def _counts(self) -> Commitments:
-        if self.completed > self.due:
-            raise ValueError(f"completed ({self.completed}) cannot exceed due ({self.due})")
-        return self
 
 
 class FollowThroughFeatures(StrictModel):
@@ -132,6 +129,9 @@ class ShadowOutput(StrictModel):
         t = thresholds_of(info)
         c = self.commitments
         coerced: list[str] = []
+        if c.completed > c.due:
+            coerced.append(f"commitments_reset:completed{c.completed}_gt_due{c.due}")
+            c.due = c.completed = 0
         if self.pattern_class != "insufficient_data":
             why = ""
             if c.due < t.shadow_min_due or c.sessions < t.shadow_min_sessions:

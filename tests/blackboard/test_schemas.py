@@ -87,8 +87,26 @@ def test_follow_through_percent_is_consistent_with_counts() -> None:
     assert out.coerced == ["follow_through.percent_recomputed:60.0->75.0"]  # type: ignore[attr-defined]
     dumped = out.model_dump(mode="json")
     assert validate_output("persona", dumped).model_dump(mode="json") == dumped
-    p["follow_through"] = {"due": 4, "completed": 5}
-    assert "cannot exceed due" in problems("persona", p)[0]
+    p["follow_through"] = {"due": 4, "completed": 5, "percent": 80}  # contradictory counts: unusable, reset
+    out = validate_output("persona", p)
+    ft = out.follow_through  # type: ignore[attr-defined]
+    assert (ft.due, ft.completed, ft.percent, ft.status) == (0, 0, None, "not_enough_data")
+    assert out.coerced == [  # type: ignore[attr-defined]
+        "follow_through.counts_reset:completed5_gt_due4", "follow_through.percent_nulled:80.0:due0"]
+
+
+def test_shadow_contradictory_commitments_are_reset_and_class_downgraded() -> None:
+    p = payload("shadow")
+    p["pattern_class"] = "consistent_executor"
+    p["commitments"] = {"due": 0, "completed": 1, "sessions": 1000}
+    out = validate_output("shadow", p)
+    assert out.pattern_class == "insufficient_data"  # type: ignore[attr-defined]
+    c = out.commitments  # type: ignore[attr-defined]
+    assert (c.due, c.completed, c.sessions) == (0, 0, 1000)
+    assert out.coerced[:2] == [  # type: ignore[attr-defined]
+        "commitments_reset:completed1_gt_due0", "class_downgraded:consistent_executor:due0_sessions1000"]
+    ft = out.follow_through  # type: ignore[attr-defined]
+    assert ft.baseline == follow_through_baseline(0, 0, ft.features)  # from the prior: no usable evidence
 
 
 def test_follow_through_not_enough_data_below_three_due() -> None:

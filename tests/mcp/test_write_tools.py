@@ -125,7 +125,7 @@ async def test_bad_persona_input_lists_each_problem(
 
 
 async def test_missing_fields_and_several_problems_at_once(board: Blackboard, turn: str) -> None:
-    arguments = _persona_with(traits__neuroticism__score=101, follow_through={"due": 2, "completed": 3})
+    arguments = _persona_with(traits__neuroticism__score=101, follow_through={"due": -1, "completed": 0})
     del arguments["traits"]["openness"]  # type: ignore[attr-defined]
     result = await call(scoped_server(board, "persona", turn), "write_persona", arguments)
     fields = problem_fields(result)
