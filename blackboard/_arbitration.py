@@ -7,6 +7,7 @@ or Plasticity disagree with Stability, Stability wins and the losing claim is ke
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -348,6 +349,26 @@ _CLASS_TEXT = {
 }
 
 
+# JSON-schema keywords, tool names, markup and code: text a model copied from its prompt, not prose.
+_NOT_PROSE = re.compile(
+    r"(maxLength|minLength|maxItems|minItems|additionalProperties|\$ref|\$defs|anyOf|oneOf|properties"
+    r"|required|json_schema|\bmcp__|[{}<>\[\]`|\\]|\b[a-z]+_[a-z_]+\b|\w+:\S)",
+    re.IGNORECASE,
+)
+
+
+def quotable(text: object, *, max_chars: int = 160) -> str | None:
+    """``text`` stripped if the fallback may quote it to the user, else None: a model's free text is quoted
+    only when it reads as prose (a word of three or more letters, at most ``max_chars``, no schema keywords,
+    identifiers, markup or code; a 135M model has copied ``maxLength: 100`` into a growth area)."""
+    if not isinstance(text, str):
+        return None
+    t = " ".join(text.split()).strip(" .")
+    if not t or len(t) > max_chars or _NOT_PROSE.search(t):
+        return None
+    return t if re.search(r"[^\W\d_]{3,}", t) else None
+
+
 def _sentences(brief: Brief) -> Iterable[str]:
     if brief.mode != "coach":
         yield "I want to pause the coaching part of our conversation here, because what you shared matters more."
@@ -366,13 +387,15 @@ def _sentences(brief: Brief) -> Iterable[str]:
         if isinstance(p, (int, float)):
             yield f"Past follow-through suggests a rough {round(p * 100)}% chance for the next step, so keep it small."
     persona = brief.outputs.get("persona")
-    if persona and persona.get("growth_areas"):
-        yield f"A growth area to keep in view: {persona['growth_areas'][0]}."
-    for m in brief.allowed_moves[:3]:
+    areas = [a for a in map(quotable, (persona or {}).get("growth_areas") or []) if a]
+    if areas:
+        yield f"A growth area to keep in view: {areas[0]}."
+    for m in [m for m in brief.allowed_moves if quotable(m.description)][:3]:
+        d = quotable(m.description)
         if m.caution:
-            yield f"If you want to try this ({m.description}), start with a small, reversible first step and consider consulting a professional."
+            yield f"If you want to try this ({d}), start with a small, reversible first step and consider consulting a professional."
         else:
-            yield f"One option to consider: {m.description}."
+            yield f"One option to consider: {d}."
     if brief.blocked_moves:
         yield "Some options were set aside because they could cause harm."
     if brief.missing_agents:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -60,11 +61,13 @@ class Runtime:
         return specs
 
 
-def _prepare_dirs(data_dir: Path) -> Path:
-    """Create the data dir and the agents' private Claude config dir; returns the latter's parent.
+def _prepare_dirs(configured: str | os.PathLike[str]) -> tuple[Path, Path]:
+    """Create the data dir and the agents' private Claude config dir; returns (the data dir made absolute,
+    the latter's parent). Absolute because the agents run with cwd = the data dir: a relative path in their
+    environment (CLAUDE_CONFIG_DIR) would resolve to a second copy nested inside it.
     Raises DataDirError (``launcher._data_dir``) when either cannot be created."""
-    prepare_data_dir(data_dir)
-    return prepare_data_dir(data_dir / "claude-home" / ".claude").parent
+    data_dir = prepare_data_dir(configured).resolve()
+    return data_dir, prepare_data_dir(data_dir / "claude-home" / ".claude").parent
 
 
 def _external_mcp_secret(data_dir: Path) -> str | None:
@@ -94,8 +97,7 @@ async def coach_runtime(
     """
     from launcher.agents import AgentRegistry
 
-    data_dir = Path(config.data.dir)
-    home = _prepare_dirs(data_dir)
+    data_dir, home = _prepare_dirs(config.data.dir)
     registry = AgentRegistry(agents_dir or config.agents.dir)
     board = open_board(data_dir, thresholds=config.thresholds)
     directory = TurnDirectory()
@@ -122,7 +124,9 @@ async def coach_runtime(
                 mcp_turn_header=not urls.in_process_mcp,
                 mcp_secret=secret,
                 cwd=str(data_dir),
-                extra_env={"CLAUDE_CONFIG_DIR": str(home / ".claude")},
+                # Claude Code's config, and its MCP debug logs (under $XDG_CACHE_HOME), stay in the data dir.
+                extra_env={"CLAUDE_CONFIG_DIR": str(home / ".claude"), "XDG_CACHE_HOME": str(home / ".cache")},
+                keep_claude_transcripts=config.agents.keep_claude_transcripts,
             )
             async with ClaudeAgentRunner(runner_cfg) as runner:
                 holder: list[Runtime] = []

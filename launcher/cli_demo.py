@@ -26,6 +26,7 @@ import dataclasses
 import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -57,15 +58,23 @@ def embedded_runtime_config(config: Any, base_url: str, kind: Literal["openai", 
     return config.model_copy(update={"proxy": proxy})
 
 
-def scaled_agents(current: Any, scale: float) -> Any:
-    """A callable returning ``current()``'s agent specs with ``deadline_s`` multiplied by ``scale``
-    (re-read every turn, so hot reload still works)."""
+def scaled_agents(current: Any, scale: float, output_caps: Mapping[str, int] | None = None) -> Any:
+    """A callable returning ``current()``'s agent specs with ``deadline_s`` multiplied by ``scale`` and
+    ``max_output_tokens`` lowered to ``output_caps[name]`` where that is lower (``[embedded]
+    agent_output_caps``). Re-read every turn, so hot reload still works."""
+    caps = dict(output_caps or {})
 
     def agents() -> dict[str, Any]:
         specs = current()
-        if scale == 1.0:
-            return dict(specs)
-        return {n: s.model_copy(update={"deadline_s": float(s.deadline_s) * scale}) for n, s in specs.items()}
+        out: dict[str, Any] = {}
+        for name, spec in specs.items():
+            update: dict[str, Any] = {}
+            if scale != 1.0:
+                update["deadline_s"] = float(spec.deadline_s) * scale
+            if name in caps and caps[name] < spec.max_output_tokens:
+                update["max_output_tokens"] = caps[name]
+            out[name] = spec.model_copy(update=update) if update else spec
+        return out
 
     return agents
 
@@ -102,9 +111,10 @@ def demo_cmd(
     import anyio
     from rich.console import Console
 
+    from launcher._cli_common import check_user, load_config_or_exit
     from launcher._replay import run_tag
     from launcher.agents import AgentSpecError
-    from launcher.cli_replay import _check_user, _load_config, load_transcript, run_replay
+    from launcher.cli_replay import load_transcript, run_replay
     from launcher.embedded import EmbeddedError, EmbeddedModelServer, find_llama_server, find_model
     from launcher.errors import LauncherError
     from launcher.transcripts import TranscriptError
@@ -113,7 +123,7 @@ def demo_cmd(
         typer.echo(f"error: --upstream-kind must be openai or anthropic, got {upstream_kind!r}", err=True)
         raise typer.Exit(2)
     kind: Literal["openai", "anthropic"] = "anthropic" if upstream_kind == "anthropic" else "openai"
-    _check_user(user)
+    check_user(user)
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)
     try:
         transcript = load_transcript(file)
@@ -124,7 +134,7 @@ def demo_cmd(
     except EmbeddedError as exc:
         console.print(f"error ({exc.code}): {exc}")
         raise typer.Exit(2) from None
-    config = _load_config(config_path)
+    config = load_config_or_exit(config_path)
     prefix = run_tag()
     data_dir = Path(config.data.dir).resolve()
     console.rule("[bold]coachboard demo")
@@ -151,7 +161,7 @@ def demo_cmd(
     def show_turn(turn: Any) -> None:
         from rich.markup import escape
 
-        from launcher.cli_run import _timeline
+        from launcher._cli_common import agent_timeline
 
         r = turn.result
         console.rule(f"session {turn.session} ({turn.session_id}) turn {turn.turn}: {r.turn_id}, {turn.wall_s:.0f} s")
@@ -159,7 +169,7 @@ def demo_cmd(
         console.print(f"[bold]Coach reply[/bold]: shown above, after {_secs(r.coach_reply_s)}{fallback}")
         label = f"Synthesis ({r.synthesis_source}, after {_secs(r.synthesis_s)})"
         console.print(f"[bold]{label}:[/bold]", escape(r.synthesis or "(none)"))
-        console.print(_timeline(r))
+        console.print(agent_timeline(r))
 
     async def main() -> list[Any]:
         from rich.markup import escape
@@ -179,7 +189,7 @@ def demo_cmd(
             async with coach_runtime(rt_config) as rt:
                 console.print(f"    proxy {rt.urls.proxy_url} -> {server.base_url} ({kind}); MCP {rt.urls.mcp_url}; "
                               f"blackboard {data_dir}")
-                sup = Supervisor(rt.board, rt.runner, scaled_agents(rt.registry.current, deadline_scale),
+                sup = Supervisor(rt.board, rt.runner, scaled_agents(rt.registry.current, deadline_scale, emb.agent_output_caps),
                                  screen=SafetyScreen(config.safety), directory=rt.supervisor.directory)
                 console.print(f"[bold]3/3[/bold] replaying (agent deadlines x{deadline_scale:g} for CPU inference)")
                 return await run_replay(dataclasses.replace(rt, supervisor=sup), transcript, user=user,

@@ -23,10 +23,6 @@ from launcher._cli_common import check_user, load_config_or_exit
 
 __all__ = ["load_transcript", "replay_cmd", "turn_line"]
 
-# Kept until launcher/cli_demo.py imports these from launcher._cli_common.
-_check_user = check_user
-_load_config = load_config_or_exit
-
 
 def turn_line(result: Any) -> str:
     """One JSON line: the ``coach run --json`` document of ``result`` (a ``TurnResult``), compact."""

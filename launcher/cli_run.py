@@ -29,8 +29,6 @@ from launcher._cli_common import (
 
 __all__ = ["run_cmd", "session_app"]
 
-# Kept until launcher/cli_demo.py imports ``agent_timeline`` from launcher._cli_common.
-_timeline = agent_timeline
 
 session_app = typer.Typer(help="Coaching sessions.", no_args_is_help=True)
 

@@ -105,6 +105,10 @@ class EmbeddedConfig(BaseModel):
     ``max_tokens`` is the server's default output cap for requests that give none. ``threads`` defaults
     to 1: on this project's 2-core machine, busy with the agents and tests, 2 threads measured 2-20x
     slower than 1 (llama.cpp's worker threads wait on each other when a core is taken away).
+    ``agent_output_caps`` lower an agent's ``max_output_tokens`` for runs on this model (``coach demo`` and
+    the embedded test; an agent file's lower cap wins): SmolLM2-135M rarely ends a text by itself and fills
+    long strings until the cap, at ~20 tokens/s on a busy CPU. Measured valid entries need < 460 tokens;
+    a Coach reply is a few sentences; Pineal's synthesis text is capped by its schema anyway.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -116,6 +120,11 @@ class EmbeddedConfig(BaseModel):
     ctx_per_slot: int = Field(default=8192, ge=512, le=131072)
     threads: int = Field(default=1, ge=1, le=256)
     max_tokens: int = Field(default=512, ge=1)
+    agent_output_caps: dict[str, int] = Field(
+        default_factory=lambda: {"coach": 160, "shadow": 500, "persona": 600, "plasticity": 400,
+                                 "stability": 500, "pineal": 400},
+        description="per-agent max output tokens on this model, applied below the agent files' own caps",
+    )
     cache_ram_mib: int = Field(default=1024, ge=-1, description="llama-server --cache-ram (prompt cache)")
     startup_timeout_s: float = Field(default=120.0, gt=0)
     binary: Path | None = None

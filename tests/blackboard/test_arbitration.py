@@ -222,3 +222,20 @@ def test_fallback_drops_sentences_that_would_name_a_blocked_move() -> None:
     assert "therap" not in fb.text.lower()
     assert validate_synthesis(fb, brief) == []
     assert "set aside" in fb.text and "water" not in fb.text.lower()
+
+
+def test_fallback_quotes_model_text_only_when_it_reads_as_prose() -> None:
+    persona = payload("persona")
+    persona["growth_areas"] = ["maxLength: 100", "tailoring_dropped:<i>:<trait>", "taking one small step a day"]
+    stab = payload("stability")
+    for move in stab["moves"]:
+        move["description"] = '{"type": "string"}'
+    brief = build_brief(entries(*ALL, overrides={"persona": persona, "stability": stab}))
+    fb = fallback_synthesis(brief)
+    assert "A growth area to keep in view: taking one small step a day." in fb.text
+    for copied in ("maxLength", "tailoring_dropped", '"type"', "One option to consider"):
+        assert copied not in fb.text
+    assert validate_synthesis(fb, brief) == []
+    persona["growth_areas"] = ["maxLength: 100"]
+    fb = fallback_synthesis(build_brief(entries(*ALL, overrides={"persona": persona})))
+    assert "growth area" not in fb.text and "One option to consider" in fb.text

@@ -62,7 +62,8 @@ async def _one_turn(config: CoachConfig, user: str, session: str) -> tuple[Any, 
     from launcher.supervisor import Supervisor
 
     async with coach_runtime(config) as rt:
-        sup = Supervisor(rt.board, rt.runner, scaled_agents(rt.registry.current, DEADLINE_SCALE),
+        agents = scaled_agents(rt.registry.current, DEADLINE_SCALE, config.embedded.agent_output_caps)
+        sup = Supervisor(rt.board, rt.runner, agents,
                          screen=SafetyScreen(config.safety), directory=rt.supervisor.directory)
         t0 = time.monotonic()
         result = await sup.run_turn(user, session, MESSAGE)
@@ -102,7 +103,7 @@ def test_full_turn_of_six_agents_on_the_embedded_model(
         calls = [r for r in mine if r["status"] == "ok"]
         assert calls and calls[-1]["stop_reason"] in ("tool_use", "max_tokens"), (agent, mine)
         assert any(r["status"] == "local" for r in mine), f"{agent}: no successful write ended its turn: {mine}"
-        cap = specs[agent].max_output_tokens
+        cap = min(specs[agent].max_output_tokens, config.embedded.agent_output_caps.get(agent, 10**9))
         assert all(r["output_tokens"] <= cap for r in calls), (agent, cap, mine)  # the max_tokens cap held
 
     # Pineal ran after Shadow wrote: commit order, and its first model call came later

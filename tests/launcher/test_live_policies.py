@@ -62,3 +62,19 @@ async def test_a_reloaded_max_output_tokens_caps_the_next_request(tmp_path: Path
             await _ask(c)
     sent = [r.body["max_tokens"] for r in upstream.requests if r.path == "/v1/chat/completions"]
     assert sent == [original, original, 123, 77]
+
+
+async def test_relative_data_dir_gives_agents_absolute_paths(
+    tmp_path: Path, upstream: ScriptedUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agents run with cwd = the data dir: a relative ``[data] dir`` passed on as is made Claude Code
+    create ``<data>/.coachboard/data/claude-home`` inside the data dir (seen in a ``make demo`` run)."""
+    monkeypatch.chdir(tmp_path)
+    config = CoachConfig(data=DataConfig(dir=Path("rel") / "data"), upstream=UpstreamConfig(url=upstream.base_url))
+    async with coach_runtime(config, agents_dir=REPO / "agents") as rt:
+        cfg = rt.runner.config
+    data = (tmp_path / "rel" / "data").resolve()
+    assert cfg.cwd == str(data)
+    assert cfg.extra_env["CLAUDE_CONFIG_DIR"] == str(data / "claude-home" / ".claude")
+    assert cfg.extra_env["XDG_CACHE_HOME"] == str(data / "claude-home" / ".cache")
+    assert cfg.keep_claude_transcripts is False
