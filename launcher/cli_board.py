@@ -89,6 +89,7 @@ def show_cmd(
 ) -> None:
     """List each turn's entries (agent, version, author, time) and the compacted profile."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from blackboard import BlackboardError, open_store
@@ -117,9 +118,11 @@ def show_cmd(
         typer.echo(json.dumps(doc, ensure_ascii=False, indent=2))
         return
     out = Console(highlight=False, width=None if sys.stdout.isatty() else 100)
-    out.print(f"blackboard {data_dir / 'blackboard.sqlite3'}: user [bold]{user}[/bold]")
+    # paths, authors and profile values are text, not rich markup ("[/b]" in a folder name raised)
+    out.print(f"blackboard {escape(str(data_dir / 'blackboard.sqlite3'))}: user [bold]{escape(user)}[/bold]")
     for s in doc["sessions"]:
-        table = Table(title=f"session {s['session']} ({'closed' if s['closed'] else 'open'})", title_justify="left")
+        table = Table(title=f"session {escape(s['session'])} ({'closed' if s['closed'] else 'open'})",
+                      title_justify="left")
         notes: list[str] = []
         for col in ("turn", "entry", "version", "author", "seq", "time"):
             table.add_column(col, justify="right" if col in ("version", "seq") else "left", no_wrap=True)
@@ -127,8 +130,9 @@ def show_cmd(
             agents = [e for e in t["entries"] if e["kind"] in _AGENTS]
             for i, e in enumerate(t["entries"]):
                 style = "" if e["kind"] in _AGENTS else "dim"
-                table.add_row(t["turn"] if i == 0 else "", f"[{style}]{e['kind']}[/{style}]" if style else e["kind"],
-                              str(e["version"]), e["author"], str(e["seq"]), _when(e["updated_at"]))
+                kind = escape(e["kind"])
+                table.add_row(escape(t["turn"]) if i == 0 else "", f"[{style}]{kind}[/{style}]" if style else kind,
+                              str(e["version"]), escape(e["author"]), str(e["seq"]), _when(e["updated_at"]))
             missing = [a for a in _AGENTS if a not in {e["kind"] for e in agents}]
             if missing:
                 notes.append(f"[red]turn {t['turn']} has no entry from: {', '.join(missing)}[/red]")
@@ -139,4 +143,4 @@ def show_cmd(
     if doc["profile"] is None:
         out.print("no compacted profile yet (it is written when a session closes)")
     else:
-        out.print("\n".join(_profile_lines(doc["profile"])))
+        out.print("\n".join(_profile_lines(doc["profile"])), markup=False)

@@ -11,7 +11,9 @@ Exit codes: 0 done (turns may be degraded), 2 bad input or configuration, 130 in
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -46,8 +48,9 @@ def load_transcript(
     source = detect_source(path)
     wants = {"annomi": "--transcript-id", "esconv": "--dialog", "uic": "--patient"}[source]
     if given and wants not in given:
+        name = {"annomi": "an AnnoMI", "esconv": "an ESConv", "uic": "a UIC"}[source]
         raise TranscriptError(
-            "bad_format", f"{path} is a {source} file: address it with {wants}, not {next(iter(given))}"
+            "bad_format", f"{path} is {name} file: address it with {wants}, not {next(iter(given))}"
         )
     if source == "annomi":
         return read_annomi(path, transcript_id)
@@ -98,9 +101,11 @@ def replay_cmd(
     user = user or default_user(transcript)
     check_user(user)
     prefix = prefix or run_tag()
-    check_user(f"{prefix}-s1")
+    _check_prefix(prefix)
     config = load_config_or_exit(config_path)
-    err = Console(file=sys.stderr, highlight=False)
+    if out is not None:
+        _check_out(out)
+    err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
 
     async def main(sink: IO[str]) -> None:
         from launcher._runtime import coach_runtime
@@ -115,17 +120,73 @@ def replay_cmd(
         if out is None:
             anyio.run(main, sys.stdout)
         else:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            with out.open("w", encoding="utf-8") as sink:
-                anyio.run(main, sink)
+            lazy = _LazyFile(out)  # an existing --out is replaced only once the first turn is done
+            try:
+                anyio.run(main, lazy)
+            finally:
+                lazy.close()
     except KeyboardInterrupt:
         err.print("interrupted: the running turn was cancelled and every agent process stopped")
         raise typer.Exit(130) from None
     except (AgentSpecError, LauncherError) as exc:
-        err.print(f"error: {exc}")
+        err.print(f"error: {exc}", markup=False)  # "[agents] dir" is text, not markup
         raise typer.Exit(2) from None
     if out is not None:
-        err.print(f"turns written to {out}")
+        err.print(f"turns written to {out}", markup=False)
+
+
+class _LazyFile(io.StringIO):
+    """A text sink that opens (truncates) ``path`` on its first ``write``: a replay that fails before
+    its first turn (agent files, data dir) leaves an existing ``--out`` file as it was."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+        self._file: IO[str] | None = None
+
+    def write(self, text: str) -> int:
+        if self._file is None:
+            self._file = self.path.open("w", encoding="utf-8")
+        return self._file.write(text)
+
+    def flush(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        super().close()
+
+
+def _check_prefix(prefix: str) -> None:
+    """Refuse a ``--session-prefix`` whose session ids (``{prefix}-s{n}``) are not valid key parts:
+    ``error: --session-prefix: ...`` on stderr, exit 2."""
+    from blackboard import InvalidKeyError, session_key
+
+    try:
+        session_key("u", f"{prefix}-s1")
+    except InvalidKeyError:
+        typer.echo(f"error: --session-prefix: {prefix!r} makes invalid session ids ({prefix}-s1): use "
+                   "[A-Za-z0-9_.-] only, at most 60 characters", err=True)
+        raise typer.Exit(2) from None
+
+
+def _check_out(out: Path) -> None:
+    """Refuse an ``--out`` that cannot be written (a folder, under a file, no permission) before any
+    turn runs: ``error: --out ...`` on stderr, exit 2. Creates the missing parent folders."""
+    try:
+        if out.is_dir():
+            raise IsADirectoryError(21, "it is a folder")
+        if any(parent.exists() and not parent.is_dir() for parent in out.parents):
+            raise NotADirectoryError(20, "a folder on its path is a file")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
+            raise PermissionError(13, "permission denied")
+    except OSError as exc:
+        typer.echo(f"error: --out {out} cannot be written ({exc.strerror or exc}). Fix: pass a file path in a "
+                   "writable folder, or omit --out to write to stdout", err=True)
+        raise typer.Exit(2) from None
 
 
 async def run_replay(

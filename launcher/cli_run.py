@@ -56,6 +56,21 @@ def _check_data_dir(config: Any) -> None:
         raise typer.Exit(2) from None
 
 
+def _check_blackboard_exists(config: Any, user: str, session: str) -> None:
+    """``coach session close`` on a data directory without a blackboard (a typo in COACH_DATA_DIR):
+    nothing can be closed, so refuse (exit 2) without creating the folder or an empty store. A data
+    dir that is a file (or under one) is left to ``_check_data_dir``'s message."""
+    directory = Path(config.data.dir)
+    if (directory / "blackboard.sqlite3").exists():
+        return
+    if any(p.exists() and not p.is_dir() for p in (directory, *directory.parents)):
+        return
+    typer.echo(f"error: no such session: there is no blackboard in {directory}, so user {user} has no session "
+               f"{session} (nothing was closed or created). Fix: set COACH_DATA_DIR or [data] dir to the folder "
+               "`coach run` used", err=True)
+    raise typer.Exit(2)
+
+
 def _warn_if_no_model(result: Any, config: Any, proxy_url: str | None) -> None:
     """When no agent got a single token from the model (server down or wrong URL), say so on stderr:
     the reply and synthesis printed are then the deterministic fallbacks, which look like coaching."""
@@ -95,7 +110,7 @@ def run_cmd(
     _check_data_dir(config)
     check_session_open(config, user, session)
     out = Console(file=sys.stdout, highlight=False, soft_wrap=True)
-    err = Console(file=sys.stderr, highlight=False)
+    err = Console(file=sys.stderr, highlight=False, soft_wrap=True)  # error lines are not cut at 80 columns
 
     def on_reply(text: str) -> None:
         if not as_json:
@@ -147,6 +162,7 @@ def session_close_cmd(
 
     check_ids(user=user, session=session)
     config = load_config_or_exit(config_path)
+    _check_blackboard_exists(config, user, session)
     _check_data_dir(config)
 
     async def main() -> Any:

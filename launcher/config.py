@@ -195,10 +195,17 @@ def _problems(exc: ValidationError) -> list[str]:
             out.append(f"{where}: unknown key{hint}. Fix: remove it or use one of: {', '.join(known)}")
             continue
         got = err.get("input")
-        shown = "" if isinstance(got, dict | list) else f" (got {got!r})"
-        fix = _FIX_HINTS.get(dotted, "see the [section] reference in README.md")
-        out.append(f"{where}: {err['msg']}{shown}. Fix: {fix}")
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        # a validator's own message may already quote the value ("... (got 'ftp://x')")
+        shown = "" if isinstance(got, dict | list) or f"got {got!r}" in msg else f" (got {got!r})"
+        section = str(loc[0]) if loc else ""
+        fix = _FIX_HINTS.get(dotted, f"see [{section}] in README.md")
+        out.append(f"{where}: {msg}{shown}. Fix: {fix}")
     return out
+
+
+def _not_a_file(p: Path) -> str:
+    return "is a folder, not a TOML file" if p.is_dir() else "does not exist"
 
 
 def _config_path(path: str | Path | None, env: Mapping[str, str]) -> Path | None:
@@ -206,14 +213,14 @@ def _config_path(path: str | Path | None, env: Mapping[str, str]) -> Path | None
         p = Path(path)
         if not p.is_file():
             raise ConfigError(
-                f"config file {p} does not exist. Fix: pass an existing --config file or omit it"
+                f"config file {p} {_not_a_file(p)}. Fix: pass an existing --config file or omit it"
             )
         return p
     if env.get(ENV_CONFIG):
         p = Path(env[ENV_CONFIG])
         if not p.is_file():
             raise ConfigError(
-                f"{ENV_CONFIG}={p} does not exist. Fix: point {ENV_CONFIG} at a TOML file or unset it"
+                f"{ENV_CONFIG}={p} {_not_a_file(p)}. Fix: point {ENV_CONFIG} at a TOML file or unset it"
             )
         return p
     return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.is_file() else None

@@ -84,17 +84,32 @@ def evaluate(
     return report
 
 
-def turns_from_file(path: Path, ids: list[str] | None = None) -> Iterator[EvalTurn]:
+def turns_from_file(path: Path, ids: list[str] | None = None, skipped: list[str] | None = None) -> Iterator[EvalTurn]:
     """The user turns of every transcript in ``path`` (or only ``ids``), via :mod:`launcher.transcripts`.
 
+    Without ``ids``, a transcript with no user turn (an ESConv dialog of only supporter turns) is
+    skipped and its id appended to ``skipped`` (when given) instead of ending the whole run; one named
+    in ``ids`` is an error.
+
     Raises:
-        launcher.transcripts.TranscriptError: unreadable file, unknown format or id.
+        launcher.transcripts.TranscriptError: unreadable file, unknown format or id, a named transcript
+            without user turns, or a file holding no transcript at all (code ``empty``).
     """
-    from .transcripts import detect_source, list_ids, read_transcript
+    from .transcripts import TranscriptError, detect_source, list_ids, read_transcript
 
     source = detect_source(path)
-    for tid in ids or list_ids(path):
-        transcript = read_transcript(path, tid)
+    wanted = ids or list_ids(path)
+    if not wanted:
+        raise TranscriptError("empty", f"{path} holds no transcripts. Fix: pass a non-empty transcript file")
+    for tid in wanted:
+        try:
+            transcript = read_transcript(path, tid)
+        except TranscriptError as exc:
+            if ids or exc.code != "empty":
+                raise
+            if skipped is not None:
+                skipped.append(tid)
+            continue
         for s_no, session in enumerate(transcript.sessions, start=1):
             key = f"{source}:{transcript.id}:{s_no}"
             for utt in session:
@@ -122,17 +137,22 @@ def eval_safety_cmd(
     from .config import ConfigError, load_config
     from .transcripts import TranscriptError
 
+    skipped: list[str] = []
     try:
         cfg = load_config(config_path).safety
-        report = evaluate(turns_from_file(file, transcript_id), cfg, keep_text=show_text)
+        report = evaluate(turns_from_file(file, transcript_id, skipped), cfg, keep_text=show_text)
     except (TranscriptError, ConfigError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     if as_json:
-        typer.echo(json.dumps({"file": str(file), **report.to_json()}, ensure_ascii=False))
+        typer.echo(json.dumps({"file": str(file), **report.to_json(), "skipped_without_user_turns": skipped},
+                              ensure_ascii=False))
         return
     counts = "  ".join(f"tier {t}: {n}" for t, n in sorted(report.tiers.items()))
     typer.echo(f"{file}: {report.turns} user turns screened")
+    if skipped:
+        typer.echo(f"skipped {len(skipped)} transcript(s) without user turns: {', '.join(skipped[:20])}"
+                   f"{' ...' if len(skipped) > 20 else ''}")
     typer.echo(counts)
     for hit in report.hits:
         typer.echo(f"tier {hit.tier}  {hit.location}  {', '.join(hit.reasons)}")

@@ -191,13 +191,17 @@ def read_esconv(path: Path | str, dialog_index: str | int) -> Transcript:
         idx = int(str(dialog_index).strip())
     except ValueError:
         idx = -1
+    if not lines:
+        raise TranscriptError("empty", f"{p} holds no ESConv dialogs (no non-blank lines)")
     if not 0 <= idx < len(lines):
         raise TranscriptError(
             "unknown_id", f"{p}: dialog index {dialog_index!r} is not in 0..{len(lines) - 1} (0-based line)"
         )
     try:
         obj = json.loads(lines[idx])
-        turns = [(i, str(t["speaker"]), str(t["text"])) for i, t in enumerate(obj["dialog"])]
+        turns = [(i, t["speaker"], t["text"]) for i, t in enumerate(obj["dialog"])]
+        if not all(isinstance(speaker, str) and isinstance(text, str) for _, speaker, text in turns):
+            raise TypeError("dialog[].speaker and dialog[].text must be strings")
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise TranscriptError(
             "bad_format", f"{p}: line {idx + 1} is not an ESConv dialog with dialog[].speaker/.text ({exc!r})"
@@ -213,7 +217,9 @@ def read_uic(path: Path | str, patient: str | int | None = None) -> Transcript:
     p = _existing(path)
     if p.is_dir():
         ids = list_ids(p)
-        if patient is None or str(patient).strip() not in ids:
+        if patient is None:
+            raise TranscriptError("unknown_id", f"{p} is a UIC folder: give --patient N; patients: {_show(ids)}")
+        if str(patient).strip() not in ids:
             raise TranscriptError("unknown_id", f"{p}: no patient {patient!r}; patients: {_show(ids)}")
         p = p / f"patient{str(patient).strip()}.csv"
     pid = _uic_patient_of(p)
@@ -259,11 +265,30 @@ def _csv_header(p: Path) -> list[str]:
 
 
 def _read_csv(p: Path, required: Iterable[str]) -> list[dict[str, str]]:
+    """The rows of ``p`` as dicts; a row that lacks one of the ``required`` columns (a truncated line),
+    a file that is not UTF-8 or not CSV is a ``bad_format`` TranscriptError naming the line."""
+    required = list(required)
     missing = [c for c in required if c not in _csv_header(p)]
     if missing:
         raise TranscriptError("bad_format", f"{p}: missing CSV column(s) {missing}")
-    with p.open(newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
+    rows: list[dict[str, str]] = []
+    try:
+        with p.open(newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            for row in reader:
+                short = [c for c in required if row.get(c) is None]
+                if short:
+                    raise TranscriptError(
+                        "bad_format",
+                        f"{p}: line {reader.line_num} has no value for column(s) {short} (a truncated row?). "
+                        "Fix: give every row all the header's columns",
+                    )
+                rows.append(row)
+    except UnicodeDecodeError:
+        raise TranscriptError("bad_format", f"{p} is not UTF-8 text") from None
+    except csv.Error as exc:
+        raise TranscriptError("bad_format", f"{p}: not a readable CSV file ({exc})") from None
+    return rows
 
 
 def _annomi_rows(p: Path) -> list[dict[str, str]]:

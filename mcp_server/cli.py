@@ -94,6 +94,10 @@ def mcp_cmd(
     log_level: Annotated[str, typer.Option(help="Log level (stderr). INFO logs no user text.")] = "WARNING",
 ) -> None:
     """Serve the coachboard blackboard as MCP tools (stdio, or streamable HTTP with --http)."""
+    if log_level.upper() not in _LOG_LEVELS:
+        typer.echo(f"coach mcp: --log-level {log_level!r} is not a log level. Fix: one of {', '.join(_LOG_LEVELS)}",
+                   err=True)
+        raise typer.Exit(code=2)
     logging.basicConfig(level=log_level.upper(), stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         run(http=http, host=host, port=port, path=path, data_dir=data_dir, config=config,
@@ -101,6 +105,19 @@ def mcp_cmd(
     except McpServerError as exc:
         typer.echo(f"coach mcp: {exc.message}", err=True)
         raise typer.Exit(code=2) from None
+
+
+_LOG_LEVELS = ("CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG")
+
+
+def _option_problems(exc: ValidationError) -> str:
+    """``--port: Input should be less than or equal to 65535 (got 99999)``, one per problem, joined."""
+    parts = []
+    for err in exc.errors():
+        field = str(err["loc"][-1]) if err["loc"] else "option"
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        parts.append(f"--{field.replace('_', '-')}: {msg} (got {err.get('input')!r})")
+    return "; ".join(parts)
 
 
 READY_PREFIX = "coach mcp: serving streamable HTTP at "
@@ -139,8 +156,8 @@ def run(
     if overrides:
         try:
             cfg = McpConfig.model_validate({**cfg.model_dump(), **overrides})
-        except ValueError as exc:
-            raise McpConfigError(f"invalid option: {exc}") from exc
+        except ValidationError as exc:
+            raise McpConfigError(f"invalid option {_option_problems(exc)}. Fix: correct it (coach mcp --help)") from None
     scopes: ScopeSource
     if http:
         if any((user, session, turn, agent)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 from pathlib import Path
@@ -25,10 +26,15 @@ def proxy_cmd(
     import logging
 
     import uvicorn
+    from pydantic import ValidationError
 
     from . import ModelPool, ProxyConfig, create_app, load_config
     from .errors import ConfigError
 
+    if log_level.lower() not in _LOG_LEVELS:
+        typer.echo(f"coach proxy: --log-level {log_level!r} is not a log level. Fix: one of {', '.join(_LOG_LEVELS)}",
+                   err=True)
+        raise typer.Exit(2)
     try:
         cfg = load_config(config) if config is not None else ProxyConfig()
         url = upstream or (os.environ.get("COACH_UPSTREAM_URL") if not cfg.models else None)
@@ -43,9 +49,12 @@ def proxy_cmd(
                 updates[k] = v
         if updates:
             cfg = ProxyConfig.model_validate({**cfg.model_dump(), **updates})
+    except ValidationError as exc:
+        typer.echo(f"coach proxy: {_options_problem(exc)}", err=True)
+        raise typer.Exit(2) from None
     except (ConfigError, ValueError) as exc:
         typer.echo(f"coach proxy: {exc}", err=True)
-        raise typer.Exit(2) from exc
+        raise typer.Exit(2) from None
     if not cfg.models:
         typer.echo("coach proxy: no upstream configured; pass --config FILE with [[proxy.models]], --upstream URL, "
                    "or set COACH_UPSTREAM_URL", err=True)
@@ -54,11 +63,32 @@ def proxy_cmd(
     sock = _listen(cfg.host, cfg.port)
     typer.echo(f"coach proxy: serving on http://{cfg.host}:{sock.getsockname()[1]} -> "
                + ", ".join(f"{p.name}={p.kind}:{'|'.join(p.replicas)}" for p in cfg.models))
-    server = uvicorn.Server(uvicorn.Config(create_app(cfg), log_level=log_level, access_log=False))
+    server = uvicorn.Server(uvicorn.Config(create_app(cfg), log_level=log_level.lower(), access_log=False))
     try:
         server.run(sockets=[sock])
     finally:
         sock.close()
+
+
+_LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+
+#: Which command-line option sets each ProxyConfig / ModelPool field (for error messages).
+_OPTION_OF = {"port": "--port", "host": "--host", "api_key": "--api-key", "replicas": "--upstream",
+              "upstream_model": "--upstream-model", "kind": "--kind"}
+
+
+def _options_problem(exc: Any) -> str:
+    """One line per problem of a pydantic ``ValidationError`` raised by the command-line overrides,
+    naming the option (``--port: Input should be less than or equal to 65535 (got 99999)``)."""
+    parts = []
+    for err in exc.errors():
+        field = str(err["loc"][-1]) if err["loc"] else ""
+        name = _OPTION_OF.get(field, field or "option")
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        got = err.get("input")
+        shown = "" if f"{got!r}" in msg or isinstance(got, dict | list) else f" (got {got!r})"
+        parts.append(f"{name}: {msg}{shown}")
+    return "; ".join(parts) + ". Fix: correct the option (coach proxy --help)"
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -70,8 +100,11 @@ def _listen(host: str, port: int) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        typer.echo(f"coach proxy: cannot listen on {host}:{port}: {exc.strerror or exc}. Fix: stop whatever uses port "
-                   f"{port}, or pass another --port (--port 0 picks a free one)", err=True)
+        if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+            fix = f"stop whatever uses port {port}, or pass another --port (--port 0 picks a free one)"
+        else:  # not a port problem: an unknown host name or an address this machine does not have
+            fix = "pass a --host this machine can bind, such as 127.0.0.1 or 0.0.0.0 ([proxy] host)"
+        typer.echo(f"coach proxy: cannot listen on {host}:{port}: {exc.strerror or exc}. Fix: {fix}", err=True)
         raise typer.Exit(1) from None
     sock.listen(2048)
     return sock

@@ -1,0 +1,25 @@
+"""``coach mcp`` refuses bad command-line options with one plain line naming the option and exit 2,
+never a traceback or a raw pydantic dump (fresh-eyes pass; each failed before its fix)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from launcher.cli import app
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--port", "99999"], "invalid option --port: Input should be less than or equal to 65535 (got 99999)"),
+    (["--port", "0", "--path", "nope"], "invalid option --path: String should match pattern"),
+    (["--port", "0", "--log-level", "chatty"], "--log-level 'chatty' is not a log level"),
+])
+def test_bad_option_exits_2_with_one_plain_line(tmp_path: Path, args: list[str], expected: str) -> None:
+    r = CliRunner().invoke(app, ["mcp", "--http", "--data-dir", str(tmp_path / "d"), *args], env={"COLUMNS": "400"})
+    assert r.exit_code == 2, r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+    assert "errors.pydantic.dev" not in r.output and "validation error" not in r.output
+    assert expected in r.output
+    assert not (tmp_path / "d").exists()  # refused before the blackboard is opened
