@@ -16,6 +16,7 @@ import typer
 __all__ = [
     "agent_timeline",
     "check_ids",
+    "check_service_urls",
     "check_session_open",
     "check_user",
     "load_config_or_exit",
@@ -61,6 +62,37 @@ def check_user(user: str) -> None:
     except InvalidKeyError as exc:
         typer.echo(f"error: --user: {exc}", err=True)
         raise typer.Exit(2) from None
+
+
+def check_service_urls(proxy_url: str | None, mcp_url: str | None, *, connect_timeout_s: float = 3.0) -> None:
+    """Refuse a ``--proxy-url`` / ``--mcp-url`` that is not an ``http(s)://host[:port]`` URL, or where
+    nothing accepts a TCP connection within ``connect_timeout_s`` seconds, before any agent starts:
+    prints ``error: --proxy-url URL: ...`` (with the fix: start ``coach serve`` or drop the option) on
+    stderr and raises ``typer.Exit(2)``. Without the check every agent failed ("Invalid URL", HTTP 529)
+    and the turn ended with fallback texts and exit 0."""
+    import socket
+    from urllib.parse import urlsplit
+
+    for option, url in (("--proxy-url", proxy_url), ("--mcp-url", mcp_url)):
+        if url is None:
+            continue
+        try:
+            parts = urlsplit(url)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:
+            parts, port = None, 0
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            typer.echo(f"error: {option} {url!r} is not an http(s) URL. Fix: pass e.g. "
+                       f"{'http://127.0.0.1:8082' if option == '--proxy-url' else 'http://127.0.0.1:8765/mcp'} "
+                       "(what `coach serve` prints), or omit it to run one in-process", err=True)
+            raise typer.Exit(2)
+        try:
+            socket.create_connection((parts.hostname, port), timeout=connect_timeout_s).close()
+        except OSError as exc:
+            typer.echo(f"error: {option} {url}: nothing answers there ({exc.strerror or type(exc).__name__}). "
+                       "Fix: start `coach serve` (or the server) first, or omit the option to run one in-process",
+                       err=True)
+            raise typer.Exit(2) from None
 
 
 def store_error(exc: Exception) -> NoReturn:

@@ -363,7 +363,13 @@ def chat_cmd(
     """Chat with the coach: the Coach's reply at once, the synthesis appended later."""
     from rich.console import Console
 
-    from launcher._cli_common import check_ids, check_session_open, load_config_or_exit, run_async
+    from launcher._cli_common import (
+        check_ids,
+        check_service_urls,
+        check_session_open,
+        load_config_or_exit,
+        run_async,
+    )
     from launcher.agents import AgentSpecError
     from launcher.errors import LauncherError
 
@@ -371,6 +377,7 @@ def chat_cmd(
     check_ids(user=user, session=session)
     config = load_config_or_exit(config_path)
     check_session_open(config, user, session)  # before any process starts
+    check_service_urls(proxy_url, mcp_url)
     console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
     err = Console(file=sys.stderr, highlight=False)
     try:

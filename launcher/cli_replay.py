@@ -21,7 +21,7 @@ from typing import IO, Annotated, Any
 
 import typer
 
-from launcher._cli_common import check_user, load_config_or_exit
+from launcher._cli_common import check_service_urls, check_user, load_config_or_exit
 
 __all__ = ["load_transcript", "replay_cmd", "turn_line"]
 
@@ -105,6 +105,7 @@ def replay_cmd(
     config = load_config_or_exit(config_path)
     if out is not None:
         _check_out(out)
+    check_service_urls(proxy_url, mcp_url)
     err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
 
     async def main(sink: IO[str]) -> None:

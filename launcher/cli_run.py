@@ -21,6 +21,7 @@ import typer
 from launcher._cli_common import (
     agent_timeline,
     check_ids,
+    check_service_urls,
     check_session_open,
     load_config_or_exit,
     run_async,
@@ -109,6 +110,7 @@ def run_cmd(
     config = load_config_or_exit(config_path)
     _check_data_dir(config)
     check_session_open(config, user, session)
+    check_service_urls(proxy_url, mcp_url)
     out = Console(file=sys.stdout, highlight=False, soft_wrap=True)
     err = Console(file=sys.stderr, highlight=False, soft_wrap=True)  # error lines are not cut at 80 columns
 

@@ -71,12 +71,26 @@ class ConfigError(LauncherError):
         super().__init__(message)
 
 
+def _expand_home(value: Path) -> Path:
+    """``~`` / ``~user`` at the start of a path is the home folder (TOML and a quoted env value do not
+    expand it, so ``dir = "~/coach"`` made a folder named ``~`` in the current directory)."""
+    try:
+        return value.expanduser()
+    except RuntimeError:  # no home folder known: keep the path as written
+        return value
+
+
 class DataConfig(BaseModel):
     """Where the blackboard lives: ``dir`` holds ``blackboard.sqlite3`` and the sequencer's locks."""
 
     model_config = ConfigDict(extra="forbid")
 
     dir: Path = Path(".coachboard/data")
+
+    @field_validator("dir")
+    @classmethod
+    def _home(cls, value: Path) -> Path:
+        return _expand_home(value)
 
 
 class UpstreamConfig(BaseModel):
@@ -117,6 +131,12 @@ class AgentsConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     dir: Path = Path("agents")
+
+    @field_validator("dir")
+    @classmethod
+    def _home(cls, value: Path) -> Path:
+        return _expand_home(value)
+
     warm_process_limit: int = Field(default=6, ge=0, le=64)
     retries: int = Field(default=1, ge=0, le=5)
     watch: bool = True

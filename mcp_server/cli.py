@@ -76,8 +76,13 @@ def _check_whole_file(path: Path) -> None:
 
 
 def resolve_data_dir(cli_value: str | None, config_value: str | None) -> Path:
-    """--data-dir wins, then COACH_DATA_DIR, then ``[data] dir``, then :data:`DEFAULT_DATA_DIR`."""
-    return Path(cli_value or os.environ.get("COACH_DATA_DIR") or config_value or DEFAULT_DATA_DIR)
+    """--data-dir wins, then COACH_DATA_DIR, then ``[data] dir``, then :data:`DEFAULT_DATA_DIR`; a leading
+    ``~`` is the home folder, as in ``launcher.config``."""
+    path = Path(cli_value or os.environ.get("COACH_DATA_DIR") or config_value or DEFAULT_DATA_DIR)
+    try:
+        return path.expanduser()
+    except RuntimeError:  # no home folder known
+        return path
 
 
 def mcp_cmd(

@@ -208,3 +208,55 @@ def test_config_fix_hint_names_the_section(tmp_path: Path) -> None:
 def test_config_that_is_a_folder_says_so(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="is a folder, not a TOML file"):
         load_config(tmp_path, env={})
+
+
+# ------------------------------------------------------------------------------------------ --proxy-url / --mcp-url
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("command", [["run", "hello", "-s", "s1"], ["chat"], ["replay", str(EXAMPLE)]])
+def test_bad_or_dead_service_url_is_refused_before_any_agent(
+    tmp_path: Path, failing_runtime: list[Any], command: list[str]
+) -> None:
+    cfg = tmp_path / "coach.toml"
+    cfg.write_text(f'[data]\ndir = "{tmp_path / "d"}"\n')
+    dead = f"http://127.0.0.1:{_free_port()}"
+    for option, url, expected in (("--proxy-url", "notaurl", "is not an http(s) URL"),
+                                  ("--mcp-url", "ftp://x/mcp", "is not an http(s) URL"),
+                                  ("--mcp-url", "http://127.0.0.1:99999/mcp", "is not an http(s) URL"),
+                                  ("--proxy-url", dead, "nothing answers there")):
+        res = CliRunner().invoke(app, [*command, "-u", "u1", "--config", str(cfg), option, url], env=WIDE)
+        assert res.exit_code == 2, res.output
+        _no_traceback(res)
+        assert f"error: {option}" in res.output and expected in res.output
+    assert not failing_runtime  # every agent used to fail ("Invalid URL", HTTP 529) and the turn exited 0
+
+
+def test_a_listening_service_url_passes_the_check(tmp_path: Path, failing_runtime: list[Any]) -> None:
+    import socket
+
+    cfg = tmp_path / "coach.toml"
+    cfg.write_text(f'[data]\ndir = "{tmp_path / "d"}"\n')
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(4)
+        url = f"http://127.0.0.1:{srv.getsockname()[1]}"
+        res = CliRunner().invoke(app, ["run", "hello", "-u", "u1", "-s", "s1", "--config", str(cfg),
+                                       "--proxy-url", url, "--mcp-url", url + "/mcp"], env=WIDE)
+    assert failing_runtime, res.output  # the check let it through to the runtime
+
+
+def test_tilde_in_data_and_agents_dir_is_the_home_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('[agents]\ndir = "~/agents"\n')
+    config = load_config(cfg, env={"COACH_DATA_DIR": "~/coach-data"})
+    assert config.data.dir == tmp_path / "coach-data"  # was Path("~/coach-data"): a folder named "~"
+    assert config.agents.dir == tmp_path / "agents"

@@ -23,3 +23,12 @@ def test_bad_option_exits_2_with_one_plain_line(tmp_path: Path, args: list[str],
     assert "errors.pydantic.dev" not in r.output and "validation error" not in r.output
     assert expected in r.output
     assert not (tmp_path / "d").exists()  # refused before the blackboard is opened
+
+
+def test_tilde_data_dir_is_the_home_folder_as_in_the_other_commands(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_server.cli import resolve_data_dir
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("COACH_DATA_DIR", "~/coach-data")
+    assert resolve_data_dir(None, None) == tmp_path / "coach-data"
