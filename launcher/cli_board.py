@@ -35,7 +35,9 @@ def _entry_order(entry: dict[str, Any]) -> tuple[int, str]:
 
 def board_document(store: Any, user: str, session: str | None = None) -> dict[str, Any]:
     """``{"user", "sessions": [{"session", "closed", "turns": [{"turn", "entries": [{kind, version,
-    author, seq, updated_at}]}]}], "profile": {version, updated_at, value} | None}`` (times: Unix s).
+    author, seq, updated_at}], "crisis_tier", "synthesis_source"}]}], "profile": {version, updated_at,
+    value} | None}`` (times: Unix s; ``crisis_tier`` / ``synthesis_source`` from the turn's record,
+    None while it has none).
 
     Raises ``blackboard.InvalidKeyError`` for bad ids, ``StoreUnavailableError`` when the store fails.
     """
@@ -44,6 +46,7 @@ def board_document(store: Any, user: str, session: str | None = None) -> dict[st
     prefix = session_key(user, session) + "/" if session else profile_key(user).rsplit("/", 1)[0] + "/sessions/"
     turns: defaultdict[str, defaultdict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     closed: dict[str, bool] = {}
+    records: dict[tuple[str, str], dict[str, Any]] = {}
     for e in store.list(prefix):
         parts = e.key.split("/")
         if len(parts) == 4:  # users/{u}/sessions/{s}: the session record
@@ -51,13 +54,18 @@ def board_document(store: Any, user: str, session: str | None = None) -> dict[st
             continue
         if len(parts) < 7 or parts[4] != "turns":
             continue
+        if parts[6] == "record" and isinstance(e.value, dict):
+            records[(parts[3], parts[5])] = e.value
         turns[parts[3]][parts[5]].append(
             {"kind": parts[6], "version": e.version, "author": e.author, "seq": e.seq, "updated_at": e.updated_at}
         )
     sessions: list[dict[str, Any]] = []
     for s in sorted(set(turns) | set(closed)):
         rows: list[dict[str, Any]] = [
-            {"turn": t, "entries": sorted(turns[s][t], key=_entry_order)} for t in sorted(turns[s])
+            {"turn": t, "entries": sorted(turns[s][t], key=_entry_order),
+             "crisis_tier": records.get((s, t), {}).get("crisis_tier"),
+             "synthesis_source": records.get((s, t), {}).get("synthesis_source")}
+            for t in sorted(turns[s])
         ]
         sessions.append({"session": s, "closed": closed.get(s, False), "turns": rows})
     prof = store.read(profile_key(user))
@@ -134,7 +142,10 @@ def show_cmd(
                 table.add_row(escape(t["turn"]) if i == 0 else "", f"[{style}]{kind}[/{style}]" if style else kind,
                               str(e["version"]), escape(e["author"]), str(e["seq"]), _when(e["updated_at"]))
             missing = [a for a in _AGENTS if a not in {e["kind"] for e in agents}]
-            if missing:
+            if t.get("synthesis_source") == "crisis":  # by design: the safety screen answered, no agent ran
+                notes.append(f"[dim]turn {t['turn']}: crisis response only (safety tier {t['crisis_tier']}); "
+                             "no agent runs on such a turn[/dim]")
+            elif missing:
                 notes.append(f"[red]turn {t['turn']} has no entry from: {', '.join(missing)}[/red]")
             table.add_section()
         out.print(table)

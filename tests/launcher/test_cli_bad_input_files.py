@@ -260,3 +260,24 @@ def test_tilde_in_data_and_agents_dir_is_the_home_folder(tmp_path: Path, monkeyp
     config = load_config(cfg, env={"COACH_DATA_DIR": "~/coach-data"})
     assert config.data.dir == tmp_path / "coach-data"  # was Path("~/coach-data"): a folder named "~"
     assert config.agents.dir == tmp_path / "agents"
+
+
+def test_board_show_does_not_flag_a_crisis_turn_as_missing_every_agent(tmp_path: Path) -> None:
+    from blackboard import Blackboard, turn_entry_key
+
+    data = tmp_path / "data"
+    board = Blackboard(data)
+    try:
+        turn = board.begin_turn("u1", "s1")
+        board.store.write(turn_entry_key("u1", "s1", turn, "record"),
+                          {"crisis_tier": 3, "synthesis_source": "crisis", "missing": []},
+                          expected_version=0, author="supervisor")
+    finally:
+        board.close()
+    env = {"COACH_DATA_DIR": str(data), **WIDE}
+    res = CliRunner().invoke(app, ["board", "show", "-u", "u1"], env=env)
+    assert res.exit_code == 0, res.output
+    assert f"turn {turn}: crisis response only (safety tier 3)" in res.output
+    assert "has no entry from" not in res.output  # was red: "no entry from: coach, shadow, ... pineal"
+    doc = json.loads(CliRunner().invoke(app, ["board", "show", "-u", "u1", "--json"], env=env).output)
+    assert doc["sessions"][0]["turns"][0]["synthesis_source"] == "crisis"
