@@ -75,6 +75,25 @@ def _check_whole_file(path: Path) -> None:
         raise McpConfigError(str(exc)) from None
 
 
+def _default_config(path: Path | None) -> Path | None:
+    """The config file as every ``coach`` command finds it (README, Configuration): ``--config``, else
+    ``$COACH_CONFIG`` (which must exist), else ``./coach.toml`` when there is one, else None (defaults).
+    ``coach mcp`` used to read a file only when given ``--config``, so ``[mcp]`` and ``[data] dir`` of
+    ``./coach.toml`` were ignored and it served another blackboard than ``coach run``.
+
+    Raises McpConfigError: ``$COACH_CONFIG`` names no file.
+    """
+    if path is not None:
+        return path
+    env_path = os.environ.get("COACH_CONFIG")
+    if env_path:
+        if not Path(env_path).is_file():
+            raise McpConfigError(f"COACH_CONFIG={env_path} does not exist. Fix: point COACH_CONFIG at a TOML file or "
+                                 "unset it")
+        return Path(env_path)
+    return Path("coach.toml") if Path("coach.toml").is_file() else None
+
+
 def resolve_data_dir(cli_value: str | None, config_value: str | None) -> Path:
     """--data-dir wins, then COACH_DATA_DIR, then ``[data] dir``, then :data:`DEFAULT_DATA_DIR`; a leading
     ``~`` is the home folder, as in ``launcher.config``."""
@@ -156,7 +175,7 @@ def run(
 
     if not http and session_mode_requested():
         return run_session(data_dir=data_dir, config=config, user=user, session=session)
-    cfg, cfg_data_dir = load_config(config)
+    cfg, cfg_data_dir = load_config(_default_config(config))
     overrides = {k: v for k, v in (("host", host), ("port", port), ("path", path)) if v is not None}
     if overrides:
         try:

@@ -36,6 +36,7 @@ def proxy_cmd(
                    err=True)
         raise typer.Exit(2)
     try:
+        config = _default_config(config)
         cfg = load_config(config) if config is not None else ProxyConfig()
         url = upstream or (os.environ.get("COACH_UPSTREAM_URL") if not cfg.models else None)
         updates: dict[str, Any] = {}
@@ -68,6 +69,25 @@ def proxy_cmd(
         server.run(sockets=[sock])
     finally:
         sock.close()
+
+
+def _default_config(path: Path | None) -> Path | None:
+    """The config file as every ``coach`` command finds it (README, Configuration): ``--config``, else
+    ``$COACH_CONFIG`` (which must exist), else ``./coach.toml`` when there is one, else None (defaults).
+    ``coach proxy`` used to read a file only when given ``--config``.
+
+    Raises ConfigError: ``$COACH_CONFIG`` names no file.
+    """
+    from .errors import ConfigError
+
+    if path is not None:
+        return path
+    env_path = os.environ.get("COACH_CONFIG")
+    if env_path:
+        if not Path(env_path).is_file():
+            raise ConfigError(f"COACH_CONFIG={env_path} does not exist. Fix: point COACH_CONFIG at a TOML file or unset it")
+        return Path(env_path)
+    return Path("coach.toml") if Path("coach.toml").is_file() else None
 
 
 _LOG_LEVELS = ("critical", "error", "warning", "info", "debug")

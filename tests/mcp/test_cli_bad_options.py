@@ -32,3 +32,27 @@ def test_tilde_data_dir_is_the_home_folder_as_in_the_other_commands(tmp_path: Pa
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("COACH_DATA_DIR", "~/coach-data")
     assert resolve_data_dir(None, None) == tmp_path / "coach-data"
+
+
+def test_http_reads_coach_toml_of_the_current_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``[mcp]`` and ``[data] dir`` of ./coach.toml apply without --config (README, Configuration); they
+    were ignored, so ``coach mcp --http`` served ./.coachboard/data on port 8765 instead."""
+    import socket
+
+    monkeypatch.delenv("COACH_DATA_DIR", raising=False)
+    monkeypatch.delenv("COACH_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        (tmp_path / "coach.toml").write_text(f'[data]\ndir = "{tmp_path / "board"}"\n[mcp]\nport = {port}\n')
+        r = CliRunner().invoke(app, ["mcp", "--http"], env={"COLUMNS": "400"})
+    assert r.exit_code != 0 and f"cannot listen on 127.0.0.1:{port}" in r.output, r.output
+    assert (tmp_path / "board").is_dir() and not (tmp_path / ".coachboard").exists()
+
+
+def test_coach_config_naming_no_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COACH_CONFIG", str(tmp_path / "missing.toml"))
+    r = CliRunner().invoke(app, ["mcp", "--http", "--data-dir", str(tmp_path / "d")], env={"COLUMNS": "400"})
+    assert r.exit_code == 2 and "COACH_CONFIG=" in r.output and "does not exist" in r.output, r.output

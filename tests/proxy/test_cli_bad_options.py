@@ -3,6 +3,7 @@ bind: exit 1), never a traceback or a raw pydantic dump (fresh-eyes pass; each f
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -44,3 +45,28 @@ def test_host_it_cannot_bind_is_not_blamed_on_the_port() -> None:
     _plain(r)
     assert "cannot listen on 192.0.2.1:0" in r.output and "--host" in r.output
     assert "stop whatever uses port" not in r.output
+
+
+def test_reads_coach_toml_of_the_current_directory_like_every_command(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """README (Configuration): --config, $COACH_CONFIG or ./coach.toml. ``coach proxy`` read a file only
+    with --config ("no upstream configured" beside a coach.toml with [upstream] url)."""
+    import socket
+
+    monkeypatch.delenv("COACH_UPSTREAM_URL", raising=False)
+    monkeypatch.delenv("COACH_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        (tmp_path / "coach.toml").write_text(f'[upstream]\nurl = "http://127.0.0.1:9"\n[proxy]\nport = {port}\n')
+        r = CliRunner().invoke(app, ["proxy"], env={"COLUMNS": "400"})
+    assert r.exit_code == 1, r.output  # got as far as binding [proxy] port: the file was read
+    assert f"cannot listen on 127.0.0.1:{port}" in r.output
+
+
+def test_coach_config_naming_no_file_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COACH_CONFIG", str(tmp_path / "missing.toml"))
+    r = CliRunner().invoke(app, ["proxy", *UPSTREAM], env={"COLUMNS": "400"})
+    assert r.exit_code == 2 and "COACH_CONFIG=" in r.output and "does not exist" in r.output, r.output
