@@ -20,6 +20,7 @@ __all__ = [
     "check_session_open",
     "check_user",
     "load_config_or_exit",
+    "read_only_data_dir",
     "run_async",
     "store_error",
 ]
@@ -93,6 +94,20 @@ def check_service_urls(proxy_url: str | None, mcp_url: str | None, *, connect_ti
                        "Fix: start `coach serve` (or the server) first, or omit the option to run one in-process",
                        err=True)
             raise typer.Exit(2) from None
+
+
+def read_only_data_dir(directory: Path) -> str | None:
+    """When ``directory`` holds a blackboard but cannot be written (a read-only mount, no permission),
+    the plain explanation (SQLite in WAL mode creates ``-wal``/``-shm`` files beside the database even
+    to read it, so the store reported "not a usable blackboard database ... move it aside", which is
+    wrong advice for an intact database); else None."""
+    import os
+
+    if (directory / "blackboard.sqlite3").is_file() and not os.access(directory, os.W_OK | os.X_OK):
+        return (f"the data directory {directory} is read-only: the blackboard (SQLite, WAL mode) must create its "
+                "-wal/-shm files beside blackboard.sqlite3 even to read it; the database was not touched. Fix: "
+                "make the folder writable, or copy it to a writable place and point COACH_DATA_DIR there")
+    return None
 
 
 def store_error(exc: Exception) -> NoReturn:

@@ -101,13 +101,16 @@ def show_cmd(
     from rich.table import Table
 
     from blackboard import BlackboardError, open_store
-    from launcher._cli_common import load_config_or_exit
+    from launcher._cli_common import load_config_or_exit, read_only_data_dir
 
     config = load_config_or_exit(config_path)
     data_dir = Path(config.data.dir)
     if not (data_dir / "blackboard.sqlite3").exists():
         typer.echo(f"error: no blackboard in {data_dir} (run `coach demo` or `coach run` first, or set "
                    "COACH_DATA_DIR / [data] dir)", err=True)
+        raise typer.Exit(2)
+    if (problem := read_only_data_dir(data_dir)) is not None:
+        typer.echo(f"error: {problem}", err=True)
         raise typer.Exit(2)
     try:
         store = open_store(data_dir)

@@ -200,7 +200,7 @@ def serve_cmd(
     """Serve the proxy and the MCP HTTP server in the foreground, showing upstream health."""
     import anyio
 
-    from launcher._cli_common import load_config_or_exit
+    from launcher._cli_common import load_config_or_exit, read_only_data_dir
     from launcher.agents import AgentSpecError, load_agents
 
     config = load_config_or_exit(config_path)
@@ -215,6 +215,9 @@ def serve_cmd(
         raise typer.Exit(2) from None
     from blackboard import Blackboard, BlackboardError
 
+    if (problem := read_only_data_dir(Path(config.data.dir))) is not None:
+        typer.echo(f"coach serve: {problem}", err=True)
+        raise typer.Exit(2)
     try:
         Path(config.data.dir).mkdir(parents=True, exist_ok=True)
         board = Blackboard(Path(config.data.dir), thresholds=config.thresholds)

@@ -192,6 +192,12 @@ def run(
     else:
         scopes = FixedScope(scope_from_env(user=user, session=session, turn=turn, agent=agent))
     directory = resolve_data_dir(data_dir, cfg_data_dir)
+    if (directory / "blackboard.sqlite3").is_file() and not os.access(directory, os.W_OK | os.X_OK):
+        raise McpConfigError(
+            f"the data directory {directory} is read-only: the blackboard (SQLite, WAL mode) must create its "
+            "-wal/-shm files beside blackboard.sqlite3 even to read it; the database was not touched. Fix: make the "
+            "folder writable, or copy it to a writable place and pass --data-dir / COACH_DATA_DIR"
+        )
     try:
         directory.mkdir(parents=True, exist_ok=True)
         board = Blackboard(directory)

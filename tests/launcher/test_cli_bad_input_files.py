@@ -281,3 +281,26 @@ def test_board_show_does_not_flag_a_crisis_turn_as_missing_every_agent(tmp_path:
     assert "has no entry from" not in res.output  # was red: "no entry from: coach, shadow, ... pineal"
     doc = json.loads(CliRunner().invoke(app, ["board", "show", "-u", "u1", "--json"], env=env).output)
     assert doc["sessions"][0]["turns"][0]["synthesis_source"] == "crisis"
+
+
+def test_read_only_data_dir_is_explained_not_called_a_broken_database(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a read-only folder SQLite (WAL) cannot open even to read; the store said "not a usable
+    blackboard database ... move it aside", wrong advice for an intact database. The test runs as any
+    user (root ignores modes), so the read-only folder is os.access's answer: the boundary is faked."""
+    import os
+
+    data = tmp_path / "data"
+    _stored_turn(data)
+    before = (data / "blackboard.sqlite3").read_bytes()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if Path(p) == data else real_access(p, mode, **kw))
+    for command in (["board", "show", "-u", "u1"], ["serve", "--proxy-port", "0", "--mcp-port", "0"]):
+        cfg = tmp_path / "coach.toml"
+        cfg.write_text(f'[data]\ndir = "{data}"\n[agents]\ndir = "{ROOT / "agents"}"\n')
+        res = CliRunner().invoke(app, [*command, "--config", str(cfg)], env=WIDE)
+        assert res.exit_code == 2, res.output
+        assert "is read-only" in res.output and "move it aside" not in res.output
+    res = CliRunner().invoke(app, ["mcp", "--http", "--port", "0", "--data-dir", str(data)], env=WIDE)
+    assert res.exit_code == 2 and "is read-only" in res.output, res.output
+    assert (data / "blackboard.sqlite3").read_bytes() == before
