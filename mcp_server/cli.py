@@ -110,7 +110,8 @@ def mcp_cmd(
     port: Annotated[int | None, typer.Option(help="HTTP port (default 8765; 0 = any free port).")] = None,
     path: Annotated[str | None, typer.Option(help="HTTP endpoint path (default /mcp).")] = None,
     data_dir: Annotated[str | None, typer.Option(help="Blackboard data directory (env COACH_DATA_DIR).")] = None,
-    config: Annotated[Path | None, typer.Option(help="coach.toml to read the mcp and data sections from.")] = None,
+    config: Annotated[Path | None, typer.Option(help="coach.toml to read the \\[mcp] and \\[data] sections from (default "
+                                                                    "$COACH_CONFIG, else ./coach.toml if present).")] = None,
     user: Annotated[str | None, typer.Option(help="stdio scope: user id (env COACH_USER).")] = None,
     session: Annotated[str | None, typer.Option(help="stdio scope: session id (env COACH_SESSION).")] = None,
     turn: Annotated[str | None, typer.Option(help="stdio scope: turn id (env COACH_TURN).")] = None,

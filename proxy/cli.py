@@ -12,7 +12,8 @@ import typer
 
 
 def proxy_cmd(
-    config: Annotated[Path | None, typer.Option("--config", "-c", help="TOML file (its proxy table, or the top level).")] = None,
+    config: Annotated[Path | None, typer.Option("--config", "-c", help="coach.toml (its \\[proxy] and \\[upstream] tables) or a proxy-only TOML file; default $COACH_CONFIG, "
+                                                                    "else ./coach.toml if present.")] = None,
     upstream: Annotated[str | None, typer.Option(help="One OpenAI-compatible upstream URL serving every model name "
                                                   "(default: $COACH_UPSTREAM_URL when the config has no models).")] = None,
     kind: Annotated[str, typer.Option(help="Upstream kind for --upstream: openai or anthropic.")] = "openai",
