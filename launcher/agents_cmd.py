@@ -22,7 +22,7 @@ def agents_check_cmd(
         Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")
     ] = None,
 ) -> None:
-    """Parse and validate every agent file; exit non-zero on any invalid file."""
+    """Parse and validate every agent file; exit 1 on any invalid file."""
     from rich.console import Console
     from rich.table import Table
 
