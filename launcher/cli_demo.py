@@ -181,8 +181,8 @@ def demo_cmd(
         emb = demo_embedded_config(config)
         server = EmbeddedModelServer(emb, log_path=data_dir.parent / "llama-server.log",
                                      progress=lambda m: console.print(f"    [dim]model server:[/dim] {escape(m)}"))
-        console.print(f"[bold]1/3[/bold] starting the embedded model server ({emb.parallel} slots, "
-                      f"{emb.threads} threads)")
+        console.print(f"[bold]1/3[/bold] starting the embedded model server ({_plural(emb.parallel, 'slot')}, "
+                      f"{_plural(emb.threads, 'thread')})")
         async with server:
             console.print("[bold]2/3[/bold] starting the proxy and the MCP HTTP server on free loopback ports")
             rt_config = embedded_runtime_config(config, server.base_url, kind)
@@ -223,21 +223,30 @@ def _relative(path: Path) -> str:
         return str(path)
 
 
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _secs(v: float | None) -> str:
     return "-" if v is None else f"{v:.1f} s"
 
 
 def _epilogue(console: Any, turns: list[Any], user: str, data_dir: Path, elapsed: float) -> None:
-    complete = sum(1 for t in turns if not t.result.degraded)
+    writers = ("coach", "shadow", "persona", "plasticity", "stability")
+    written = sum(1 for t in turns if all(
+        (a := t.result.agents.get(n)) is not None and a.status == "ok" for n in writers))
     model_synth = sum(1 for t in turns if t.result.synthesis_source in ("model", "repaired"))
+    delivered = sum(1 for t in turns if t.result.coach_reply and t.result.synthesis)
     sessions = sorted({t.session_id for t in turns})
     script = Path(sys.executable).parent / "coach"
     coach = _relative(script) if script.exists() else "coach"
     console.rule("[bold]done")
     console.print(
-        f"{len(turns)} turns over {len(sessions)} sessions in {elapsed:.0f} s: {complete} complete, "
-        f"{model_synth} synthesised by Pineal (the rest by the deterministic fallback: a 135M model rarely "
-        "cites the entries correctly, so the MCP server stores the fallback after two rejected attempts).\n"
+        f"{len(turns)} turns over {len(sessions)} sessions in {elapsed:.0f} s. {delivered} of {len(turns)} turns "
+        f"delivered a Coach reply and a synthesis; in {written} of {len(turns)} turns the model wrote all five entries (Coach, Shadow, "
+        f"Persona, Plasticity, Stability) through their MCP tools. Pineal's synthesis: {model_synth} by the model, "
+        f"{len(turns) - model_synth} by the deterministic fallback (a 135M model rarely cites the entries "
+        "correctly, so the MCP server stores the fallback, as Pineal's entry, after two rejected attempts).\n"
         f"The blackboard lives in [bold]{data_dir / 'blackboard.sqlite3'}[/bold] (SQLite; \\[data] dir).\n"
         f"Inspect it:  {coach} board show --user {user}            (every turn's entries and the profile)\n"
         f"             {coach} board show --user {user} --session {sessions[0] if sessions else '<S>'} --json"
