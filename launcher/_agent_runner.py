@@ -486,7 +486,10 @@ class ClaudeAgentRunner:
                         usage.get("cache_read_input_tokens") or 0
                     )
             elif isinstance(msg, AssistantMessage):
-                if not first:
+                # Claude Code reports a failed request as a synthetic assistant message ("API Error: ..."):
+                # that is not a token from the model.
+                synthetic = msg.error is not None or msg.model == "<synthetic>"
+                if not first and not synthetic:
                     first = True
                     events.on_first_token()
                 for block in msg.content:
@@ -547,13 +550,24 @@ class ClaudeAgentRunner:
                 await asyncio.wait(list(self._background), timeout=10)
 
 
+#: What the proxy's own error statuses mean (proxy/errors.py), said from the user's side.
+_PROXY_STATUS: dict[int, str] = {
+    502: "the model server failed or sent an unusable answer (the proxy answered HTTP 502; see its warnings)",
+    504: "the model server did not answer in time (the proxy answered HTTP 504)",
+    529: "no model server could be reached (the proxy answered HTTP 529: every replica down or refusing; "
+         "check [upstream] url / COACH_UPSTREAM_URL)",
+    429: "the model server is rate limiting (the proxy answered HTTP 429)",
+}
+
+
 def _result_error(agent: str, subtype: str, text: str) -> AgentFailedError:
     m = _API_ERROR.search(text)
     if m:
         status = int(m.group(1))
         retryable = status >= 500 or status in (408, 409, 429)
         return AgentFailedError(
-            agent, f"upstream answered HTTP {status}", status="error", code="upstream_error", retryable=retryable
+            agent, _PROXY_STATUS.get(status, f"the proxy answered HTTP {status}"), status="error",
+            code="upstream_error", retryable=retryable,
         )
     short = text[:200] if text else subtype
     transient = bool(re.search(r"connection|timed? ?out|ECONN|socket|overloaded", text, re.I))

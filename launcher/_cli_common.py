@@ -20,6 +20,7 @@ __all__ = [
     "check_session_open",
     "check_user",
     "load_config_or_exit",
+    "plural",
     "read_only_data_dir",
     "run_async",
     "store_error",
@@ -185,3 +186,9 @@ def agent_timeline(result: Any) -> Any:
             "yes" if st["warm"] else "no", escape((st["error"] or "")[:60]),
         )
     return table
+
+
+def plural(n: int, noun: str) -> str:
+    """``"1 turn"``, ``"2 turns"``: ``n`` and ``noun`` with an ``s`` unless ``n`` is 1 (English nouns whose
+    plural is ``+s`` only)."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

@@ -33,6 +33,8 @@ from typing import Annotated, Any
 
 import typer
 
+from launcher._cli_common import plural
+
 __all__ = ["QUIT_COMMANDS", "chat_cmd"]
 
 #: Lines that end the session (case-insensitive, surrounding spaces ignored).
@@ -327,7 +329,7 @@ async def _chat(config: Any, user: str, session: str, console: Any, urls: tuple[
         if closed:
             res = closed[0]
             console.print(f"session {session} was idle for {config.agents.idle_close_s:g}s and was closed "
-                          f"({res.turns} turns): merged {', '.join(res.merged) or 'nothing'}; profile "
+                          f"({plural(res.turns, 'turn')}): merged {', '.join(res.merged) or 'nothing'}; profile "
                           f"v{res.profile_version}", highlight=False, markup=False)
             return 0
         console.print("[dim]closing the session (compacting it into the profile)…[/dim]")
@@ -341,7 +343,7 @@ async def _chat(config: Any, user: str, session: str, console: Any, urls: tuple[
             return 0
         merged = ", ".join(res.merged) or "nothing"
         console.print(
-            f"session {session} closed ({res.turns} turns): merged {merged}; profile v{res.profile_version}",
+            f"session {session} closed ({plural(res.turns, 'turn')}): merged {merged}; profile v{res.profile_version}",
             highlight=False,
         )
     return 0

@@ -111,7 +111,7 @@ def demo_cmd(
     import anyio
     from rich.console import Console
 
-    from launcher._cli_common import check_user, load_config_or_exit
+    from launcher._cli_common import check_user, load_config_or_exit, plural
     from launcher._replay import run_tag
     from launcher.agents import AgentSpecError
     from launcher.cli_replay import load_transcript, run_replay
@@ -181,8 +181,8 @@ def demo_cmd(
         emb = demo_embedded_config(config)
         server = EmbeddedModelServer(emb, log_path=data_dir.parent / "llama-server.log",
                                      progress=lambda m: console.print(f"    [dim]model server:[/dim] {escape(m)}"))
-        console.print(f"[bold]1/3[/bold] starting the embedded model server ({_plural(emb.parallel, 'slot')}, "
-                      f"{_plural(emb.threads, 'thread')})")
+        console.print(f"[bold]1/3[/bold] starting the embedded model server ({plural(emb.parallel, 'slot')}, "
+                      f"{plural(emb.threads, 'thread')})")
         async with server:
             console.print("[bold]2/3[/bold] starting the proxy and the MCP HTTP server on free loopback ports")
             rt_config = embedded_runtime_config(config, server.base_url, kind)
@@ -221,10 +221,6 @@ def _relative(path: Path) -> str:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
-
-
-def _plural(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _secs(v: float | None) -> str:

@@ -21,7 +21,7 @@ from typing import IO, Annotated, Any
 
 import typer
 
-from launcher._cli_common import check_service_urls, check_user, load_config_or_exit
+from launcher._cli_common import check_service_urls, check_user, load_config_or_exit, plural
 
 __all__ = ["load_transcript", "replay_cmd", "turn_line"]
 
@@ -219,7 +219,7 @@ async def run_replay(
 
     def closed(res: Any) -> None:
         merged = ", ".join(res.merged) or "nothing"
-        console.print(f"session {res.session} closed ({res.turns} turns): merged {merged} into the profile "
+        console.print(f"session {res.session} closed ({plural(res.turns, 'turn')}): merged {merged} into the profile "
                       f"(v{res.profile_version})")
 
     return await replay_transcript(

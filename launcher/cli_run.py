@@ -24,6 +24,7 @@ from launcher._cli_common import (
     check_service_urls,
     check_session_open,
     load_config_or_exit,
+    plural,
     run_async,
     store_error,
 )
@@ -191,4 +192,4 @@ def session_close_cmd(
         typer.echo(f"session {session} was already closed; profile of {user} stays at version {res.profile_version}")
     else:
         merged = ", ".join(res.merged) or "nothing (no Persona or Shadow output in this session)"
-        typer.echo(f"session {session} closed ({res.turns} turns): merged {merged}; profile v{res.profile_version}")
+        typer.echo(f"session {session} closed ({plural(res.turns, 'turn')}): merged {merged}; profile v{res.profile_version}")

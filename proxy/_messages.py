@@ -25,6 +25,7 @@ from .errors import ProxyError, UpstreamError
 from .wellformed import encode_sse
 
 log = logging.getLogger("proxy.messages")
+_RETRY_WARN_EVERY_S = 60.0
 PING = encode_sse({"type": "ping"})
 Item = tuple[str, Any]
 
@@ -47,7 +48,16 @@ class UpstreamRun:
 
     def _on_retry(self, replica: Any, err: ProxyError) -> None:
         self.meter.retries[replica.url] += 1
-        log.warning("retrying upstream request (model %s): %s", self.pool.name, err.message)
+        # One warning per replica and error code a minute (a dead server used to print one per request, 20 in
+        # a turn); the error's text, which may hold the upstream's body, only at debug level.
+        key, now = (replica.url, err.code), time.monotonic()
+        loud = now - self.meter.retry_warned.get(key, -1e9) >= _RETRY_WARN_EVERY_S
+        if loud:
+            self.meter.retry_warned[key] = now
+        log.log(logging.WARNING if loud else logging.DEBUG,
+                "retrying upstream request (model %s, replica %s): %s, HTTP %s (%d retries so far; /metrics counts them)",
+                self.pool.name, replica.url, err.code, err.status, self.meter.retries[replica.url])
+        log.debug("upstream error detail (model %s): %s", self.pool.name, err.message)
 
     async def _produce(self) -> None:
         us = None

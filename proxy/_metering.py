@@ -74,6 +74,7 @@ class Meter:
         self.config = config
         self.log_path = Path(config.usage_log) if config.usage_log else None
         self.session_used: dict[str, int] = defaultdict(int)
+        self.retry_warned: dict[tuple[str, str], float] = {}  # (replica, error code) -> last warning (monotonic s)
         self.agent_used: dict[tuple[str, str], int] = defaultdict(int)
         self.tokens: dict[tuple[str, str, str], int] = defaultdict(int)  # (agent, session, kind)
         self.requests: dict[tuple[str, str, str], int] = defaultdict(int)  # (agent, model, status)

@@ -115,7 +115,7 @@ def test_chat_prints_model_text_verbatim(env: SimpleNamespace) -> None:
     assert res.exit_code == 0, (res.output, res.exception)
     assert f"Coach: {MARKUP}" in res.output
     assert f"Synthesis: {MARKUP}" in res.output
-    assert "session s1 closed (1 turns)" in res.output
+    assert "session s1 closed (1 turn)" in res.output
 
 
 def test_chat_without_turns_closes_nothing(env: SimpleNamespace) -> None:
@@ -149,7 +149,7 @@ def test_chat_closes_an_idle_session(env: SimpleNamespace, monkeypatch: pytest.M
     monkeypatch.setattr("launcher.cli_chat._CLOCK", lambda: now[0])
     res = _cli("chat", "-u", "bob", "-s", "s1", cfg=env.cfg)
     assert res.exit_code == 0, (res.output, res.exception)
-    assert turn_done[0] and "was idle for 0.05s and was closed (1 turns): merged persona, shadow" in res.output
+    assert turn_done[0] and "was idle for 0.05s and was closed (1 turn): merged persona, shadow" in res.output
     assert _session(env.data, "bob", "s1").value["closed_at"]
 
 

@@ -48,6 +48,23 @@ async def test_upstream_500_every_attempt_is_api_error(stream: bool) -> None:
     assert "CUDA out of memory" in r.json()["error"]["message"] and len(up.calls()) == 3
 
 
+async def test_retry_warnings_are_one_per_replica_and_never_echo_the_upstream_body(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    up = FakeUpstream(lambda b: Status(500, {"error": {"message": "echo: MARKER-user-text"}}))
+    with caplog.at_level("DEBUG", logger="proxy.messages"):
+        async with proxy_client(up, make_config()) as c:
+            for _ in range(3):  # three requests, two retries each: six retries
+                r = await c.post("/v1/messages", json=msg_body(stream=False))
+                assert r.status_code == 502
+    retries = [r for r in caplog.records if r.getMessage().startswith("retrying upstream request")]
+    assert len(retries) == 6
+    assert [r.levelname for r in retries].count("WARNING") == 1  # the rest at debug
+    warned = [r for r in caplog.records if r.levelno >= 20]
+    assert warned and not any("MARKER-user-text" in r.getMessage() for r in warned)
+    assert any("MARKER-user-text" in r.getMessage() for r in caplog.records if r.levelname == "DEBUG")
+
+
 async def test_429_retry_after_honoured_then_served() -> None:
     up = FakeUpstream()
     up.script(A, Status(429, headers={"retry-after": "0"}))
