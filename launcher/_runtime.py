@@ -98,7 +98,7 @@ async def coach_runtime(
     from launcher.agents import AgentRegistry
 
     data_dir, home = _prepare_dirs(config.data.dir)
-    registry = AgentRegistry(agents_dir or config.agents.dir)
+    registry = AgentRegistry(agents_dir or config.agents.resolved_dir())
     board = open_board(data_dir, thresholds=config.thresholds)
     directory = TurnDirectory()
     # A fresh secret per run signs the agents' MCP scope headers (x-coach-scope-token): another local

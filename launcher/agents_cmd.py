@@ -32,7 +32,7 @@ def agents_check_cmd(
         from .config import ConfigError, load_config
 
         try:
-            directory = load_config(config_path).agents.dir
+            directory = load_config(config_path).agents.resolved_dir()
         except ConfigError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None

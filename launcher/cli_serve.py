@@ -209,7 +209,7 @@ def serve_cmd(
             typer.echo(f"coach serve: {name} must be 0-65535 (0 = any free port), got {port}", err=True)
             raise typer.Exit(2)
     try:
-        specs = load_agents(config.agents.dir)
+        specs = load_agents(config.agents.resolved_dir())
     except AgentSpecError as exc:
         typer.echo(f"coach serve: {exc}\nFix the agent files (coach agents check) or set [agents] dir.", err=True)
         raise typer.Exit(2) from None

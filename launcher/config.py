@@ -115,6 +115,10 @@ class UpstreamConfig(BaseModel):
         return value.rstrip("/")
 
 
+#: The agent files beside the installed packages (a source checkout or an editable install).
+CHECKOUT_AGENTS_DIR = Path(__file__).resolve().parent.parent / "agents"
+
+
 class AgentsConfig(BaseModel):
     """The agent files and their processes.
 
@@ -125,7 +129,8 @@ class AgentsConfig(BaseModel):
     into the profile; issue 5's idle timeout); 0 turns it off. ``keep_claude_transcripts``: let the
     agents' Claude Code processes save their conversations (the user's messages) under
     ``<data dir>/claude-home/.claude/projects/``, never pruned: for debugging only (default off:
-    ``--no-session-persistence``; see ``launcher._agent_runner.RunnerConfig``).
+    ``--no-session-persistence``; see ``launcher._agent_runner.RunnerConfig``). ``dir`` defaults to
+    ``./agents``, or, when the current folder has none, to the checkout's ``agents/`` (:meth:`resolved_dir`).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -142,6 +147,14 @@ class AgentsConfig(BaseModel):
     watch: bool = True
     idle_close_s: float = Field(default=1800.0, ge=0, le=7 * 86400)
     keep_claude_transcripts: bool = False
+
+    def resolved_dir(self) -> Path:
+        """``dir``, except when it was not set and the current folder has no ``agents/``: then the agent files
+        of the checkout this package runs from (``make install`` installs it editable), so ``coach run`` works
+        from any folder. An explicitly set ``dir`` is returned as is (a missing one is reported by the loader)."""
+        if "dir" not in self.model_fields_set and not self.dir.is_dir() and CHECKOUT_AGENTS_DIR.is_dir():
+            return CHECKOUT_AGENTS_DIR
+        return self.dir
 
 
 class CoachConfig(BaseModel):

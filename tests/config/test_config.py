@@ -141,3 +141,13 @@ def test_bad_env_override_is_reported(tmp_path: Path) -> None:
 
 def test_model_is_constructible_in_code() -> None:
     assert CoachConfig().agents.warm_process_limit == 6
+
+
+def test_agents_dir_falls_back_to_the_checkout_only_when_not_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from launcher.config import CHECKOUT_AGENTS_DIR, AgentsConfig
+
+    monkeypatch.chdir(tmp_path)  # no ./agents here
+    assert AgentsConfig().resolved_dir() == CHECKOUT_AGENTS_DIR and (CHECKOUT_AGENTS_DIR / "coach.md").is_file()
+    assert AgentsConfig(dir=Path("agents")).resolved_dir() == Path("agents")  # set explicitly: reported, not replaced
+    (tmp_path / "agents").mkdir()
+    assert AgentsConfig().resolved_dir() == Path("agents")  # the current folder's own agents win

@@ -97,7 +97,7 @@ def test_full_turn_of_six_agents_on_the_embedded_model(
 
     # the proxy saw each agent's forced write end in tool_use, then answered the follow-up locally
     records = [json.loads(line) for line in usage_log.read_text().splitlines()]
-    specs = AgentRegistry(config.agents.dir).current()
+    specs = AgentRegistry(config.agents.resolved_dir()).current()
     for agent in (*SPECIALISTS, "coach"):
         mine = [r for r in records if r["agent"] == agent]
         calls = [r for r in mine if r["status"] == "ok"]
