@@ -5,6 +5,7 @@ all blackboard calls are synchronous and run in a worker thread.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,8 @@ from mcp_server._problems import Problem, error_result, ok_result
 from mcp_server._scope import AGENT_NAMES, Scope
 from mcp_server._toolkit import ToolSpec
 from mcp_server.config import McpConfig
+
+log = logging.getLogger("mcp_server.tools")
 
 __all__ = ["ToolContext", "all_specs"]
 
@@ -162,6 +165,9 @@ def write_spec(agent: str, tc: ToolContext) -> ToolSpec:
             return None
         attempts = repairs.bump((scope.user, scope.session, turn))
         limit = tc.config.synthesis_attempts
+        # Rule codes only (never the text): what operators need to see why Pineal's syntheses fail.
+        log.info("write_synthesis rejected (session %s turn %s, attempt %d): %s", scope.session, turn, attempts,
+                 ", ".join(sorted({p.code for p in problems})))
         if limit and attempts >= limit:
             fallback = fallback_synthesis(brief).model_dump(mode="json")
             entry, _ = await anyio.to_thread.run_sync(write_or_same, scope, turn, fallback, None)

@@ -167,15 +167,20 @@ async def test_write_synthesis_valid(board: Blackboard, turn: str) -> None:
     assert entry is not None and entry.value["text"] == "A small step: a walk."
 
 
-async def test_write_synthesis_rejected_then_fallback(board: Blackboard, turn: str) -> None:
+async def test_write_synthesis_rejected_then_fallback(
+    board: Blackboard, turn: str, caplog: pytest.LogCaptureFixture
+) -> None:
     _write_all(board, turn, stability=STABILITY_BLOCKED_SENT_AS_ALLOWED)
     server = scoped_server(board, "pineal", turn)
     bad = {
         "text": "You could stop taking the prescribed medication for a week.",
         "citations": [{"agent": "persona", "version": 7}, {"key": turn_entry_key(USER, SESSION, turn, "meta"), "version": 1}],
     }
-    first = await call(server, "write_synthesis", bad)
+    with caplog.at_level("INFO", logger="mcp_server.tools"):
+        first = await call(server, "write_synthesis", bad)
     assert first.is_error
+    (logged,) = [r.getMessage() for r in caplog.records if "write_synthesis rejected" in r.getMessage()]
+    assert "attempt 1" in logged and "citation" in logged and "medication" not in logged  # codes, never text
     data = data_of(first)
     assert data["error"] == "synthesis_rejected"
     fields = [p["field"] for p in data["problems"]]
