@@ -4,6 +4,7 @@ the embedded server's config, the proxy pointed at it, and the command's bad-inp
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -59,3 +60,26 @@ def test_bad_upstream_kind_and_missing_file_exit_2(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "--upstream-kind must be openai or anthropic" in bad.output
     missing = runner.invoke(app, ["demo", "--file", str(tmp_path / "nope.csv")])
     assert missing.exit_code == 2 and "nope.csv" in missing.output
+
+
+def test_closing_summary_counts_what_each_turn_delivered(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from launcher.cli_demo import _epilogue
+
+    def turn(session: str, source: str, failed: tuple[str, ...] = ()) -> Any:
+        agents = {n: SimpleNamespace(status="error" if n in failed else "ok")
+                  for n in ("coach", "shadow", "persona", "plasticity", "stability", "pineal")}
+        result = SimpleNamespace(agents=agents, synthesis_source=source, coach_reply="hi", synthesis="s")
+        return SimpleNamespace(session_id=session, result=result)
+
+    turns = [turn("s1", "model"), turn("s1", "fallback", ("shadow",)), turn("s2", "fallback"), turn("s2", "repaired")]
+    console = Console(record=True, width=400)
+    _epilogue(console, turns, "annomi-24", tmp_path, 12.0)
+    out = " ".join(console.export_text().split())
+    assert "4 turns over 2 sessions in 12 s. 4 of 4 turns delivered a Coach reply and a synthesis" in out
+    assert "in 3 of 4 turns the model wrote all five entries" in out
+    assert "Pineal's synthesis: 2 by the model, 2 by the deterministic fallback" in out
+    assert "board show --user annomi-24" in out and str(tmp_path / "blackboard.sqlite3") in out
