@@ -24,6 +24,7 @@ deterministic fallback if the Coach failed) and a synthesis marked ``degraded`` 
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -465,6 +466,9 @@ class Supervisor:
         v = views["pineal"]
         deadline_at = time.monotonic() + v.deadline_s
         brief_line = "The arbitrated brief for this turn (cite its sources with their versions):\n" + brief.to_json()
+        if brief.sources:  # ready-made citation objects: copying beats composing them (small models get it wrong)
+            cites = [{"agent": src.agent, "version": src.version} for src in brief.sources]
+            brief_line += "\nCitations of these sources, to copy for the ones you rely on: " + json.dumps(cites)
         earlier = sorted({f"{b.id}: {b.description}" for eb in earlier_blocks for b in eb.blocked_moves})
         if earlier:
             brief_line += "\nMoves blocked earlier in this session (never suggest them):\n" + "\n".join(

@@ -3,6 +3,7 @@ boundary. Deadlines are short real times; nothing sleeps."""
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,12 @@ async def test_happy_turn_delivers_coach_first_then_valid_synthesis(board: Black
     assert {"message", "delivery", "record", "pineal", "shadow"} <= set(entries)
     assert entries["record"].value["synthesis_source"] == "model"
     assert "I want to run more" not in str(entries["record"].value)
+    # Pineal's prompt carries the brief and ready-made citations of exactly its sources, at their versions
+    (pineal,) = [c for c in runner.calls if c.agent == "pineal"]
+    line = next(ln for ln in pineal.followup.splitlines() if ln.startswith("Citations of these sources"))
+    cites = json.loads(line.split(": ", 1)[1])
+    assert sorted(c["agent"] for c in cites) == ["coach", "persona", "plasticity", "shadow", "stability"]
+    assert all(c["version"] == entries[c["agent"]].version for c in cites)
 
 
 async def test_shared_context_is_first_and_identical_across_agents(board: Blackboard) -> None:
