@@ -4,7 +4,9 @@ Both servers run in one process and one event loop (uvicorn, signal handling lef
 
 * the proxy (``proxy.create_app``) on ``[proxy] host:port`` (default 127.0.0.1:8082), its pools from
   ``CoachConfig.proxy_config()`` and its per-agent policies from the agent files
-  (``launcher.policies.policies_from_agents``; policies written in ``[proxy.agents.*]`` win);
+  (``launcher.policies.policies_from_agents``; policies written in ``[proxy.agents.*]`` win); with
+  ``[agents] watch`` (the default) the agents folder is watched and an edited, valid agent file replaces
+  those policies before the next request (``launcher._serve_agents``; a line says so);
 * the MCP server (``mcp_server.build_server``) on ``[mcp] host:port`` + ``path`` (default
   127.0.0.1:8765/mcp) over the blackboard in ``[data] dir``; each request's ``x-coach-*`` headers fix
   its scope, and every request must carry a valid ``x-coach-scope-token`` signed with
@@ -138,7 +140,9 @@ async def _run_server(server: Any, sock: socket.socket) -> None:
     await server.serve(sockets=[sock])
 
 
-async def _serve(config: Any, specs: dict[str, Any], ports: tuple[int | None, int | None], board: Any) -> None:
+async def _serve(config: Any, registry: Any, sync: Any, ports: tuple[int | None, int | None], board: Any) -> None:
+    from functools import partial
+
     import anyio
 
     from launcher.policies import policies_from_agents
@@ -147,7 +151,8 @@ async def _serve(config: Any, specs: dict[str, Any], ports: tuple[int | None, in
     from proxy import create_app
 
     pcfg = config.proxy_config()
-    pcfg = pcfg.model_copy(update={"agents": {**policies_from_agents(specs), **pcfg.agents}})
+    written = dict(pcfg.agents)  # policies written in [proxy.agents.*] win over the agent files'
+    pcfg = pcfg.model_copy(update={"agents": {**policies_from_agents(registry.current()), **written}})
     mcfg = config.mcp
     proxy_sock = _bind(pcfg.host, pcfg.port if ports[0] is None else ports[0], "proxy")
     mcp_sock = _bind(mcfg.host, mcfg.port if ports[1] is None else ports[1], "mcp server")
@@ -156,7 +161,9 @@ async def _serve(config: Any, specs: dict[str, Any], ports: tuple[int | None, in
     scopes, idle = idle_closing_scopes(board, HeaderScope(secret=secret), config.agents.idle_close_s)
     mcp = build_server(board, scopes, mcfg)
     mcp_app = mcp.streamable_http_app(streamable_http_path=mcfg.path, stateless_http=True, host=mcfg.host)
-    servers = [_uvicorn_server(create_app(pcfg)), _uvicorn_server(mcp_app)]
+    proxy_app = create_app(pcfg)
+    sync.attach(proxy_app.state.proxy.set_agent_policies, written)  # edited agent files reach the proxy
+    servers = [_uvicorn_server(proxy_app), _uvicorn_server(mcp_app)]
     proxy_url = f"http://{pcfg.host}:{proxy_sock.getsockname()[1]}"
     mcp_url = f"http://{mcfg.host}:{mcp_sock.getsockname()[1]}{mcfg.path}"
     try:
@@ -176,6 +183,8 @@ async def _serve(config: Any, specs: dict[str, Any], ports: tuple[int | None, in
                     outer.start_soon(_watch_health, pcfg.models, pcfg.health_interval_s)
                     if idle is not None:
                         outer.start_soon(idle.run, idle_check_interval(idle.timeout_s))
+                    if config.agents.watch:
+                        outer.start_soon(partial(registry.watch, debounce_ms=100))
                     async for signum in signals:
                         typer.echo(f"coach serve: {signal.Signals(signum).name} received, stopping "
                                    f"(open requests get {GRACE_S}s)")
@@ -201,7 +210,8 @@ def serve_cmd(
     import anyio
 
     from launcher._cli_common import load_config_or_exit, read_only_data_dir
-    from launcher.agents import AgentSpecError, load_agents
+    from launcher._serve_agents import AgentPolicySync
+    from launcher.agents import AgentRegistry, AgentSpecError
 
     config = load_config_or_exit(config_path)
     for name, port in (("--proxy-port", proxy_port), ("--mcp-port", mcp_port)):
@@ -209,7 +219,9 @@ def serve_cmd(
             typer.echo(f"coach serve: {name} must be 0-65535 (0 = any free port), got {port}", err=True)
             raise typer.Exit(2)
     try:
-        specs = load_agents(config.agents.resolved_dir())
+        sync = AgentPolicySync(typer.echo)
+        registry = AgentRegistry(config.agents.resolved_dir(), on_change=sync)
+        sync.registry = registry
     except AgentSpecError as exc:
         typer.echo(f"coach serve: {exc}\nFix the agent files (coach agents check) or set [agents] dir.", err=True)
         raise typer.Exit(2) from None
@@ -226,6 +238,6 @@ def serve_cmd(
                    "(or COACH_DATA_DIR) at a writable folder", err=True)
         raise typer.Exit(2) from None
     try:
-        anyio.run(_serve, config, specs, (proxy_port, mcp_port), board)
+        anyio.run(_serve, config, registry, sync, (proxy_port, mcp_port), board)
     finally:
         board.close()
