@@ -116,6 +116,7 @@ async def coach_runtime(
             proxy_url=proxy_url,
             mcp_url=mcp_url,
             mcp_secret=secret,
+            data_dir=data_dir,
         ) as urls:
             runner_cfg = RunnerConfig(
                 proxy_url=urls.proxy_url,

@@ -11,7 +11,9 @@ Both servers run in one process and one event loop (uvicorn, signal handling lef
   127.0.0.1:8765/mcp) over the blackboard in ``[data] dir``; each request's ``x-coach-*`` headers fix
   its scope, and every request must carry a valid ``x-coach-scope-token`` signed with
   ``COACH_MCP_SECRET`` or, when unset, the secret file ``<data dir>/mcp_secret`` (mode 0600, created if
-  missing; ``coach run --mcp-url`` in the same data dir reads it: ``mcp_server.mcp_secret``).
+  missing; ``coach run --mcp-url`` in the same data dir reads it: ``mcp_server.mcp_secret``). The
+  same secret authenticates the proxy's ``POST /coach/turns``, where ``coach run``/``chat --proxy-url``
+  post the open turn of their warm agent processes (``proxy._turns``), so metering names each turn.
 
 Agents started elsewhere use them with ``coach run --proxy-url ... --mcp-url ...``. Upstream health:
 every replica of every model pool is checked the way the proxy's router checks it (``GET
@@ -161,7 +163,7 @@ async def _serve(config: Any, registry: Any, sync: Any, ports: tuple[int | None,
     scopes, idle = idle_closing_scopes(board, HeaderScope(secret=secret), config.agents.idle_close_s)
     mcp = build_server(board, scopes, mcfg)
     mcp_app = mcp.streamable_http_app(streamable_http_path=mcfg.path, stateless_http=True, host=mcfg.host)
-    proxy_app = create_app(pcfg)
+    proxy_app = create_app(pcfg, turn_secret=secret)  # POST /coach/turns: the turns of warm agents
     sync.attach(proxy_app.state.proxy.set_agent_policies, written)  # edited agent files reach the proxy
     servers = [_uvicorn_server(proxy_app), _uvicorn_server(mcp_app)]
     proxy_url = f"http://{pcfg.host}:{proxy_sock.getsockname()[1]}"

@@ -8,8 +8,11 @@ signal handlers are not installed, so the interrupt reaches the command). A serv
 
 The MCP server uses :class:`launcher._turn_scope.DirectoryScope`, so warm agent processes get their
 turn from the supervisor's :class:`~launcher._turn_scope.TurnDirectory` (see that module); the proxy
-meters their requests with the turn from the same directory. ``StackUrls.set_agents`` updates the
-in-process proxy's per-agent policies after the agent files were reloaded.
+meters their requests with the turn from the same directory. An external proxy (``proxy_url``: ``coach
+serve``) with an in-process MCP server (so warm processes) gets the directory's changes through
+``POST /coach/turns`` (``launcher._proxy_turns``, signed with the data directory's secret).
+``StackUrls.set_agents`` updates the in-process proxy's per-agent policies after the agent files were
+reloaded.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import socket
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -100,6 +104,7 @@ async def running_stack(
     mcp_url: str | None = None,
     mcp_secret: str | None = None,
     host: str = "127.0.0.1",
+    data_dir: Path | None = None,
 ) -> AsyncIterator[StackUrls]:
     """Start what is not given, yield the URLs, stop on exit.
 
@@ -113,11 +118,14 @@ async def running_stack(
         proxy_url / mcp_url: use these running servers instead of starting one.
         mcp_secret: when set, the in-process MCP server refuses scope headers not signed with it
             (``x-coach-scope-token``; the runner signs with the same secret).
+        data_dir: the data directory; with ``proxy_url`` and an in-process MCP server, its secret signs
+            the turn updates posted to that proxy (none posted when it has no secret: a warning says so).
 
     Raises:
         StackError: a server could not be started.
     """
     servers: list[_EmbeddedServer] = []
+    mirror: Any = None
     set_agents: Callable[[Mapping[str, Any]], None] | None = None
     async with anyio.create_task_group() as tg:
         try:
@@ -149,7 +157,16 @@ async def running_stack(
                 server, port = await _start(tg, app, host, "MCP server")
                 servers.append(server)
                 mcp_url = f"http://{host}:{port}{mcfg.path}"
+            if in_process and set_agents is None:  # an external proxy, and warm agent processes
+                from launcher._proxy_turns import mirror_for
+
+                mirror = mirror_for(proxy_url, data_dir)
+                if mirror is not None:
+                    await tg.start(mirror.run)
+                    directory.add_listener(mirror)
             yield StackUrls(proxy_url=proxy_url, mcp_url=mcp_url, in_process_mcp=in_process, set_agents=set_agents)
         finally:
+            if mirror is not None:
+                mirror.stop()
             for s in servers:
                 s.should_exit = True

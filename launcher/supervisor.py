@@ -278,6 +278,7 @@ class Supervisor:
         launch = [n for n in (*EARLY, *SPECIALISTS) if n in views and not (n == "coach" and verdict.tier == 2)]
         self.directory.open(user, session, turn, launch)
         try:
+            await self.directory.synced()  # an external proxy knows the turn before the agents' first call
             return await self._agents_turn(
                 user, session, turn, text, views, statuses, ctx, verdict, launch, deliver, delivered,
                 t0, started_at, on_status,
@@ -487,6 +488,7 @@ class Supervisor:
             tail = _tail(v, turn, extra)
             self.directory.arm(user, session, turn, "pineal")
             try:
+                await self.directory.synced()
                 outcome = await run_agent(
                     self.runner, invocation("pineal", shared + tail, tail), v.output_tool, statuses["pineal"],
                     t0=t0, deadline_at=deadline_at, on_change=on_status,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._app import create_app
+    from ._turns import CONTROL_TOKEN_HEADER, TURNS_PATH, turn_control_token
     from .config import AgentPolicy, ModelPool, ProxyConfig, load_config
     from .errors import (
         AuthenticationError,
@@ -39,10 +40,13 @@ _WHERE = {
     **dict.fromkeys(("AuthenticationError", "BudgetExceededError", "ConfigError", "InvalidRequestError",
                      "NotFoundError", "OverloadedError", "PermissionDeniedError", "ProxyError", "RateLimitedError",
                      "RequestTooLargeError", "UpstreamError", "UpstreamTimeoutError"), ".errors"),
+    **dict.fromkeys(("CONTROL_TOKEN_HEADER", "TURNS_PATH", "turn_control_token"), "._turns"),
     **dict.fromkeys(("accumulate", "assert_well_formed", "check_events", "encode_sse", "parse_sse"), ".wellformed"),
 }
 
 __all__ = [
+    "CONTROL_TOKEN_HEADER",
+    "TURNS_PATH",
     "AgentPolicy",
     "AuthenticationError",
     "BudgetExceededError",
@@ -65,6 +69,7 @@ __all__ = [
     "encode_sse",
     "load_config",
     "parse_sse",
+    "turn_control_token",
 ]
 
 

@@ -2,7 +2,7 @@
 
 Routes: ``POST /v1/messages`` (``?beta=true`` and any ``anthropic-beta`` header accepted),
 ``POST /v1/messages/count_tokens``, ``GET /v1/models``, ``GET /v1/models/{id}``, ``GET /health``,
-``GET /metrics``.
+``GET /metrics``; with a turn secret also ``POST /coach/turns`` (the supervisor's turns, see ``_turns``).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from ._policy import apply_policy, narrow_forced_tool
 from ._router import Router
 from ._stream import Event, StreamBuilder
 from ._tokens import count_tokens
+from ._turns import TURNS_PATH, TurnTable, turn_control_token, turns_route
 from .config import AgentPolicy, ModelPool, ProxyConfig
 from .errors import AuthenticationError, InvalidRequestError, NotFoundError, ProxyError, RequestTooLargeError
 from .wellformed import accumulate, encode_sse
@@ -59,6 +60,8 @@ class ProxyState:
     token_methods: dict[str, str] = field(default_factory=dict)
     health_task: asyncio.Task[None] | None = None
     turn_for: TurnResolver | None = None
+    turns: TurnTable | None = None
+    turn_token: str = field(default="", repr=False)
 
     def set_agent_policies(self, policies: Mapping[str, AgentPolicy | Mapping[str, Any]]) -> None:
         """Replace the per-agent policy table (``ProxyConfig.agents``) of the running app, e.g. after the
@@ -71,10 +74,14 @@ class ProxyState:
 
     def who(self, request: Request) -> Who:
         """The caller from the ``x-coach-*`` headers; without ``x-coach-turn`` (a warm agent process,
-        whose headers are fixed at its start) the turn comes from :attr:`turn_for`, when set."""
+        whose headers are fixed at its start) the turn comes from :attr:`turns` (posted by the
+        supervisor) or else :attr:`turn_for`, when set."""
         who = _who(request)
-        if not who.turn and self.turn_for is not None and who.agent and who.user and who.session:
-            who.turn = self.turn_for(who.user, who.session, who.agent) or ""
+        if not who.turn and who.agent and who.user and who.session:
+            if self.turns is not None:
+                who.turn = self.turns.turn_for(who.user, who.session, who.agent) or ""
+            if not who.turn and self.turn_for is not None:
+                who.turn = self.turn_for(who.user, who.session, who.agent) or ""
         return who
 
 
@@ -319,14 +326,29 @@ async def _health_loop(state: ProxyState) -> None:
 
 
 def create_app(config: ProxyConfig, *, transport: httpx.AsyncBaseTransport | None = None,
-               health_checks: bool = True, turn_for: TurnResolver | None = None) -> Starlette:
+               health_checks: bool = True, turn_for: TurnResolver | None = None,
+               turn_secret: str | None = None) -> Starlette:
     """Build the proxy ASGI app for ``config``. ``transport`` replaces the upstream HTTP transport (tests);
     ``health_checks`` runs the active health loop while the app's lifespan is running; ``turn_for``
     resolves the turn of requests without ``x-coach-turn`` (metering of warm agent processes; see
-    :data:`TurnResolver`). ``app.state.proxy.set_agent_policies(...)`` updates the per-agent policies."""
+    :data:`TurnResolver`); ``turn_secret`` (a proxy in its own process: ``coach serve``) serves ``POST
+    /coach/turns``, where the supervisor posts its turns for the same purpose, authenticated with
+    ``proxy._turns.turn_control_token(turn_secret)``. ``app.state.proxy.set_agent_policies(...)`` updates
+    the per-agent policies."""
     client = httpx.AsyncClient(transport=transport, limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
                                timeout=httpx.Timeout(config.read_timeout_s, connect=config.connect_timeout_s))
     state = ProxyState(config=config, client=client, router=Router(config), meter=Meter(config), turn_for=turn_for)
+    routes = [
+        Route("/v1/messages", messages, methods=["POST"]),
+        Route("/v1/messages/count_tokens", count_tokens_route, methods=["POST"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/v1/models/{model_id:path}", model_one, methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+    ]
+    if turn_secret:
+        state.turns, state.turn_token = TurnTable(), turn_control_token(turn_secret)
+        routes.append(Route(TURNS_PATH, turns_route, methods=["POST"]))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -340,14 +362,7 @@ def create_app(config: ProxyConfig, *, transport: httpx.AsyncBaseTransport | Non
             await client.aclose()
 
     app = Starlette(
-        routes=[
-            Route("/v1/messages", messages, methods=["POST"]),
-            Route("/v1/messages/count_tokens", count_tokens_route, methods=["POST"]),
-            Route("/v1/models", models, methods=["GET"]),
-            Route("/v1/models/{model_id:path}", model_one, methods=["GET"]),
-            Route("/health", health, methods=["GET"]),
-            Route("/metrics", metrics, methods=["GET"]),
-        ],
+        routes=routes,
         exception_handlers={ProxyError: _proxy_error, HTTPException: _http_error, Exception: _internal_error},
         lifespan=lifespan,
     )

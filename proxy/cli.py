@@ -65,7 +65,10 @@ def proxy_cmd(
     sock = _listen(cfg.host, cfg.port)
     typer.echo(f"coach proxy: serving on http://{cfg.host}:{sock.getsockname()[1]} -> "
                + ", ".join(f"{p.name}={p.kind}:{'|'.join(p.replicas)}" for p in cfg.models))
-    server = uvicorn.Server(uvicorn.Config(create_app(cfg), log_level=log_level.lower(), access_log=False))
+    # With the data directory's scope secret in COACH_MCP_SECRET (as coach run/chat --proxy-url read it), the
+    # supervisors may post the turns of their warm agent processes (POST /coach/turns) for metering.
+    app = create_app(cfg, turn_secret=os.environ.get("COACH_MCP_SECRET") or None)
+    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level.lower(), access_log=False))
     try:
         server.run(sockets=[sock])
     finally:
