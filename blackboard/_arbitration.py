@@ -273,12 +273,20 @@ def build_brief(
     )
 
 
+#: A synthesis is a response, not a fragment: fewer words (runs of 2+ letters) than this is rejected
+#: (``text_too_short``). A sanity floor, well below Pineal's 80-250-word target (agents/pineal.md), that the
+#: deterministic fallback always clears; a 135M model has sent "..." as its synthesis.
+MIN_SYNTHESIS_WORDS = 3
+_WORD = re.compile(r"[^\W\d_]{2,}")
+
+
 def validate_synthesis(synthesis: SynthesisOutput, brief: Brief) -> list[SynthesisProblem]:
     """Check a synthesis against its brief; ``[]`` means valid. Pure.
 
     Problems: a blocked move is suggested (keywords/description matched case-, accent- and
     spacing-insensitively); a caution move is mentioned without "professional"; a citation names an
-    entry the brief did not use or another version of it; no citation at all while sources exist.
+    entry the brief did not use or another version of it; no citation at all while sources exist; fewer
+    than ``MIN_SYNTHESIS_WORDS`` words.
     """
     problems: list[SynthesisProblem] = []
     text = synthesis.text
@@ -335,6 +343,14 @@ def validate_synthesis(synthesis: SynthesisOutput, brief: Brief) -> list[Synthes
         problems.append(
             SynthesisProblem(
                 code="no_citations", detail="cite the entries you relied on (key or agent + version)"
+            )
+        )
+    words = len(_WORD.findall(text))
+    if words < MIN_SYNTHESIS_WORDS:
+        problems.append(
+            SynthesisProblem(
+                code="text_too_short",
+                detail=f"the text has {words} word(s); write the full response to the user (80-250 words)",
             )
         )
     return problems

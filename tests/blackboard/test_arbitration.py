@@ -139,6 +139,9 @@ def test_coach_reply_naming_a_blocked_move_is_flagged() -> None:
 
 
 # --- validate_synthesis ------------------------------------------------------------------------------
+OK_TEXT = "One small step this week."
+
+
 def synth(text: str, citations: list[dict[str, Any]] | None = None) -> SynthesisOutput:
     cites = citations if citations is not None else [{"agent": "shadow", "version": 1}]
     model = validate_output("pineal", {"text": text, "citations": cites})
@@ -151,7 +154,7 @@ def synth(text: str, citations: list[dict[str, Any]] | None = None) -> Synthesis
     [
         "You could try a water fast this weekend.",
         "Maybe WATER   FAST for a bit",
-        "How about f-a-s-t-i-n-g?",
+        "How about f-a-s-t-i-n-g this week?",
         "Consider intermittent Fasting.",
         "Some people do a five-day water fast.",
     ],
@@ -175,7 +178,7 @@ def test_citations_must_exist_at_the_cited_version() -> None:
     brief = build_brief(entries(*ALL))
     key = turn_entry_key("u", "s", "t000001", "persona")
     assert (
-        validate_synthesis(synth("ok", [{"key": key, "version": 1}, {"agent": "coach", "version": 1}]), brief)
+        validate_synthesis(synth(OK_TEXT, [{"key": key, "version": 1}, {"agent": "coach", "version": 1}]), brief)
         == []
     )
     cases = {
@@ -185,11 +188,18 @@ def test_citations_must_exist_at_the_cited_version() -> None:
         "no_citations": [],
     }
     for code, cites in cases.items():
-        assert [p.code for p in validate_synthesis(synth("ok", cites), brief)] == [code]
+        assert [p.code for p in validate_synthesis(synth(OK_TEXT, cites), brief)] == [code]
     missing = build_brief(entries("shadow", "coach"))
     assert [
-        p.code for p in validate_synthesis(synth("ok", [{"agent": "persona", "version": 1}]), missing)
+        p.code for p in validate_synthesis(synth(OK_TEXT, [{"agent": "persona", "version": 1}]), missing)
     ] == ["citation_missing_entry"]
+
+
+@pytest.mark.parametrize(("text", "ok"), [("...", False), ("Yes, ok.", False), ("1, 2, 3 go", False),
+                                          ("Take one walk.", True), ("Él dará un paseo.", True)])
+def test_a_fragment_is_not_a_synthesis(text: str, ok: bool) -> None:
+    codes = [p.code for p in validate_synthesis(synth(text), build_brief(entries(*ALL)))]
+    assert codes == ([] if ok else ["text_too_short"])
 
 
 # --- fallback ----------------------------------------------------------------------------------------------
