@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -29,7 +28,7 @@ from launcher._runtime import coach_runtime
 from launcher.config import load_config
 from tests.e2e.harness import REPO, agent_script
 from tests.launcher.fakes import OUTPUT_TOOLS
-from tests.launcher.test_cli_serve import Lines
+from testsupport.child_output import OutputLines, interrupt
 from testsupport.upstream import ScriptedUpstream
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.anyio]
@@ -72,17 +71,11 @@ def served(tmp_path: Path) -> Iterator[Served]:
          "--proxy-port", "0", "--mcp-port", "0"],
         cwd=REPO, env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        proxy_url = Lines(proc).expect(r"coach serve: ready: proxy (\S+)").group(1)
+        proxy_url = OutputLines(proc).expect(r"coach serve: ready: proxy (\S+)").group(1)
         yield Served(proxy_url, cfg, usage, up)
     finally:
         up.stop()
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+        interrupt(proc)
 
 
 async def test_warm_agents_behind_coach_serve_are_metered_under_their_turn(served: Served) -> None:

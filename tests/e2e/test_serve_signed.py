@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import stat
 import subprocess
 import sys
@@ -18,7 +17,7 @@ import pytest
 
 from tests.e2e.harness import REPO, agent_script
 from tests.launcher.fakes import OUTPUT_TOOLS
-from tests.launcher.test_cli_serve import Lines
+from testsupport.child_output import OutputLines, interrupt
 from testsupport.upstream import ScriptedUpstream
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
@@ -38,7 +37,7 @@ def test_serve_refuses_unsigned_mcp_requests_and_coach_run_signs_with_the_data_d
     proc = subprocess.Popen(_coach("serve", "--config", str(cfg), "--proxy-port", "0", "--mcp-port", "0"),
                             cwd=REPO, env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
-    out = Lines(proc)
+    out = OutputLines(proc)
     try:
         m = out.expect(r"coach serve: ready: proxy (\S+)  mcp (\S+)  .*\(MCP scope tokens required\)")
         proxy_url, mcp_url = m.group(1), m.group(2)
@@ -62,10 +61,4 @@ def test_serve_refuses_unsigned_mcp_requests_and_coach_run_signs_with_the_data_d
         assert doc["synthesis_source"] == "model"
     finally:
         up.stop()
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+        interrupt(proc)

@@ -4,13 +4,10 @@ upstream going away, and SIGINT stops everything cleanly (exit 0). Bad options e
 from __future__ import annotations
 
 import os
-import queue
 import re
 import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -18,38 +15,10 @@ import pytest
 from typer.testing import CliRunner
 
 from launcher.cli import app
+from testsupport.child_output import OutputLines
 from testsupport.upstream import ScriptedUpstream
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-class Lines:
-    def __init__(self, proc: subprocess.Popen[str]) -> None:
-        self.q: queue.Queue[str | None] = queue.Queue()
-        self.seen: list[str] = []
-        threading.Thread(target=self._pump, args=(proc,), daemon=True).start()
-
-    def _pump(self, proc: subprocess.Popen[str]) -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            self.q.put(line.rstrip("\n"))
-        self.q.put(None)
-
-    def expect(self, pattern: str, timeout_s: float = 30.0) -> re.Match[str]:
-        deadline = time.monotonic() + timeout_s
-        rx = re.compile(pattern)
-        while time.monotonic() < deadline:
-            try:
-                line = self.q.get(timeout=max(deadline - time.monotonic(), 0.01))
-            except queue.Empty:
-                break
-            if line is None:
-                pytest.fail(f"coach serve exited before {pattern!r}:\n" + "\n".join(self.seen))
-            self.seen.append(line)
-            m = rx.search(line)
-            if m:
-                return m
-        pytest.fail(f"no line matching {pattern!r} within {timeout_s}s:\n" + "\n".join(self.seen))
 
 
 @pytest.mark.e2e
@@ -68,7 +37,7 @@ def test_serve_answers_shows_upstream_health_and_stops_on_sigint(tmp_path: Path)
          "--proxy-port", "0", "--mcp-port", "0"],
         cwd=REPO, env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
-    out = Lines(proc)
+    out = OutputLines(proc)
     try:
         m = out.expect(r"coach serve: ready: proxy (\S+)  mcp (\S+)")
         proxy_url, mcp_url = m.group(1), m.group(2)

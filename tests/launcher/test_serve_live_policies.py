@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.launcher.test_cli_serve import Lines
+from testsupport.child_output import OutputLines, interrupt
 from testsupport.upstream import ScriptedUpstream
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
@@ -55,7 +54,7 @@ def test_serve_applies_edited_agent_files_to_the_next_request(tmp_path: Path) ->
         [sys.executable, "-c", "from launcher.cli import app; app()", "serve", "--config", str(cfg),
          "--proxy-port", "0", "--mcp-port", "0"],
         cwd=REPO, env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    out = Lines(proc)
+    out = OutputLines(proc)
     try:
         proxy_url = out.expect(r"coach serve: ready: proxy (\S+)").group(1)
         _ask(proxy_url)
@@ -78,10 +77,4 @@ def test_serve_applies_edited_agent_files_to_the_next_request(tmp_path: Path) ->
         assert not any(re.search("Traceback", x) for x in out.seen)
     finally:
         up.stop()
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
+        interrupt(proc)

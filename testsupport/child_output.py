@@ -1,0 +1,69 @@
+"""Reading a child process's output line by line in tests, and stopping it like a user would.
+
+Usage::
+
+    proc = subprocess.Popen([...], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = OutputLines(proc)
+    url = out.expect(r"serving on (\\S+)").group(1)    # waits, fails the test with the output so far
+    ...
+    interrupt(proc)                                    # SIGINT, then SIGKILL after ``grace_s``
+"""
+
+from __future__ import annotations
+
+import queue
+import re
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+__all__ = ["OutputLines", "interrupt"]
+
+
+class OutputLines:
+    """A thread pumps ``proc.stdout`` (text mode) into a queue; :meth:`expect` waits for a matching line.
+    ``seen`` holds every line read so far (for failure messages)."""
+
+    def __init__(self, proc: subprocess.Popen[str]) -> None:
+        self.q: queue.Queue[str | None] = queue.Queue()
+        self.seen: list[str] = []
+        threading.Thread(target=self._pump, args=(proc,), daemon=True).start()
+
+    def _pump(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            self.q.put(line.rstrip("\n"))
+        self.q.put(None)
+
+    def expect(self, pattern: str, timeout_s: float = 30.0) -> re.Match[str]:
+        """The first line (after those already seen) matching ``pattern`` within ``timeout_s`` seconds;
+        fails the test (``pytest.fail``) when the child's output ends or the time runs out first."""
+        deadline = time.monotonic() + timeout_s
+        rx = re.compile(pattern)
+        while time.monotonic() < deadline:
+            try:
+                line = self.q.get(timeout=max(deadline - time.monotonic(), 0.01))
+            except queue.Empty:
+                break
+            if line is None:
+                pytest.fail(f"the child exited before {pattern!r}:\n" + "\n".join(self.seen))
+            self.seen.append(line)
+            m = rx.search(line)
+            if m:
+                return m
+        pytest.fail(f"no line matching {pattern!r} within {timeout_s}s:\n" + "\n".join(self.seen))
+
+
+def interrupt(proc: subprocess.Popen[str], grace_s: float = 15.0) -> int:
+    """Stop ``proc`` as Ctrl-C would: SIGINT, then SIGKILL if it is still running after ``grace_s``
+    seconds. Returns its exit status (negative: the signal that ended it). A no-op if it already exited."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            return proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return proc.wait(10)
