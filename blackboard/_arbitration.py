@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from ._brief import BlockedMove, Brief, Conflict, MoveView, RejectedEntry, SourceRef, SynthesisProblem
 from ._keys import parse_key
 from ._matching import PhraseMatcher, normalise
+from ._prose import quotable
 from ._registry import validate_output
 from ._schema_agents import CoachOutput, PersonaOutput, PlasticityOutput, SynthesisOutput
 from ._schema_common import AGENT_NAMES
@@ -363,26 +364,6 @@ _CLASS_TEXT = {
     "externally_driven": "this goal may matter more to others than to you",
     "competing_commitment": "something else you care about may be competing with this goal",
 }
-
-
-# JSON-schema keywords, tool names, markup and code: text a model copied from its prompt, not prose.
-_NOT_PROSE = re.compile(
-    r"(maxLength|minLength|maxItems|minItems|additionalProperties|\$ref|\$defs|anyOf|oneOf|properties"
-    r"|required|json_schema|\bmcp__|[{}<>\[\]`|\\]|\b[a-z]+_[a-z_]+\b|\w+:\S)",
-    re.IGNORECASE,
-)
-
-
-def quotable(text: object, *, max_chars: int = 160) -> str | None:
-    """``text`` stripped if the fallback may quote it to the user, else None: a model's free text is quoted
-    only when it reads as prose (a word of three or more letters, at most ``max_chars``, no schema keywords,
-    identifiers, markup or code; a 135M model has copied ``maxLength: 100`` into a growth area)."""
-    if not isinstance(text, str):
-        return None
-    t = " ".join(text.split()).strip(" .")
-    if not t or len(t) > max_chars or _NOT_PROSE.search(t):
-        return None
-    return t if re.search(r"[^\W\d_]{3,}", t) else None
 
 
 def _sentences(brief: Brief) -> Iterable[str]:

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ._prose import quotable
 from ._schema_agents import Goal, PersonaOutput
 from ._schema_common import (
     AgentName,
@@ -117,7 +118,8 @@ def merge_profile(
                 for name, score in old.traits.items()
             }
         goals: dict[str, dict[str, Any]] = {}
-        for g in [*old.goals, *persona.goals]:
+        # Only prose reaches the long-lived profile: a small model's schema keywords, ids and codes do not.
+        for g in [*old.goals, *(g for g in persona.goals if quotable(g.description, max_chars=400))]:
             k = " ".join(g.description.lower().split())
             if k in goals:
                 goals[k]["mentions"] = min(goals[k]["mentions"] + g.mentions, 100_000)
@@ -125,7 +127,7 @@ def merge_profile(
                 goals[k] = {"description": g.description, "mentions": g.mentions}
         data["goals"] = sorted(goals.values(), key=lambda g: (-g["mentions"], g["description"]))[:20]
         areas: list[str] = []
-        for a in [*persona.growth_areas, *old.growth_areas]:
+        for a in [*(a for a in persona.growth_areas if quotable(a, max_chars=400)), *old.growth_areas]:
             if a.lower() not in {x.lower() for x in areas}:
                 areas.append(a)
         data["growth_areas"] = areas[:10]
