@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import anyio.to_thread
@@ -87,6 +87,12 @@ class SupervisorSettings:
             after this many seconds, whichever comes first ("Coach first": starting six cold Claude
             Code processes at once on a small machine delays the Coach's first token by seconds; a
             warm Coach is up in milliseconds, so warm turns lose nothing). 0 = all start together.
+        coach_head_start_until: what the specialists wait for (at most ``coach_head_start_s``):
+            ``"started"`` (the Coach's process is up and prompted) or ``"first_token"`` (the Coach's
+            first token arrived, or it ended). ``"first_token"`` is for a model server that serves requests
+            one at a time in arrival order (``coach demo``'s one-slot llama-server): there a specialist's
+            request queued first delays the Coach's reply by its whole prefill, and waiting costs nothing
+            because the server could not serve both at once anyway.
         sequential: benchmarks only: run the agents one after another (each deadline counted from its
             own start) to measure what parallel dispatch saves.
     """
@@ -95,6 +101,7 @@ class SupervisorSettings:
     collect_grace_s: float = 0.05
     pineal_min_s: float = 1.0
     coach_head_start_s: float = 2.0
+    coach_head_start_until: Literal["started", "first_token"] = "started"
     sequential: bool = False
 
 
@@ -351,8 +358,17 @@ class Supervisor:
                 deliver(reply, fallback=False)
 
         coach_up = anyio.Event()
+        coach_token = anyio.Event()
         if "coach" not in launch or self.settings.coach_head_start_s <= 0:
             coach_up.set()
+            coach_token.set()
+        head_start = coach_token if self.settings.coach_head_start_until == "first_token" else coach_up
+
+        def coach_status(st: AgentStatus) -> None:
+            if st.first_token_s is not None:
+                coach_token.set()
+            if on_status is not None:
+                on_status(st)
         # Pineal's process is started once every specialist is up and prompted (not competing with their
         # start-up for the CPU), while they wait on the model: after the barrier only its query remains.
         not_up = {n for n in launch if n != "coach"}
@@ -374,17 +390,19 @@ class Supervisor:
             try:
                 if name != "coach":
                     with anyio.move_on_after(self.settings.coach_head_start_s):
-                        await coach_up.wait()
+                        await head_start.wait()
                 await run_agent(
                     self.runner, invocation(name, packs[name].text, followups[name]), v.output_tool,
                     statuses[name], t0=t0,
                     deadline_at=(time.monotonic() if self.settings.sequential else t0) + v.deadline_s,
-                    on_tool_result=coach_tool if name == "coach" else None, on_change=on_status,
+                    on_tool_result=coach_tool if name == "coach" else None,
+                    on_change=coach_status if name == "coach" else on_status,
                     on_started=coach_up.set if name == "coach" else partial(up, name),
                 )
             finally:
                 if name == "coach":
                     coach_up.set()
+                    coach_token.set()
                     reply_ready.set()  # no reply written: the deliverer shows the fallback reply
                 else:
                     up(name)

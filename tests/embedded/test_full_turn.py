@@ -26,7 +26,12 @@ import pytest
 
 from blackboard import AGENT_OUTPUT_SCHEMAS
 from launcher.agents import AgentRegistry
-from launcher.cli_demo import demo_embedded_config, embedded_runtime_config, scaled_agents
+from launcher.cli_demo import (
+    demo_embedded_config,
+    demo_supervisor_settings,
+    embedded_runtime_config,
+    scaled_agents,
+)
 from launcher.config import CoachConfig, DataConfig
 from launcher.embedded import (
     EmbeddedError,
@@ -63,8 +68,8 @@ async def _one_turn(config: CoachConfig, user: str, session: str) -> tuple[Any, 
 
     async with coach_runtime(config) as rt:
         agents = scaled_agents(rt.registry.current, DEADLINE_SCALE, config.embedded.agent_output_caps)
-        sup = Supervisor(rt.board, rt.runner, agents,
-                         screen=SafetyScreen(config.safety), directory=rt.supervisor.directory)
+        sup = Supervisor(rt.board, rt.runner, agents, screen=SafetyScreen(config.safety),
+                         directory=rt.supervisor.directory, settings=demo_supervisor_settings())  # as make demo
         t0 = time.monotonic()
         result = await sup.run_turn(user, session, MESSAGE)
         elapsed = time.monotonic() - t0

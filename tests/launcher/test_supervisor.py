@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from blackboard import Blackboard, turn_entry_key
@@ -347,3 +348,32 @@ async def test_without_a_coach_file_the_fallback_reply_is_shown_at_once(board: B
     res = await Supervisor(board, FakeRunner(board), lambda: s, screen=fake_screen).run_turn(
         "u1", "s1", "hello", on_coach_reply=got.append)
     assert got == [FALLBACK_COACH_REPLY] and res.coach_fallback and res.synthesis_source == "model"
+
+
+class _SlowFirstToken(FakeRunner):
+    """The Coach is up and prompted, then its first token comes only once every other task is blocked;
+    records which specialists had started by then."""
+
+    started_before_coach_token: list[str] | None = None
+
+    async def run(self, invocation: Any, events: Any) -> Any:
+        if invocation.agent == "coach":
+            events.on_started()
+            await anyio.wait_all_tasks_blocked()
+            self.started_before_coach_token = [a for a, what in self.events if what == "start"]
+        return await super().run(invocation, events)
+
+
+@pytest.mark.parametrize(("until", "specialists_first"), [("started", True), ("first_token", False)])
+async def test_specialists_can_wait_for_the_coachs_first_token(
+    board: Blackboard, until: str, specialists_first: bool
+) -> None:
+    from launcher.supervisor import SupervisorSettings
+
+    runner = _SlowFirstToken(board)
+    settings = SupervisorSettings(coach_head_start_s=30.0, coach_head_start_until=until)  # type: ignore[arg-type]
+    sup = Supervisor(board, runner, lambda: specs(), screen=fake_screen, settings=settings)
+    res = await sup.run_turn("u1", "s1", "I want to run more")
+    assert res.synthesis_source == "model" and not res.degraded
+    assert runner.started_before_coach_token is not None
+    assert bool(runner.started_before_coach_token) is specialists_first
