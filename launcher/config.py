@@ -259,6 +259,16 @@ def _config_path(path: str | Path | None, env: Mapping[str, str]) -> Path | None
     return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.is_file() else None
 
 
+def find_config_file(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> Path | None:
+    """The config file every ``coach`` command reads: ``path`` (``--config``), else ``$COACH_CONFIG``, else
+    ``./coach.toml`` when there is one, else None (defaults only). ``env`` defaults to ``os.environ``.
+
+    Raises:
+        ConfigError: ``path`` or ``$COACH_CONFIG`` names no file (or a folder); the message says the fix.
+    """
+    return _config_path(path, os.environ if env is None else env)
+
+
 def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = None) -> CoachConfig:
     """Read the configuration once (see the module docstring for the sources and their order).
 

@@ -76,22 +76,18 @@ def _check_whole_file(path: Path) -> None:
 
 
 def _default_config(path: Path | None) -> Path | None:
-    """The config file as every ``coach`` command finds it (README, Configuration): ``--config``, else
-    ``$COACH_CONFIG`` (which must exist), else ``./coach.toml`` when there is one, else None (defaults).
-    ``coach mcp`` used to read a file only when given ``--config``, so ``[mcp]`` and ``[data] dir`` of
-    ``./coach.toml`` were ignored and it served another blackboard than ``coach run``.
+    """The config file as every ``coach`` command finds it (``launcher.config.find_config_file``:
+    ``--config``, else ``$COACH_CONFIG``, else ``./coach.toml``, else None).
 
-    Raises McpConfigError: ``$COACH_CONFIG`` names no file.
+    Raises McpConfigError: ``--config`` or ``$COACH_CONFIG`` names no file.
     """
-    if path is not None:
-        return path
-    env_path = os.environ.get("COACH_CONFIG")
-    if env_path:
-        if not Path(env_path).is_file():
-            raise McpConfigError(f"COACH_CONFIG={env_path} does not exist. Fix: point COACH_CONFIG at a TOML file or "
-                                 "unset it")
-        return Path(env_path)
-    return Path("coach.toml") if Path("coach.toml").is_file() else None
+    from launcher.config import ConfigError as CoachConfigError
+    from launcher.config import find_config_file
+
+    try:
+        return find_config_file(path)
+    except CoachConfigError as exc:
+        raise McpConfigError(str(exc)) from None
 
 
 def resolve_data_dir(cli_value: str | None, config_value: str | None) -> Path:

@@ -76,22 +76,20 @@ def proxy_cmd(
 
 
 def _default_config(path: Path | None) -> Path | None:
-    """The config file as every ``coach`` command finds it (README, Configuration): ``--config``, else
-    ``$COACH_CONFIG`` (which must exist), else ``./coach.toml`` when there is one, else None (defaults).
-    ``coach proxy`` used to read a file only when given ``--config``.
+    """The config file as every ``coach`` command finds it (``launcher.config.find_config_file``:
+    ``--config``, else ``$COACH_CONFIG``, else ``./coach.toml``, else None).
 
-    Raises ConfigError: ``$COACH_CONFIG`` names no file.
+    Raises ConfigError: ``--config`` or ``$COACH_CONFIG`` names no file.
     """
+    from launcher.config import ConfigError as CoachConfigError
+    from launcher.config import find_config_file
+
     from .errors import ConfigError
 
-    if path is not None:
-        return path
-    env_path = os.environ.get("COACH_CONFIG")
-    if env_path:
-        if not Path(env_path).is_file():
-            raise ConfigError(f"COACH_CONFIG={env_path} does not exist. Fix: point COACH_CONFIG at a TOML file or unset it")
-        return Path(env_path)
-    return Path("coach.toml") if Path("coach.toml").is_file() else None
+    try:
+        return find_config_file(path)
+    except CoachConfigError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 _LOG_LEVELS = ("critical", "error", "warning", "info", "debug")

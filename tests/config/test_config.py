@@ -151,3 +151,20 @@ def test_agents_dir_falls_back_to_the_checkout_only_when_not_set(tmp_path: Path,
     assert AgentsConfig(dir=Path("agents")).resolved_dir() == Path("agents")  # set explicitly: reported, not replaced
     (tmp_path / "agents").mkdir()
     assert AgentsConfig().resolved_dir() == Path("agents")  # the current folder's own agents win
+
+
+def test_find_config_file_is_the_one_lookup_every_command_uses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from launcher.config import ConfigError, find_config_file
+
+    monkeypatch.chdir(tmp_path)
+    assert find_config_file(env={}) is None
+    (tmp_path / "coach.toml").write_text("")
+    assert find_config_file(env={}) == Path("coach.toml")
+    other = tmp_path / "other.toml"
+    other.write_text("")
+    assert find_config_file(env={"COACH_CONFIG": str(other)}) == other
+    assert find_config_file(other, env={"COACH_CONFIG": "/nope.toml"}) == other  # --config wins
+    with pytest.raises(ConfigError, match=r"COACH_CONFIG=.*does not exist"):
+        find_config_file(env={"COACH_CONFIG": str(tmp_path / "missing.toml")})
+    with pytest.raises(ConfigError, match="is a folder"):
+        find_config_file(tmp_path, env={})
