@@ -11,16 +11,19 @@ Usage::
 
 from __future__ import annotations
 
+import os
 import queue
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-__all__ = ["OutputLines", "interrupt"]
+__all__ = ["OutputLines", "interrupt", "start_coach_serve"]
 
 
 class OutputLines:
@@ -67,3 +70,15 @@ def interrupt(proc: subprocess.Popen[str], grace_s: float = 15.0) -> int:
         except subprocess.TimeoutExpired:
             proc.kill()
     return proc.wait(10)
+
+
+def start_coach_serve(config: Path, *, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """``coach serve --config CONFIG`` on free ports as a child (this interpreter, ``cwd`` = the repository),
+    unbuffered, stdout and stderr merged as text; ``COACH_*`` variables of ``env`` (default this process's
+    environment) are dropped so only the file configures it. Read it with :class:`OutputLines`, stop it
+    with :func:`interrupt`."""
+    base = {k: v for k, v in (os.environ if env is None else env).items() if not k.startswith("COACH_")}
+    return subprocess.Popen(
+        [sys.executable, "-c", "from launcher.cli import app; app()", "serve", "--config", str(config),
+         "--proxy-port", "0", "--mcp-port", "0"],
+        cwd=cwd, env={**base, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -13,10 +13,7 @@ derived from the data directory's secret), so each call is metered under its own
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +25,7 @@ from launcher._runtime import coach_runtime
 from launcher.config import load_config
 from tests.e2e.harness import REPO, agent_script
 from tests.launcher.fakes import OUTPUT_TOOLS
-from testsupport.child_output import OutputLines, interrupt
+from testsupport.child_output import OutputLines, interrupt, start_coach_serve
 from testsupport.upstream import ScriptedUpstream
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240), pytest.mark.anyio]
@@ -65,11 +62,7 @@ def served(tmp_path: Path) -> Iterator[Served]:
     cfg = tmp_path / "coach.toml"
     cfg.write_text(f'[data]\ndir = "{data}"\n[agents]\ndir = "{agents}"\n[upstream]\nurl = "{up.base_url}"\n'
                    f'kind = "anthropic"\n[proxy]\nusage_log = "{usage}"\n')
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COACH_")}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from launcher.cli import app; app()", "serve", "--config", str(cfg),
-         "--proxy-port", "0", "--mcp-port", "0"],
-        cwd=REPO, env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = start_coach_serve(cfg, cwd=REPO)
     try:
         proxy_url = OutputLines(proc).expect(r"coach serve: ready: proxy (\S+)").group(1)
         yield Served(proxy_url, cfg, usage, up)

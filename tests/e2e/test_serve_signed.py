@@ -17,7 +17,7 @@ import pytest
 
 from tests.e2e.harness import REPO, agent_script
 from tests.launcher.fakes import OUTPUT_TOOLS
-from testsupport.child_output import OutputLines, interrupt
+from testsupport.child_output import OutputLines, interrupt, start_coach_serve
 from testsupport.upstream import ScriptedUpstream
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
@@ -34,9 +34,7 @@ def test_serve_refuses_unsigned_mcp_requests_and_coach_run_signs_with_the_data_d
     cfg = tmp_path / "coach.toml"
     cfg.write_text(f'[data]\ndir = "{data}"\n[upstream]\nurl = "{up.base_url}"\nkind = "anthropic"\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith("COACH_")}
-    proc = subprocess.Popen(_coach("serve", "--config", str(cfg), "--proxy-port", "0", "--mcp-port", "0"),
-                            cwd=REPO, env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    proc = start_coach_serve(cfg, cwd=REPO, env=env)
     out = OutputLines(proc)
     try:
         m = out.expect(r"coach serve: ready: proxy (\S+)  mcp (\S+)  .*\(MCP scope tokens required\)")

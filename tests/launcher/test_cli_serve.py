@@ -3,11 +3,8 @@ upstream going away, and SIGINT stops everything cleanly (exit 0). Bad options e
 
 from __future__ import annotations
 
-import os
 import re
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -15,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from launcher.cli import app
-from testsupport.child_output import OutputLines
+from testsupport.child_output import OutputLines, start_coach_serve
 from testsupport.upstream import ScriptedUpstream
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,12 +28,7 @@ def test_serve_answers_shows_upstream_health_and_stops_on_sigint(tmp_path: Path)
         f'[data]\ndir = "{tmp_path / "data"}"\n\n[upstream]\nurl = "{up_url}"\nkind = "anthropic"\n\n'
         "[proxy]\nhealth_interval_s = 0.2\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COACH_")}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from launcher.cli import app; app()", "serve", "--config", str(cfg),
-         "--proxy-port", "0", "--mcp-port", "0"],
-        cwd=REPO, env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
+    proc = start_coach_serve(cfg, cwd=REPO)
     out = OutputLines(proc)
     try:
         m = out.expect(r"coach serve: ready: proxy (\S+)  mcp (\S+)")

@@ -5,18 +5,15 @@ restarted. Invalid edits keep the previous policies. The scripted upstream recor
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from testsupport.child_output import OutputLines, interrupt
+from testsupport.child_output import OutputLines, interrupt, start_coach_serve
 from testsupport.upstream import ScriptedUpstream
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
@@ -49,11 +46,7 @@ def test_serve_applies_edited_agent_files_to_the_next_request(tmp_path: Path) ->
     cfg = tmp_path / "coach.toml"
     cfg.write_text(f'[data]\ndir = "{tmp_path / "data"}"\n[agents]\ndir = "{agents}"\n'
                    f'[upstream]\nurl = "{up.base_url}"\nkind = "anthropic"\n')
-    env = {k: v for k, v in os.environ.items() if not k.startswith("COACH_")}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from launcher.cli import app; app()", "serve", "--config", str(cfg),
-         "--proxy-port", "0", "--mcp-port", "0"],
-        cwd=REPO, env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = start_coach_serve(cfg, cwd=REPO)
     out = OutputLines(proc)
     try:
         proxy_url = out.expect(r"coach serve: ready: proxy (\S+)").group(1)
