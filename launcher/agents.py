@@ -12,7 +12,10 @@ server is named ``coachboard``; tools are ``mcp__coachboard__<tool>`` (:data:`WR
 
 Hot reload: :class:`AgentRegistry` keeps the last valid set; ``await registry.watch()`` (watchfiles)
 reloads on change. A valid edit is returned by the next ``registry.current()``; an invalid edit is
-logged, kept in ``registry.last_error``, and the previous version stays in use.
+logged, kept in ``registry.last_error``, and the previous version stays in use. The watcher reloads a
+change only once the files have stopped changing (``settle_ms``): an editor that saves in place
+(truncate, then write, possibly in several writes) is never read half-written, so one save gives one
+new version and never a spurious "invalid" report.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
@@ -414,17 +418,25 @@ class AgentRegistry:
 
     def reload(self) -> bool:
         """Re-read the folder now. Returns True if a new valid version was installed; False when nothing
-        changed or the new files are invalid (then ``last_error`` says why; the old version stays)."""
+        changed, when the files changed while they were being read (nothing is installed or reported;
+        the next call sees them), or when the new files are invalid (then ``last_error`` says why; the
+        old version stays)."""
         fingerprint = _fingerprint(self.directory)
         if fingerprint == self._fingerprint:
             return False
-        self._fingerprint = fingerprint
+        specs: dict[str, AgentSpec] = {}
+        error: AgentSpecError | None = None
         try:
             specs = load_agents(self.directory)
         except AgentSpecError as exc:
-            self.last_error = exc
-            log.warning("agent files changed but are invalid; keeping version %d:\n%s", self.version, exc)
-            self._notify(exc)
+            error = exc
+        if _fingerprint(self.directory) != fingerprint:
+            return False  # a write is in progress: what was parsed may mix old and new bytes
+        self._fingerprint = fingerprint
+        if error is not None:
+            self.last_error = error
+            log.warning("agent files changed but are invalid; keeping version %d:\n%s", self.version, error)
+            self._notify(error)
             return False
         self._specs = specs
         self.version += 1
@@ -450,18 +462,32 @@ class AgentRegistry:
         ready: anyio.Event | None = None,
         debounce_ms: int = 200,
         force_polling: bool | None = None,
+        settle_ms: int = 250,
     ) -> None:
         """Watch the folder with watchfiles until ``stop_event`` is set (run it in a task group).
 
-        ``ready`` is set once the watcher is running (after its first timeout tick), after one
-        catch-up reload of anything changed since construction.
+        A change is reloaded once the folder's content has stayed the same for at least ``settle_ms``
+        milliseconds (checked on every watchfiles batch and every 100 ms tick), so a file saved in place
+        in several writes gives one reload of the finished file, not one per write. ``ready`` is set
+        once the watcher is running (after its first batch or timeout tick); anything changed since
+        construction is then picked up like any other change.
         """
         from watchfiles import awatch
 
+        pending: str | None = None  # a changed fingerprint waiting to settle
+        pending_since = 0.0
         async for _changes in awatch(
             self.directory, stop_event=stop_event, debounce=debounce_ms, step=20, rust_timeout=100,
             yield_on_timeout=True, force_polling=force_polling,
         ):  # fmt: skip
-            self.reload()
+            fingerprint = _fingerprint(self.directory)
+            now = time.monotonic()
+            if fingerprint == self._fingerprint:
+                pending = None
+            elif fingerprint != pending:
+                pending, pending_since = fingerprint, now
+            elif now - pending_since >= settle_ms / 1000:
+                pending = None
+                self.reload()
             if ready is not None and not ready.is_set():
                 ready.set()

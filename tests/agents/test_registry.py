@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -78,3 +80,58 @@ async def test_watcher_applies_valid_edit_and_keeps_old_version_on_invalid_edit(
             await changed.wait()
             assert reg.last_error is None
         stop.set()
+
+
+def save_in_place_in_pieces(path: Path, text: str, pause_s: float) -> None:
+    """Save the way many editors do: truncate the file, then write it in several writes."""
+    cut = text.index("\n---", 4) + len("\n---\n") + 40  # front matter whole, the prompt cut short
+    with path.open("w", encoding="utf-8") as f:
+        f.flush()
+        time.sleep(pause_s)
+        f.write(text[:cut])
+        f.flush()
+        time.sleep(pause_s)
+        f.write(text[cut:])
+
+
+@pytest.mark.anyio
+async def test_watcher_reloads_a_file_saved_in_place_in_pieces_once(agents_dir: Path) -> None:
+    """An empty file and a half-written prompt are on disk for a moment each; the watcher must wait
+    for the save to finish: one new version with the whole text, no "invalid" report in between."""
+    seen: list[tuple[int, bool]] = []
+    reg = AgentRegistry(agents_dir, on_change=lambda v, err: seen.append((v, err is None)))
+    persona = agents_dir / "persona.md"
+    edited = persona.read_text(encoding="utf-8").rstrip("\n") + "\nEDITED: one new sentence.\n"
+    stop, ready = anyio.Event(), anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: reg.watch(stop_event=stop, ready=ready, debounce_ms=50))
+        with anyio.fail_after(20):
+            await ready.wait()
+            changed = reg.next_change()
+            await anyio.to_thread.run_sync(save_in_place_in_pieces, persona, edited, 0.06)
+            await changed.wait()
+            await anyio.sleep(1.0)  # a second reload of the same save would come within this
+        stop.set()
+    assert seen == [(2, True)]
+    assert reg.current()["persona"].prompt.rstrip().endswith("EDITED: one new sentence.")
+
+
+def test_reload_installs_nothing_when_the_files_change_while_being_read(
+    agents_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import launcher.agents as agents_mod
+
+    reg = AgentRegistry(agents_dir)
+    replace_atomically(agents_dir / "coach.md", "deadline_s: 20", "deadline_s: 21")
+    real_load = agents_mod.load_agents
+
+    def load_then_edit(directory: Any) -> Any:
+        specs = real_load(directory)
+        replace_atomically(agents_dir / "coach.md", "deadline_s: 21", "deadline_s: 22")
+        return specs
+
+    monkeypatch.setattr(agents_mod, "load_agents", load_then_edit)
+    assert reg.reload() is False and reg.version == 1  # parsed bytes are already stale
+    monkeypatch.setattr(agents_mod, "load_agents", real_load)
+    assert reg.reload() is True
+    assert reg.current()["coach"].deadline_s == 22 and reg.version == 2
