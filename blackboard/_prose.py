@@ -9,9 +9,10 @@ import re
 __all__ = ["quotable"]
 
 # JSON-schema keywords, tool names, markup and code: text a model copied from its prompt, not prose.
+# Keywords that are also English words ("required", "properties") count only as ``keyword:``.
 _NOT_PROSE = re.compile(
-    r"(maxLength|minLength|maxItems|minItems|additionalProperties|\$ref|\$defs|anyOf|oneOf|properties"
-    r"|required|json_schema|\bmcp__|[{}<>\[\]`|\\]|\b[a-z]+_[a-z_]+\b|\w+:\S)",
+    r"(maxLength|minLength|maxItems|minItems|additionalProperties|\$ref|\$defs|anyOf|oneOf|json_schema"
+    r"|\b(?:required|properties|items|enum|type)\s*:|\bmcp__|[{}<>\[\]`|\\]|\b[a-z]+_[a-z_]+\b|\w+:\S)",
     re.IGNORECASE,
 )
 
