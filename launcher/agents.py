@@ -333,14 +333,13 @@ def check_agents(directory: str | Path) -> tuple[dict[str, AgentSpec], list[Agen
                 "agent files, or run the command from the coachboard repository root",
             )
         ]
-    for path in sorted(d.glob("*.md")):
-        if path.name.lower() == "readme.md":
-            continue
+    files = _agent_files(d)
+    for path in files:
         spec, found = check_agent_file(path)
         problems.extend(found)
         if spec is not None:
             specs[spec.name] = spec
-    present = {p.stem for p in d.glob("*.md")}
+    present = {p.stem for p in files}
     for name in AGENT_NAMES:
         if name not in present:
             problems.append(
@@ -352,8 +351,8 @@ def check_agents(directory: str | Path) -> tuple[dict[str, AgentSpec], list[Agen
                     f"create {name}.md (all six agents are required)",
                 )
             )
-    for path in sorted(d.glob("*.md")):
-        if path.stem not in AGENT_NAMES and path.name.lower() != "readme.md":
+    for path in files:
+        if path.stem not in AGENT_NAMES:
             problems.append(
                 AgentProblem(
                     str(path),
@@ -378,9 +377,17 @@ def load_agents(directory: str | Path) -> dict[str, AgentSpec]:
     return specs
 
 
+def _agent_files(directory: Path) -> list[Path]:
+    """The folder's ``*.md`` files that are agent files, sorted: not README.md, and not hidden files
+    (editors' lock and swap files such as Emacs's ``.#persona.md``, macOS's ``._persona.md``)."""
+    return sorted(
+        p for p in directory.glob("*.md") if not p.name.startswith(".") and p.name.lower() != "readme.md"
+    )
+
+
 def _fingerprint(directory: Path) -> str:
     h = hashlib.sha256()
-    for path in sorted(directory.glob("*.md")):
+    for path in _agent_files(directory):
         h.update(path.name.encode())
         try:
             h.update(path.read_bytes())

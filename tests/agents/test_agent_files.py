@@ -230,6 +230,15 @@ def test_load_agents_requires_all_six_and_reports_every_file(agents_dir: Path) -
     assert info.value.code == "invalid_agent_file"
 
 
+def test_editor_lock_and_metadata_files_are_not_agent_files(agents_dir: Path) -> None:
+    """Emacs keeps ``.#persona.md`` (a dangling symlink) while a buffer is modified; macOS copies leave
+    ``._coach.md``; a README may sit beside the agents. None of them is an agent file."""
+    (agents_dir / ".#persona.md").symlink_to("someone@host.1234:1700000000")
+    (agents_dir / "._coach.md").write_bytes(b"\x00\x05\x16\x07 AppleDouble")
+    (agents_dir / "README.md").write_text("# Our agents\n", encoding="utf-8")
+    assert sorted(load_agents(agents_dir)) == sorted(AGENT_NAMES)
+
+
 def test_cli_check_ok_and_failing(agents_dir: Path) -> None:
     runner = CliRunner()
     ok = runner.invoke(app, ["agents", "check", "--dir", str(agents_dir)])

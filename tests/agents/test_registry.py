@@ -135,3 +135,24 @@ def test_reload_installs_nothing_when_the_files_change_while_being_read(
     monkeypatch.setattr(agents_mod, "load_agents", real_load)
     assert reg.reload() is True
     assert reg.current()["coach"].deadline_s == 22 and reg.version == 2
+
+
+@pytest.mark.anyio
+async def test_watcher_ignores_an_editors_lock_file(agents_dir: Path) -> None:
+    """Opening persona.md in Emacs and typing creates ``.#persona.md``: no reload, no "invalid" report;
+    the save that follows is one new version."""
+    seen: list[tuple[int, bool]] = []
+    reg = AgentRegistry(agents_dir, on_change=lambda v, err: seen.append((v, err is None)))
+    stop, ready = anyio.Event(), anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: reg.watch(stop_event=stop, ready=ready, debounce_ms=50))
+        with anyio.fail_after(20):
+            await ready.wait()
+            (agents_dir / ".#persona.md").symlink_to("someone@host.1234:1700000000")
+            await anyio.sleep(1.0)
+            assert seen == []
+            changed = reg.next_change()
+            replace_atomically(agents_dir / "persona.md", "deadline_s:", "deadline_s: 31 #")
+            await changed.wait()
+        stop.set()
+    assert seen == [(2, True)] and reg.current()["persona"].deadline_s == 31
