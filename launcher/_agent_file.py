@@ -47,10 +47,11 @@ def _yaml_problem(path: Path, exc: yaml.YAMLError, offset: int) -> AgentProblem:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     line = (mark.line + 1 + offset) if mark is not None else offset
     problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-    return AgentProblem(
-        str(path), line, None, f"front matter is not valid YAML ({problem})",
-        "write one 'key: value' per line; quote values that contain ': ' or start with a special character",
-    )  # fmt: skip
+    if "'\\t'" in problem:  # PyYAML: "found character '\t' that cannot start any token"
+        fix = "YAML allows no tab characters in the front matter: replace the tab on this line with spaces"
+    else:
+        fix = "write one 'key: value' per line; quote values that contain ': ' or start with a special character"
+    return AgentProblem(str(path), line, None, f"front matter is not valid YAML ({problem})", fix)
 
 
 def parse_agent_file(path: Path) -> ParsedFile | AgentProblem:
@@ -59,17 +60,35 @@ def parse_agent_file(path: Path) -> ParsedFile | AgentProblem:
     an unreadable file gives a problem too."""
     name = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        raw = path.read_bytes()
+    except OSError as exc:
+        if path.is_symlink() and not path.exists():
+            what = f"the file is a symbolic link to {path.readlink()}, which does not exist"
+        else:
+            what = f"cannot read the file ({exc.__class__.__name__}: {exc.strerror or exc})"
+        return AgentProblem(name, 0, None, what, "make it a readable UTF-8 text file")
+    try:
+        # "utf-8-sig": a byte order mark (Windows Notepad) is dropped, as Claude Code does
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
         return AgentProblem(
             name,
-            0,
+            line,
             None,
-            f"cannot read the file ({exc.__class__.__name__})",
-            "make it a readable UTF-8 text file",
+            f"the file is not UTF-8 text (byte 0x{raw[exc.start]:02x} cannot be decoded)",
+            "save the file with the UTF-8 encoding (or retype the character on this line)",
         )
     lines = text.splitlines()
-    if not lines or lines[0].strip() != "---":
+    if not text.strip():
+        return AgentProblem(
+            name,
+            1,
+            None,
+            "the file is empty",
+            "write the front matter ('---', the YAML fields, '---') and then the prompt, as in the other agent files",
+        )
+    if lines[0].strip() != "---":
         return AgentProblem(
             name,
             1,

@@ -195,15 +195,15 @@ def _semantic_problems(spec: AgentSpec, parsed: ParsedFile) -> list[AgentProblem
     f, ln = str(spec.path), parsed.key_lines
     out: list[AgentProblem] = []
     if spec.path.stem != spec.name:
-        out.append(
+        stem = spec.path.stem
+        fix = f"rename the file to {spec.name}.md" + (f" or set name: {stem}" if stem in AGENT_NAMES else "")
+        # The checks below depend on which agent this is; against a wrong name they would only
+        # suggest wrong fixes (another agent's tools and stage), so they wait for the name.
+        return [
             AgentProblem(
-                f,
-                ln.get("name", 1),
-                "name",
-                f"name {spec.name!r} does not match the file name {spec.path.name!r}",
-                f"rename the file to {spec.name}.md or set name: {spec.path.stem}",
+                f, ln.get("name", 1), "name", f"name {spec.name!r} does not match the file name {spec.path.name!r}", fix
             )
-        )
+        ]  # fmt: skip
     for tool in spec.tools:
         if canonical_tool(tool) not in KNOWN_TOOLS:
             out.append(
@@ -335,13 +335,15 @@ def check_agents(directory: str | Path) -> tuple[dict[str, AgentSpec], list[Agen
         ]
     files = _agent_files(d)
     for path in files:
+        if path.stem not in AGENT_NAMES:
+            continue  # not read: one problem below says what to do with it
         spec, found = check_agent_file(path)
         problems.extend(found)
         if spec is not None:
             specs[spec.name] = spec
     present = {p.stem for p in files}
     for name in AGENT_NAMES:
-        if name not in present:
+        if name not in present and f"{name}.md" not in {p.name.lower() for p in files}:
             problems.append(
                 AgentProblem(
                     str(d / f"{name}.md"),
@@ -351,18 +353,23 @@ def check_agents(directory: str | Path) -> tuple[dict[str, AgentSpec], list[Agen
                     f"create {name}.md (all six agents are required)",
                 )
             )
-    for path in files:
-        if path.stem not in AGENT_NAMES:
-            problems.append(
-                AgentProblem(
-                    str(path),
-                    0,
-                    None,
-                    f"{path.stem!r} is not one of the six agents",
-                    "rename it to one of " + " ".join(AGENT_NAMES) + " or move it out",
-                )
-            )
+    problems.extend(_stray_problem(path, present) for path in files if path.stem not in AGENT_NAMES)
     return specs, problems
+
+
+def _stray_problem(path: Path, present: set[str]) -> AgentProblem:
+    """The one problem of a ``*.md`` in the agents folder that is not one of the six agent files."""
+    lower = path.stem.lower()
+    if lower in AGENT_NAMES:  # Persona.md: agent file names are lowercase, as the agent names
+        fix = f"remove it ({lower}.md is the agent file)" if lower in present else f"rename it to {lower}.md"
+        return AgentProblem(str(path), 0, None, "agent file names are lowercase; this file is not read", fix)
+    close = difflib.get_close_matches(lower, AGENT_NAMES, n=1)
+    hint = f" (a copy of {close[0]}.md?)" if close and close[0] in present else ""
+    return AgentProblem(
+        str(path), 0, None, f"{path.stem!r} is not one of the six agents{hint}",
+        "move it out of the agents folder (it may hold only " + ", ".join(f"{n}.md" for n in AGENT_NAMES)
+        + ", a README.md and hidden files), or rename it to the agent file it replaces",
+    )  # fmt: skip
 
 
 def load_agents(directory: str | Path) -> dict[str, AgentSpec]:

@@ -1,0 +1,111 @@
+"""What a prompt editor really does to an agent file: Windows encodings and line endings, tabs, an
+empty save, a capitalised or copied file, a broken link. A file Claude Code reads loads here too; each
+mistake gives one problem that names the file, the line and the fix (and no wrong fix)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from launcher.agents import AGENT_NAMES, AgentSpecError, check_agents, load_agent_file, load_agents
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def agents_dir(tmp_path: Path) -> Path:
+    d = tmp_path / "agents"
+    shutil.copytree(REPO / "agents", d)
+    return d
+
+
+def problems_of(directory: Path) -> list[str]:
+    _specs, problems = check_agents(directory)
+    return [str(p) for p in problems]
+
+
+def test_byte_order_mark_and_crlf_load_like_claude_code(agents_dir: Path) -> None:
+    """Windows Notepad saves UTF-8 with a byte order mark and CRLF; Claude Code drops the mark."""
+    f = agents_dir / "persona.md"
+    plain = load_agent_file(f)
+    f.write_bytes(b"\xef\xbb\xbf" + f.read_bytes().replace(b"\n", b"\r\n"))
+    spec = load_agent_file(f)
+    assert spec.model_dump(exclude={"path"}) == plain.model_dump(exclude={"path"})
+    assert "\r" not in spec.prompt and "\ufeff" not in spec.prompt
+    assert sorted(load_agents(agents_dir)) == sorted(AGENT_NAMES)
+
+
+def test_non_utf8_byte_names_its_line(agents_dir: Path) -> None:
+    f = agents_dir / "persona.md"
+    text = f.read_bytes()
+    line = text.count(b"\n") + 1
+    f.write_bytes(text + "Caf\u00e9 au lait.\n".encode("latin-1"))
+    (p,) = problems_of(agents_dir)
+    assert p.startswith(f"{f}:{line}: the file is not UTF-8 text (byte 0xe9")
+    assert "Fix: save the file with the UTF-8 encoding" in p
+
+
+def test_tab_in_front_matter_says_tabs(agents_dir: Path) -> None:
+    f = agents_dir / "persona.md"
+    f.write_text(f.read_text(encoding="utf-8").replace("deadline_s: 60", "deadline_s:\t60"), encoding="utf-8")
+    (p,) = problems_of(agents_dir)
+    assert p.startswith(f"{f}:8: front matter is not valid YAML")
+    assert "replace the tab on this line with spaces" in p
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n  \n", b"\xef\xbb\xbf"])
+def test_empty_file_is_called_empty(agents_dir: Path, content: bytes) -> None:
+    f = agents_dir / "coach.md"
+    f.write_bytes(content)
+    (p,) = problems_of(agents_dir)
+    assert p.startswith(f"{f}:1: the file is empty. Fix: write the front matter")
+
+
+def test_capitalised_file_name_is_one_problem_saying_rename(agents_dir: Path) -> None:
+    (agents_dir / "persona.md").rename(agents_dir / "Persona.md")
+    assert problems_of(agents_dir) == [
+        f"{agents_dir / 'Persona.md'}: agent file names are lowercase; this file is not read. "
+        "Fix: rename it to persona.md"
+    ]
+    shutil.copy(REPO / "agents" / "persona.md", agents_dir / "persona.md")
+    (p,) = problems_of(agents_dir)
+    assert p.endswith("Fix: remove it (persona.md is the agent file)")
+
+
+def test_copy_of_an_agent_file_is_one_problem_without_a_wrong_fix(agents_dir: Path) -> None:
+    shutil.copy(agents_dir / "persona.md", agents_dir / "persona copy.md")
+    (agents_dir / "notes.md").write_text("my notes\n", encoding="utf-8")
+    problems = problems_of(agents_dir)
+    assert len(problems) == 2, problems
+    notes, copy = sorted(problems)
+    assert copy.startswith(f"{agents_dir / 'persona copy.md'}: 'persona copy' is not one of the six agents "
+                           "(a copy of persona.md?). Fix: move it out of the agents folder")  # fmt: skip
+    assert notes.startswith(
+        f"{agents_dir / 'notes.md'}: 'notes' is not one of the six agents. Fix: move it out"
+    )
+    assert "set name:" not in " ".join(problems) and "front matter" not in " ".join(problems)
+
+
+def test_wrong_name_is_reported_alone(agents_dir: Path) -> None:
+    """``name: shadow`` in persona.md: the tools and output tool are persona's and right; checking them
+    against shadow would tell the user to break them."""
+    f = agents_dir / "persona.md"
+    f.write_text(f.read_text(encoding="utf-8").replace("name: persona", "name: shadow"), encoding="utf-8")
+    with pytest.raises(AgentSpecError) as info:
+        load_agent_file(f)
+    assert [str(p) for p in info.value.problems] == [
+        f"{f}:2: name: name 'shadow' does not match the file name 'persona.md'. "
+        "Fix: rename the file to shadow.md or set name: persona"
+    ]
+
+
+def test_broken_symlink_says_so(agents_dir: Path, tmp_path: Path) -> None:
+    f = agents_dir / "persona.md"
+    f.unlink()
+    f.symlink_to(tmp_path / "moved" / "persona.md")
+    (p,) = problems_of(agents_dir)
+    assert p.startswith(
+        f"{f}: the file is a symbolic link to {tmp_path / 'moved' / 'persona.md'}, which does not exist"
+    )
