@@ -15,7 +15,8 @@ reloads on change. A valid edit is returned by the next ``registry.current()``; 
 logged, kept in ``registry.last_error``, and the previous version stays in use. The watcher reloads a
 change only once the files have stopped changing (``settle_ms``): an editor that saves in place
 (truncate, then write, possibly in several writes) is never read half-written, so one save gives one
-new version and never a spurious "invalid" report.
+new version and never a spurious "invalid" report. Invalid files are reported only once they have
+stayed so for 1.5 s (``invalid_settle_ms``): a file deleted and written again is one new version.
 """
 
 from __future__ import annotations
@@ -430,11 +431,13 @@ class AgentRegistry:
         """The agent set to use for the next turn (the last valid version)."""
         return dict(self._specs)
 
-    def reload(self) -> bool:
+    def reload(self, *, report_invalid: bool = True) -> bool:
         """Re-read the folder now. Returns True if a new valid version was installed; False when nothing
         changed, when the files changed while they were being read (nothing is installed or reported;
         the next call sees them), or when the new files are invalid (then ``last_error`` says why; the
-        old version stays)."""
+        old version stays). With ``report_invalid=False`` invalid files are neither recorded nor
+        reported: the next call reads them again (the watcher waits this way for a file being
+        replaced)."""
         fingerprint = _fingerprint(self.directory)
         if fingerprint == self._fingerprint:
             return False
@@ -446,6 +449,8 @@ class AgentRegistry:
             error = exc
         if _fingerprint(self.directory) != fingerprint:
             return False  # a write is in progress: what was parsed may mix old and new bytes
+        if error is not None and not report_invalid:
+            return False
         self._fingerprint = fingerprint
         if error is not None:
             self.last_error = error
@@ -477,12 +482,16 @@ class AgentRegistry:
         debounce_ms: int = 200,
         force_polling: bool | None = None,
         settle_ms: int = 250,
+        invalid_settle_ms: int = 1500,
     ) -> None:
         """Watch the folder with watchfiles until ``stop_event`` is set (run it in a task group).
 
         A change is reloaded once the folder's content has stayed the same for at least ``settle_ms``
         milliseconds (checked on every watchfiles batch and every 100 ms tick), so a file saved in place
-        in several writes gives one reload of the finished file, not one per write. ``ready`` is set
+        in several writes gives one reload of the finished file, not one per write. Files that are
+        invalid are reported only once they have stayed the same for ``invalid_settle_ms``: a file
+        deleted and written again (``rm`` then ``cp``, a slow save, a scratch ``notes.md`` removed at
+        once) is one new version, without an "invalid" report in between. ``ready`` is set
         once the watcher is running (after its first batch or timeout tick); anything changed since
         construction is then picked up like any other change.
         """
@@ -501,7 +510,8 @@ class AgentRegistry:
             elif fingerprint != pending:
                 pending, pending_since = fingerprint, now
             elif now - pending_since >= settle_ms / 1000:
-                pending = None
-                self.reload()
+                self.reload(report_invalid=now - pending_since >= invalid_settle_ms / 1000)
+                if self._fingerprint == pending:  # installed or reported; else read again next tick
+                    pending = None
             if ready is not None and not ready.is_set():
                 ready.set()

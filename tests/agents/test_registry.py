@@ -156,3 +156,65 @@ async def test_watcher_ignores_an_editors_lock_file(agents_dir: Path) -> None:
             await changed.wait()
         stop.set()
     assert seen == [(2, True)] and reg.current()["persona"].deadline_s == 31
+
+
+@pytest.mark.anyio
+async def test_watcher_gives_one_version_for_a_file_deleted_then_written_again(agents_dir: Path) -> None:
+    """``rm persona.md`` then ``cp`` a new one 0.6 s later (longer than the settle time): one new
+    version with the new text, no "agent file is missing" report in between."""
+    seen: list[tuple[int, bool]] = []
+    reg = AgentRegistry(agents_dir, on_change=lambda v, err: seen.append((v, err is None)))
+    persona = agents_dir / "persona.md"
+    edited = persona.read_text(encoding="utf-8").replace("deadline_s: 60", "deadline_s: 61")
+    stop, ready = anyio.Event(), anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: reg.watch(stop_event=stop, ready=ready, debounce_ms=50))
+        with anyio.fail_after(20):
+            await ready.wait()
+            changed = reg.next_change()
+            persona.unlink()
+            await anyio.sleep(0.6)  # the user's pause between the two commands
+            persona.write_text(edited, encoding="utf-8")
+            await changed.wait()
+            await anyio.sleep(1.0)  # a second report of the same edit would come within this
+        stop.set()
+    assert seen == [(2, True)] and reg.current()["persona"].deadline_s == 61
+
+
+@pytest.mark.anyio
+async def test_watcher_ignores_a_scratch_file_removed_at_once_and_still_reports_a_real_problem(
+    agents_dir: Path,
+) -> None:
+    """A ``notes.md`` that lives 0.6 s changes nothing: no report, no new version. One that stays is
+    reported (once), and removing it gives the next version."""
+    seen: list[tuple[int, bool]] = []
+    reg = AgentRegistry(agents_dir, on_change=lambda v, err: seen.append((v, err is None)))
+    notes = agents_dir / "notes.md"
+    stop, ready = anyio.Event(), anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: reg.watch(stop_event=stop, ready=ready, debounce_ms=50))
+        with anyio.fail_after(20):
+            await ready.wait()
+            notes.write_text("todo\n", encoding="utf-8")
+            await anyio.sleep(0.6)
+            notes.unlink()
+            await anyio.sleep(2.0)  # past the time an invalid folder is reported
+            assert seen == [] and reg.version == 1 and reg.last_error is None
+
+            changed = reg.next_change()
+            notes.write_text("todo\n", encoding="utf-8")
+            await changed.wait()
+            assert seen == [(1, False)] and "notes.md" in str(reg.last_error)
+            changed = reg.next_change()
+            notes.unlink()
+            await changed.wait()
+        stop.set()
+    assert seen == [(1, False), (2, True)] and reg.last_error is None
+
+
+def test_reload_can_leave_invalid_files_unreported(agents_dir: Path) -> None:
+    seen: list[int] = []
+    reg = AgentRegistry(agents_dir, on_change=lambda v, err: seen.append(v))
+    (agents_dir / "coach.md").unlink()
+    assert reg.reload(report_invalid=False) is False and reg.last_error is None and seen == []
+    assert reg.reload() is False and reg.last_error is not None and seen == [1]
