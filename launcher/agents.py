@@ -499,10 +499,9 @@ class AgentRegistry:
 
         pending: str | None = None  # a changed fingerprint waiting to settle
         pending_since = 0.0
-        async for _changes in awatch(
-            self.directory, stop_event=stop_event, debounce=debounce_ms, step=20, rust_timeout=100,
-            yield_on_timeout=True, force_polling=force_polling,
-        ):  # fmt: skip
+
+        def tick() -> None:
+            nonlocal pending, pending_since
             fingerprint = _fingerprint(self.directory)
             now = time.monotonic()
             if fingerprint == self._fingerprint:
@@ -515,3 +514,18 @@ class AgentRegistry:
                     pending = None
             if ready is not None and not ready.is_set():
                 ready.set()
+
+        while stop_event is None or not stop_event.is_set():
+            if not self.directory.is_dir():  # moved away before watching began: report it, wait for it
+                tick()
+                await anyio.sleep(0.1)
+                continue
+            try:
+                async for _changes in awatch(
+                    self.directory, stop_event=stop_event, debounce=debounce_ms, step=20, rust_timeout=100,
+                    yield_on_timeout=True, force_polling=force_polling,
+                ):  # fmt: skip
+                    tick()
+                return
+            except FileNotFoundError:  # gone between the check and watchfiles' start
+                continue

@@ -218,3 +218,31 @@ def test_reload_can_leave_invalid_files_unreported(agents_dir: Path) -> None:
     (agents_dir / "coach.md").unlink()
     assert reg.reload(report_invalid=False) is False and reg.last_error is None and seen == []
     assert reg.reload() is False and reg.last_error is not None and seen == [1]
+
+
+@pytest.mark.anyio
+async def test_watcher_started_while_the_folder_is_away_waits_for_it(agents_dir: Path) -> None:
+    """The folder is renamed between start-up and the watcher's start (watchfiles cannot watch a
+    missing path): the watcher reports it, keeps the last version, and follows the folder once it
+    is back, instead of crashing the chat or the server."""
+    seen: list[tuple[int, bool]] = []
+    reg = AgentRegistry(agents_dir, on_change=lambda v, err: seen.append((v, err is None)))
+    away = agents_dir.with_name("agents.away")
+    os.rename(agents_dir, away)
+    stop, ready = anyio.Event(), anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: reg.watch(stop_event=stop, ready=ready, debounce_ms=50))
+        with anyio.fail_after(20):
+            await ready.wait()
+            changed = reg.next_change()
+            await changed.wait()
+            assert seen == [(1, False)] and "does not exist" in str(reg.last_error)
+            assert reg.current()["persona"].deadline_s == 60
+
+            changed = reg.next_change()
+            replace_atomically(away / "persona.md", "deadline_s: 60", "deadline_s: 61")
+            os.rename(away, agents_dir)
+            await changed.wait()
+            assert reg.last_error is None and reg.current()["persona"].deadline_s == 61
+        stop.set()
+    assert seen == [(1, False), (2, True)]
