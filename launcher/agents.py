@@ -345,17 +345,28 @@ def check_agents(directory: str | Path) -> tuple[dict[str, AgentSpec], list[Agen
     present = {p.stem for p in files}
     for name in AGENT_NAMES:
         if name not in present and f"{name}.md" not in {p.name.lower() for p in files}:
-            problems.append(
-                AgentProblem(
-                    str(d / f"{name}.md"),
-                    0,
-                    None,
-                    "agent file is missing",
-                    f"create {name}.md (all six agents are required)",
-                )
-            )
+            problems.append(_missing_problem(d, name))
     problems.extend(_stray_problem(path, present) for path in files if path.stem not in AGENT_NAMES)
     return specs, problems
+
+
+def _missing_problem(directory: Path, name: str) -> AgentProblem:
+    """``name``.md is missing; names a file that looks like it (``persona.MD``, ``persona.txt``,
+    ``persona.md.txt`` from an editor that adds an extension)."""
+    try:
+        near = sorted(p.name for p in directory.iterdir() if p.name.lower().startswith(f"{name}."))
+    except OSError:
+        near = []
+    if near:
+        return AgentProblem(
+            str(directory / f"{name}.md"), 0, None,
+            f"agent file is missing (found {', '.join(near)}; only {name}.md is read)",
+            f"rename {'it' if len(near) == 1 else 'the right one'} to {name}.md",
+        )  # fmt: skip
+    return AgentProblem(
+        str(directory / f"{name}.md"), 0, None, "agent file is missing",
+        f"create {name}.md (all six agents are required)",
+    )  # fmt: skip
 
 
 def _stray_problem(path: Path, present: set[str]) -> AgentProblem:

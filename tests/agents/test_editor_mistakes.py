@@ -109,3 +109,12 @@ def test_broken_symlink_says_so(agents_dir: Path, tmp_path: Path) -> None:
     assert p.startswith(
         f"{f}: the file is a symbolic link to {tmp_path / 'moved' / 'persona.md'}, which does not exist"
     )
+
+
+@pytest.mark.parametrize("saved_as", ["persona.MD", "persona.md.txt", "persona.txt"])
+def test_missing_agent_file_names_the_file_saved_under_another_name(agents_dir: Path, saved_as: str) -> None:
+    (agents_dir / "persona.md").rename(agents_dir / saved_as)
+    assert problems_of(agents_dir) == [
+        f"{agents_dir / 'persona.md'}: agent file is missing (found {saved_as}; only persona.md is read). "
+        "Fix: rename it to persona.md"
+    ]
