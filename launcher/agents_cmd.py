@@ -4,9 +4,12 @@ invalid (every problem printed as ``file:line: field: what. Fix: how``)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from .agents import AgentProblem
 
 __all__ = ["agents_app"]
 
@@ -37,6 +40,7 @@ def agents_check_cmd(
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
     specs, problems = check_agents(directory)
+    problems.extend(_project_link_problems(directory))
     table = Table(title=f"agents in {directory}")
     for col in (
         "agent",
@@ -68,3 +72,27 @@ def agents_check_cmd(
         typer.echo(str(problem))
     if problems:
         raise typer.Exit(1)
+
+
+def _project_link_problems(directory: Path) -> list[AgentProblem]:
+    """The project's Claude Code subagents (``.claude/agents/<name>.md`` beside the agents folder) are
+    links to the agent files, the only copy. An edit through a tool that replaces the link with a file
+    (``sed -i``, some editors' safe write) splits them: Claude Code would run one prompt, coach
+    run/chat the other. Each such file is a problem."""
+    from .agents import AGENT_NAMES, AgentProblem
+
+    links = directory.parent / ".claude" / "agents"
+    problems: list[AgentProblem] = []
+    for name in AGENT_NAMES:
+        link, target = links / f"{name}.md", directory / f"{name}.md"
+        if not (link.is_symlink() or link.exists()) or link.resolve() == target.resolve():
+            continue
+        what = "a separate file" if not link.is_symlink() else f"a link to {link.readlink()}"
+        problems.append(
+            AgentProblem(
+                str(link), 0, None,
+                f"Claude Code's {name} subagent is {what}, not a link to {target}: the two can differ",
+                f"put the text you want in {target}, then link it again: ln -sf ../../{directory.name}/{name}.md {link}",
+            )
+        )  # fmt: skip
+    return problems

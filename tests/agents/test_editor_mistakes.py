@@ -118,3 +118,32 @@ def test_missing_agent_file_names_the_file_saved_under_another_name(agents_dir: 
         f"{agents_dir / 'persona.md'}: agent file is missing (found {saved_as}; only persona.md is read). "
         "Fix: rename it to persona.md"
     ]
+
+
+def test_check_finds_a_claude_code_subagent_split_from_its_agent_file(tmp_path: Path) -> None:
+    """``sed -i`` on ``.claude/agents/persona.md`` replaces the link with a file: Claude Code and the
+    pipeline would run different prompts. ``coach agents check`` says so (exit 1)."""
+    from typer.testing import CliRunner
+
+    from launcher.cli import app
+
+    agents = tmp_path / "agents"
+    shutil.copytree(REPO / "agents", agents)
+    links = tmp_path / ".claude" / "agents"
+    links.mkdir(parents=True)
+    for name in AGENT_NAMES:
+        (links / f"{name}.md").symlink_to(Path("..", "..", "agents", f"{name}.md"))
+    runner = CliRunner()
+    ok = runner.invoke(app, ["agents", "check", "--dir", str(agents)])
+    assert ok.exit_code == 0, ok.output
+    link = links / "persona.md"
+    text = link.read_text(encoding="utf-8")
+    link.unlink()
+    link.write_text(text.replace("deadline_s: 60", "deadline_s: 61"), encoding="utf-8")
+    bad = runner.invoke(app, ["agents", "check", "--dir", str(agents)])
+    assert bad.exit_code == 1
+    assert (
+        f"{link}: Claude Code's persona subagent is a separate file, not a link to {agents / 'persona.md'}"
+        in (bad.output.replace("\n", ""))
+    )
+    assert f"ln -sf ../../agents/persona.md {link}" in bad.output.replace("\n", "")
