@@ -477,7 +477,10 @@ class AgentRegistry:
 
     def _notify(self, error: AgentSpecError | None) -> None:
         if self._on_change is not None:
-            self._on_change(self.version, error)
+            try:
+                self._on_change(self.version, error)
+            except Exception:  # a failing listener must not end the watcher (and with it hot reload)
+                log.exception("the agent-reload listener failed; the watcher goes on (version %d)", self.version)
         self._changed.set()
         self._changed = anyio.Event()
 

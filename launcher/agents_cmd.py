@@ -78,10 +78,18 @@ def _project_link_problems(directory: Path) -> list[AgentProblem]:
     """The project's Claude Code subagents (``.claude/agents/<name>.md`` beside the agents folder) are
     links to the agent files, the only copy. An edit through a tool that replaces the link with a file
     (``sed -i``, some editors' safe write) splits them: Claude Code would run one prompt, coach
-    run/chat the other. Each such file is a problem."""
+    run/chat the other. Each such file is a problem, when at least one of the six is still linked here
+    (the project's layout); otherwise that folder is not this project's and nothing is reported."""
     from .agents import AGENT_NAMES, AgentProblem
 
     links = directory.parent / ".claude" / "agents"
+    # Only where the project links its subagents to this folder: `--dir ~/myagents` must not judge the
+    # user's own ~/.claude/agents (personal subagents that merely share a name).
+    if not any(
+        (links / f"{n}.md").is_symlink() and (links / f"{n}.md").resolve() == (directory / f"{n}.md").resolve()
+        for n in AGENT_NAMES
+    ):
+        return []
     problems: list[AgentProblem] = []
     for name in AGENT_NAMES:
         link, target = links / f"{name}.md", directory / f"{name}.md"

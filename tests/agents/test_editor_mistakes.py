@@ -147,3 +147,19 @@ def test_check_finds_a_claude_code_subagent_split_from_its_agent_file(tmp_path: 
         in (bad.output.replace("\n", ""))
     )
     assert f"ln -sf ../../agents/persona.md {link}" in bad.output.replace("\n", "")
+
+
+def test_check_leaves_an_unrelated_claude_agents_folder_alone(tmp_path: Path) -> None:
+    """`coach agents check --dir ~/myagents` sits beside the user's own ~/.claude/agents: personal
+    subagents there that share a name (coach.md) are not this project's links and are not judged."""
+    from typer.testing import CliRunner
+
+    from launcher.cli import app
+
+    agents = tmp_path / "myagents"
+    shutil.copytree(REPO / "agents", agents)
+    personal = tmp_path / ".claude" / "agents"
+    personal.mkdir(parents=True)
+    (personal / "coach.md").write_text("---\nname: coach\ndescription: my own\n---\nBe brief.\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["agents", "check", "--dir", str(agents)])
+    assert result.exit_code == 0, result.output

@@ -246,3 +246,18 @@ async def test_watcher_started_while_the_folder_is_away_waits_for_it(agents_dir:
             assert reg.last_error is None and reg.current()["persona"].deadline_s == 61
         stop.set()
     assert seen == [(1, False), (2, True)]
+
+
+def test_a_failing_listener_does_not_stop_reloads(agents_dir: Path) -> None:
+    calls: list[int] = []
+
+    def listener(version: int, error: object) -> None:
+        calls.append(version)
+        raise BrokenPipeError("stdout closed")  # e.g. `coach serve | head` after head exited
+
+    reg = AgentRegistry(agents_dir, on_change=listener)
+    replace_atomically(agents_dir / "coach.md", "deadline_s: 20", "deadline_s: 21")
+    assert reg.reload() is True
+    replace_atomically(agents_dir / "coach.md", "deadline_s: 21", "deadline_s: 22")
+    assert reg.reload() is True
+    assert calls == [2, 3] and reg.current()["coach"].deadline_s == 22
