@@ -8,6 +8,7 @@ building the ``coach`` command tree stays cheap.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -141,12 +142,37 @@ def check_session_open(config: Any, user: str, session: str) -> None:
         store_error(exc)
 
 
+class _DropCancelledServerTasks(logging.Filter):
+    """Drops uvicorn's error records whose exception is a cancellation (``asyncio.CancelledError``).
+
+    On Ctrl-C the event loop cancels the in-process servers' request and lifespan tasks as it closes;
+    uvicorn logs each as "Exception in ASGI application" with a full traceback (three of them, about 200
+    lines, above ``interrupted: ...`` when a model call was open); Starlette reports its cancelled
+    lifespan task as ``lifespan.shutdown.failed`` whose message is the traceback text, ending in
+    ``CancelledError``. A cancelled task is the command stopping, not an application error; every other
+    record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        import asyncio
+
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, asyncio.CancelledError):
+            return False
+        text = str(record.msg).rstrip()
+        return not (text.startswith("Traceback") and text.endswith("CancelledError"))
+
+
 def run_async(fn: Any, *args: Any) -> Any:
     """``anyio.run(fn, *args)``, re-raising the one error inside an exception group (the runtime's task
     groups wrap what a turn raises, so it reached the user as a traceback instead of a plain error).
-    A group holding several leaf errors is re-raised unchanged."""
+    A group holding several leaf errors is re-raised unchanged. While it runs, uvicorn's reports of
+    server tasks cancelled by an interrupt are dropped (``_DropCancelledServerTasks``), so Ctrl-C prints
+    the command's own line, not tracebacks."""
     import anyio
 
+    quiet = _DropCancelledServerTasks()
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    uvicorn_log.addFilter(quiet)
     try:
         return anyio.run(fn, *args)
     except BaseExceptionGroup as group:
@@ -161,6 +187,8 @@ def run_async(fn: Any, *args: Any) -> Any:
         if len(leaves) == 1:
             raise leaves[0] from None
         raise
+    finally:
+        uvicorn_log.removeFilter(quiet)
 
 
 def agent_timeline(result: Any) -> Any:

@@ -1,0 +1,79 @@
+"""Ctrl-C while an in-process server has an open request: ``run_async`` (``coach run``/``chat``) ends with
+the command's own line, not uvicorn tracebacks. Before the fix, ``coach run`` interrupted while Pineal's
+model call was open printed three "ERROR: Exception in ASGI application" / lifespan tracebacks (about
+200 lines, each ending in ``asyncio.exceptions.CancelledError``) above ``interrupted: ...``.
+
+Real process, real uvicorn server (the in-process stack's ``_start``), a real HTTP request over a
+socket and a real SIGINT; the child restores the default SIGINT handler (a background test run
+inherits SIGINT ignored)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
+
+REPO = Path(__file__).resolve().parents[2]
+
+CHILD = r'''
+import os, signal, socket, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+import anyio
+from starlette.applications import Starlette
+from starlette.routing import Route
+from launcher._cli_common import run_async
+from launcher.stack import _start
+
+MODE = sys.argv[1]
+
+
+async def main():
+    arrived = anyio.Event()
+
+    async def endpoint(request):
+        arrived.set()
+        if MODE == "error":
+            raise RuntimeError("a real application error")
+        await anyio.sleep_forever()
+
+    app = Starlette(routes=[Route("/", endpoint)])
+    async with anyio.create_task_group() as tg:
+        server, port = await _start(tg, app, "127.0.0.1", "test server")
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n")
+        await arrived.wait()
+        if MODE == "error":
+            await anyio.to_thread.run_sync(sock.recv, 65536)  # the 500 answer
+            sock.close()
+            server.should_exit = True
+            return "done"
+        os.kill(os.getpid(), signal.SIGINT)
+        await anyio.sleep_forever()
+
+
+try:
+    print(run_async(main))
+except KeyboardInterrupt:
+    print("interrupted: stopped", file=sys.stderr)
+    sys.exit(130)
+'''
+
+
+def _child(mode: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", CHILD, mode], cwd=REPO, capture_output=True, text=True, timeout=45)
+
+
+def test_interrupt_with_an_open_request_prints_no_traceback() -> None:
+    p = _child("interrupt")
+    assert p.returncode == 130, p.stderr[-3000:]
+    assert p.stderr.strip() == "interrupted: stopped", p.stderr[-3000:]
+
+
+def test_a_real_application_error_is_still_reported() -> None:
+    p = _child("error")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "Exception in ASGI application" in p.stderr and "RuntimeError: a real application error" in p.stderr
