@@ -145,7 +145,8 @@ def check_session_open(config: Any, user: str, session: str) -> None:
 class _DropCancelledServerTasks(logging.Filter):
     """Drops uvicorn's error records whose exception is a cancellation (``asyncio.CancelledError``).
 
-    On Ctrl-C the event loop cancels the in-process servers' request and lifespan tasks as it closes;
+    On Ctrl-C, or when a turn raises (a full disk), the event loop cancels the in-process servers'
+    request and lifespan tasks as it closes;
     uvicorn logs each as "Exception in ASGI application" with a full traceback (three of them, about 200
     lines, above ``interrupted: ...`` when a model call was open); Starlette reports its cancelled
     lifespan task as ``lifespan.shutdown.failed`` whose message is the traceback text, ending in
@@ -159,7 +160,7 @@ class _DropCancelledServerTasks(logging.Filter):
         if isinstance(exc, asyncio.CancelledError):
             return False
         text = str(record.msg).rstrip()
-        return not (text.startswith("Traceback") and text.endswith("CancelledError"))
+        return not ("Traceback (most recent call last)" in text and text.endswith("CancelledError"))
 
 
 def run_async(fn: Any, *args: Any) -> Any:

@@ -51,6 +51,8 @@ async def main():
             sock.close()
             server.should_exit = True
             return "done"
+        if MODE == "raise":  # what a turn does when the store fails (a full disk)
+            raise OSError("database or disk is full")
         os.kill(os.getpid(), signal.SIGINT)
         await anyio.sleep_forever()
 
@@ -60,6 +62,9 @@ try:
 except KeyboardInterrupt:
     print("interrupted: stopped", file=sys.stderr)
     sys.exit(130)
+except OSError as exc:
+    print(f"error: {exc}", file=sys.stderr)
+    sys.exit(2)
 '''
 
 
@@ -71,6 +76,14 @@ def test_interrupt_with_an_open_request_prints_no_traceback() -> None:
     p = _child("interrupt")
     assert p.returncode == 130, p.stderr[-3000:]
     assert p.stderr.strip() == "interrupted: stopped", p.stderr[-3000:]
+
+
+def test_an_error_raised_with_a_request_open_prints_only_the_error() -> None:
+    """The turn's error leaves through the task groups while a model call is open: Starlette's
+    lifespan reported its cancellation as an exception-group traceback text (not exc_info)."""
+    p = _child("raise")
+    assert p.returncode == 2, p.stderr[-3000:]
+    assert p.stderr.strip() == "error: database or disk is full", p.stderr[-3000:]
 
 
 def test_a_real_application_error_is_still_reported() -> None:
