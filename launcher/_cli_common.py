@@ -112,11 +112,20 @@ def read_only_data_dir(directory: Path) -> str | None:
     return None
 
 
-def store_error(exc: Exception) -> NoReturn:
+def store_error(exc: Exception, data_dir: str | Path | None = None) -> NoReturn:
     """Print ``error (<code>): <exc>`` on stderr (``code`` is the error's ``code`` field, else its class
-    name) and raise ``typer.Exit(2)``: the data directory or its store is unusable."""
+    name) and raise ``typer.Exit(2)``: the data directory or its store is unusable. With ``data_dir``,
+    a store error on a full disk (``launcher._data_dir.disk_full``) is printed as ``error (disk_full):
+    <why and the fix> (<exc>)``: SQLite's own words ("disk I/O error", "database or disk is full") gave
+    no fix, or the wrong one (move the database aside)."""
+    from launcher._data_dir import disk_full
+
     code = getattr(exc, "code", type(exc).__name__)
-    typer.echo(f"error ({code}): {exc}", err=True)
+    full = disk_full(data_dir) if data_dir is not None and code != "disk_full" else None
+    if full is not None:
+        typer.echo(f"error (disk_full): {full} ({exc})", err=True)
+    else:
+        typer.echo(f"error ({code}): {exc}", err=True)
     raise typer.Exit(2) from None
 
 
@@ -139,7 +148,7 @@ def check_session_open(config: Any, user: str, session: str) -> None:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     except (DataDirError, BlackboardError) as exc:
-        store_error(exc)
+        store_error(exc, config.data.dir)
 
 
 class _DropCancelledServerTasks(logging.Filter):

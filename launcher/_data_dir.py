@@ -13,7 +13,34 @@ from typing import Any
 from blackboard import Blackboard, StoreUnavailableError
 from launcher.errors import DataDirError
 
-__all__ = ["open_board", "prepare_data_dir"]
+__all__ = ["LOW_SPACE_BYTES", "disk_full", "open_board", "prepare_data_dir"]
+
+#: Free bytes below which a store failure is explained as a full disk: SQLite needs room for the 32 KiB
+#: ``-shm`` index even to open the blackboard and for the WAL frames of every write (SQLITE_FULL or
+#: "disk I/O error" when it cannot grow them); a turn writes about 50-100 KiB.
+LOW_SPACE_BYTES = 1 << 20
+
+
+def disk_full(data_dir: str | os.PathLike[str]) -> str | None:
+    """When the file system holding ``data_dir`` (or its nearest existing parent) has less than
+    ``LOW_SPACE_BYTES`` free, the plain explanation with the fix; else (or when it cannot be measured)
+    None. Callers use it only after a store failure: SQLite then says "disk I/O error" or "database or
+    disk is full", and the store's advice to move the database aside would be wrong for an intact file."""
+    directory = Path(data_dir)
+    probe = next((p for p in (directory, *directory.parents) if p.exists()), None)
+    if probe is None:
+        return None
+    try:
+        st = os.statvfs(probe)
+    except OSError:
+        return None
+    free = st.f_bavail * st.f_frsize
+    if free >= LOW_SPACE_BYTES:
+        return None
+    return (f"the disk holding the data directory {directory} is full ({free // 1024} KiB free), so SQLite cannot "
+            "write the blackboard or its -wal/-shm files; what is already stored is intact (do not move the "
+            f"database aside). Fix: free space there (df -h {probe}) or point COACH_DATA_DIR or [data] dir at a "
+            "folder on another disk, then run the command again")
 
 
 def prepare_data_dir(data_dir: str | os.PathLike[str]) -> Path:
@@ -40,11 +67,16 @@ def open_board(data_dir: str | os.PathLike[str], **kw: Any) -> Blackboard:
     """``prepare_data_dir`` then ``Blackboard(data_dir, **kw)``.
 
     Raises:
-        DataDirError: code ``data_dir_unusable`` (see above) or ``store_unavailable`` (the store file
-            is corrupt or cannot be opened; the message names the file and the fix, the file is left).
+        DataDirError: code ``data_dir_unusable`` (see above), ``disk_full`` (the store cannot be opened
+            and its disk has less than ``LOW_SPACE_BYTES`` free: ``disk_full``'s message) or
+            ``store_unavailable`` (the store file is corrupt or cannot be opened; the message names the
+            file and the fix, the file is left).
     """
     directory = prepare_data_dir(data_dir)
     try:
         return Blackboard(directory, **kw)
     except StoreUnavailableError as exc:
+        if (full := disk_full(directory)) is not None:
+            # the store's own message says to move the (intact) database aside: not shown here
+            raise DataDirError(full, code="disk_full", retryable=True) from None
         raise DataDirError(f"{exc}", code=exc.code, retryable=exc.retryable) from None

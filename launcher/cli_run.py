@@ -132,12 +132,12 @@ def run_cmd(
         err.print("interrupted: the turn was cancelled and every agent process stopped")
         raise typer.Exit(130) from None
     except DataDirError as exc:  # the data dir or its store is unusable
-        store_error(exc)
+        store_error(exc, config.data.dir)
     except (AgentSpecError, LauncherError) as exc:
         err.print(f"error: {exc}", markup=False)  # "[agents] dir" is text, not markup
         raise typer.Exit(2) from None
     except BlackboardError as exc:  # the store itself is unusable (agents' failures never raise)
-        store_error(exc)
+        store_error(exc, config.data.dir)
     _warn_if_no_model(result, config, proxy_url)
     if as_json:
         typer.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
@@ -159,8 +159,9 @@ def session_close_cmd(
     """Compact a session into the user's profile (compare-and-swap; a second close changes nothing)."""
     import anyio
 
-    from blackboard import Blackboard, BlackboardError
-    from launcher.errors import SessionError
+    from blackboard import BlackboardError, StoreUnavailableError
+    from launcher._data_dir import disk_full, open_board
+    from launcher.errors import DataDirError, SessionError
     from launcher.sessions import close_session
 
     check_ids(user=user, session=session)
@@ -169,7 +170,7 @@ def session_close_cmd(
     _check_data_dir(config)
 
     async def main() -> Any:
-        board = Blackboard(config.data.dir, thresholds=config.thresholds)
+        board = open_board(config.data.dir, thresholds=config.thresholds)  # a full disk: DataDirError disk_full
         try:
             return await close_session(board, user, session)
         finally:
@@ -178,10 +179,12 @@ def session_close_cmd(
     try:
         res = anyio.run(main)
     except SessionError as exc:
+        if isinstance(exc.__cause__, StoreUnavailableError) and disk_full(config.data.dir) is not None:
+            store_error(exc.__cause__, config.data.dir)  # the full disk, said so with the fix
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
-    except BlackboardError as exc:
-        store_error(exc)
+    except (DataDirError, BlackboardError) as exc:
+        store_error(exc, config.data.dir)
     doc = {
         "user": res.user, "session": res.session, "profile_version": res.profile_version,
         "merged": list(res.merged), "already_closed": res.already_closed, "turns": res.turns,
