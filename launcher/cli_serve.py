@@ -31,6 +31,7 @@ Exit codes: 0 stopped by a signal, 2 bad configuration or agent files, 1 a serve
 from __future__ import annotations
 
 import contextlib
+import errno
 import signal
 import socket
 import sys
@@ -48,6 +49,20 @@ GRACE_S = 2
 READY_PREFIX = "coach serve: ready"
 
 
+def _bind_fix(exc: OSError, section: str) -> str:
+    """The fix for a failed bind, by its cause: the port is taken (EADDRINUSE), needs privileges
+    (EACCES: ports below 1024), or the host is not an address of this machine (EADDRNOTAVAIL, or a name
+    that does not resolve: ``socket.gaierror``)."""
+    option = f"--{section}-port"
+    if exc.errno == errno.EADDRINUSE:
+        return (f"stop whatever uses that port (ss -ltnp shows it) or pass another {option} / set [{section}] port "
+                "(0 = any free port)")
+    if exc.errno == errno.EACCES:
+        return f"ports below 1024 need privileges: pass {option} 1024 or higher / set [{section}] port"
+    return (f"set [{section}] host to an address of this machine (127.0.0.1 for local agents only, 0.0.0.0 for "
+            "all interfaces)")
+
+
 def _bind(host: str, port: int, what: str) -> socket.socket:
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -55,9 +70,8 @@ def _bind(host: str, port: int, what: str) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        typer.echo(f"coach serve: cannot listen on {host}:{port} for the {what}: {exc.strerror}. Fix: stop "
-                   f"whatever uses that port or pass another --{what.split()[0].lower()}-port (0 = any free port)",
-                   err=True)
+        typer.echo(f"coach serve: cannot listen on {host}:{port} for the {what}: {exc.strerror or exc}. Fix: "
+                   f"{_bind_fix(exc, what.split()[0].lower())}", err=True)
         raise typer.Exit(1) from None
     sock.listen(2048)
     return sock
