@@ -8,7 +8,9 @@ building the ``coach`` command tree stays cheap.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -22,6 +24,7 @@ __all__ = [
     "check_user",
     "load_config_or_exit",
     "plural",
+    "quiet_cancelled_server_tasks",
     "read_only_data_dir",
     "run_async",
     "store_error",
@@ -172,6 +175,20 @@ class _DropCancelledServerTasks(logging.Filter):
         return not ("Traceback (most recent call last)" in text and text.endswith("CancelledError"))
 
 
+@contextlib.contextmanager
+def quiet_cancelled_server_tasks() -> Iterator[None]:
+    """While inside, uvicorn's reports of server tasks cancelled as the command stops are dropped
+    (``_DropCancelledServerTasks``); other uvicorn errors are still logged. Used by ``run_async``
+    (``coach run``/``chat``) and ``coach serve`` (SIGTERM or Ctrl-C with a request open)."""
+    quiet = _DropCancelledServerTasks()
+    uvicorn_log = logging.getLogger("uvicorn.error")
+    uvicorn_log.addFilter(quiet)
+    try:
+        yield
+    finally:
+        uvicorn_log.removeFilter(quiet)
+
+
 def run_async(fn: Any, *args: Any) -> Any:
     """``anyio.run(fn, *args)``, re-raising the one error inside an exception group (the runtime's task
     groups wrap what a turn raises, so it reached the user as a traceback instead of a plain error).
@@ -180,11 +197,9 @@ def run_async(fn: Any, *args: Any) -> Any:
     the command's own line, not tracebacks."""
     import anyio
 
-    quiet = _DropCancelledServerTasks()
-    uvicorn_log = logging.getLogger("uvicorn.error")
-    uvicorn_log.addFilter(quiet)
     try:
-        return anyio.run(fn, *args)
+        with quiet_cancelled_server_tasks():
+            return anyio.run(fn, *args)
     except BaseExceptionGroup as group:
         leaves: list[BaseException] = []
         pending: list[BaseException] = [group]
@@ -197,8 +212,6 @@ def run_async(fn: Any, *args: Any) -> Any:
         if len(leaves) == 1:
             raise leaves[0] from None
         raise
-    finally:
-        uvicorn_log.removeFilter(quiet)
 
 
 def agent_timeline(result: Any) -> Any:

@@ -253,7 +253,10 @@ def serve_cmd(
         typer.echo(f"coach serve: cannot open the blackboard in {config.data.dir}: {exc}. Fix: point [data] dir "
                    "(or COACH_DATA_DIR) at a writable folder", err=True)
         raise typer.Exit(2) from None
+    from launcher._cli_common import quiet_cancelled_server_tasks
+
     try:
-        anyio.run(_serve, config, registry, sync, (proxy_port, mcp_port), board)
+        with quiet_cancelled_server_tasks():  # requests cut at the grace deadline: no uvicorn tracebacks
+            anyio.run(_serve, config, registry, sync, (proxy_port, mcp_port), board)
     finally:
         board.close()
