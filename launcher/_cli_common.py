@@ -214,10 +214,18 @@ def run_async(fn: Any, *args: Any) -> Any:
         raise
 
 
+def _short_error(agent: str, error: str | None) -> str:
+    text = (error or "").removeprefix(f"agent {agent}: ")
+    return text[:100]
+
+
 def agent_timeline(result: Any) -> Any:
     """A ``rich.table.Table`` of a ``TurnResult``: one row per agent with status, start, first token and
     end (seconds since the turn started), input/output tokens, whether the process was warm, and the
-    first 60 characters of its error (escaped: model and error text is not rich markup)."""
+    first 100 characters of its error without the ``agent <name>: `` prefix the row already shows
+    (escaped: model and error text is not rich markup). With 60 characters including that prefix and
+    Claude Code's "ended with an error (success): API" wording, the cause (e.g. ``Connection refused``)
+    was cut off."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -234,7 +242,7 @@ def agent_timeline(result: Any) -> Any:
         table.add_row(
             name, f"[{colour}]{st['status']}[/{colour}]", fmt(st["started_s"]), fmt(st["first_token_s"]),
             fmt(st["finished_s"]), str(st["input_tokens"]), str(st["output_tokens"]),
-            "yes" if st["warm"] else "no", escape((st["error"] or "")[:60]),
+            "yes" if st["warm"] else "no", escape(_short_error(name, st["error"])),
         )
     return table
 

@@ -73,13 +73,38 @@ def _check_blackboard_exists(config: Any, user: str, session: str) -> None:
     raise typer.Exit(2)
 
 
-def _warn_if_no_model(result: Any, config: Any, proxy_url: str | None) -> None:
+#: How Claude Code reports a server that refused the connection (the agent's ``error``).
+_REFUSED = ("ECONNREFUSED", "Connection refused")
+
+
+def _warn_if_service_lost(result: Any, proxy_url: str | None, mcp_url: str | None) -> None:
+    """With ``--proxy-url``/``--mcp-url`` (checked to answer before the turn started): when agents
+    failed because the connection was refused, the server stopped during the turn (``coach serve``
+    killed or restarting); say so on stderr with the fix. Without it the turn ended degraded with exit 0
+    and the cause was cut off in the timeline."""
+    if proxy_url is None and mcp_url is None:
+        return
+    lost = [name for name, a in result.to_json()["agents"].items()
+            if a["error"] and any(m in a["error"] for m in _REFUSED)]
+    if not lost:
+        return
+    where = " and ".join(u for u in (proxy_url, mcp_url) if u)
+    typer.echo(
+        f"warning: {', '.join(lost)} could not reach {where} (connection refused): the server stopped during the "
+        "turn, so the turn is degraded (stored as shown). Fix: make sure `coach serve` is running on those ports "
+        "(restart it), then run the next turn",
+        err=True,
+    )
+
+
+def _warn_if_no_model(result: Any, config: Any, proxy_url: str | None) -> bool:
     """When no agent got a single token from the model (server down or wrong URL), say so on stderr:
-    the reply and synthesis printed are then the deterministic fallbacks, which look like coaching."""
+    the reply and synthesis printed are then the deterministic fallbacks, which look like coaching.
+    Returns whether it warned."""
     agents = result.to_json()["agents"].values()
     ran = [a for a in agents if a["status"] != "skipped"]
     if not ran or any(a["status"] == "ok" or a["output_tokens"] for a in ran):
-        return
+        return False
     where = proxy_url or ", ".join(r for pool in config.proxy_config().models for r in pool.replicas)
     typer.echo(
         f"warning: no agent got an answer from the model ({where}): the reply and synthesis are the "
@@ -87,6 +112,7 @@ def _warn_if_no_model(result: Any, config: Any, proxy_url: str | None) -> None:
         "(`coach demo` runs the embedded model)",
         err=True,
     )
+    return True
 
 
 def run_cmd(
@@ -138,7 +164,8 @@ def run_cmd(
         raise typer.Exit(2) from None
     except BlackboardError as exc:  # the store itself is unusable (agents' failures never raise)
         store_error(exc, config.data.dir)
-    _warn_if_no_model(result, config, proxy_url)
+    if not _warn_if_no_model(result, config, proxy_url):
+        _warn_if_service_lost(result, proxy_url, mcp_url)
     if as_json:
         typer.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
         return
