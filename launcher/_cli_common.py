@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 import typer
 
 __all__ = [
+    "Terminated",
     "agent_timeline",
     "check_ids",
     "check_service_urls",
@@ -189,16 +190,42 @@ def quiet_cancelled_server_tasks() -> Iterator[None]:
         uvicorn_log.removeFilter(quiet)
 
 
-def run_async(fn: Any, *args: Any) -> Any:
+class Terminated(Exception):
+    """SIGTERM arrived while ``run_async(..., sigterm=True)`` ran: ``fn`` was cancelled (its async
+    context managers ran: agent processes stopped, servers closed) and this is raised in its place."""
+
+
+async def _cancel_on_sigterm(fn: Any, *args: Any) -> Any:
+    import signal
+
+    import anyio
+
+    async def watch() -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+            async for _ in signals:
+                raise Terminated("SIGTERM")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(watch)
+        result = await fn(*args)
+        tg.cancel_scope.cancel()
+    return result
+
+
+def run_async(fn: Any, *args: Any, sigterm: bool = False) -> Any:
     """``anyio.run(fn, *args)``, re-raising the one error inside an exception group (the runtime's task
     groups wrap what a turn raises, so it reached the user as a traceback instead of a plain error).
     A group holding several leaf errors is re-raised unchanged. While it runs, uvicorn's reports of
     server tasks cancelled by an interrupt are dropped (``_DropCancelledServerTasks``), so Ctrl-C prints
-    the command's own line, not tracebacks."""
+    the command's own line, not tracebacks. With ``sigterm``, SIGTERM (``timeout``, systemd, docker stop,
+    kill) cancels ``fn`` like Ctrl-C and raises :class:`Terminated`; without it the process died at once
+    (exit -15), printing nothing and running none of its clean-up."""
     import anyio
 
     try:
         with quiet_cancelled_server_tasks():
+            if sigterm:
+                return anyio.run(_cancel_on_sigterm, fn, *args)
             return anyio.run(fn, *args)
     except BaseExceptionGroup as group:
         leaves: list[BaseException] = []

@@ -6,7 +6,7 @@ else on stdout): ``turn_id``, ``coach_reply``, ``synthesis``, ``degraded``, ``cr
 ``status``, ``started_s``, ``first_token_s``, ``finished_s``, ``input_tokens``, ``output_tokens``, ``error``.
 The proxy and the MCP HTTP server are started in-process for the command unless ``--proxy-url`` /
 ``--mcp-url`` point at running ones (``coach serve``). Exit codes: 0 done (possibly degraded), 2 bad
-configuration, agent files or ids, 130 interrupted.
+configuration, agent files or ids, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM; the same clean stop).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from launcher._cli_common import (
+    Terminated,
     agent_timeline,
     check_ids,
     check_service_urls,
@@ -153,10 +154,13 @@ def run_cmd(
             return await rt.supervisor.run_turn(user, session, message, on_coach_reply=on_reply)
 
     try:
-        result = run_async(main)
+        result = run_async(main, sigterm=True)
     except KeyboardInterrupt:
         err.print("interrupted: the turn was cancelled and every agent process stopped")
         raise typer.Exit(130) from None
+    except Terminated:
+        err.print("terminated (SIGTERM): the turn was cancelled and every agent process stopped")
+        raise typer.Exit(143) from None
     except DataDirError as exc:  # the data dir or its store is unusable
         store_error(exc, config.data.dir)
     except (AgentSpecError, LauncherError) as exc:

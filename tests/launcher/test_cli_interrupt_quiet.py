@@ -3,6 +3,8 @@ the command's own line, not uvicorn tracebacks. Before the fix, ``coach run`` in
 model call was open printed three "ERROR: Exception in ASGI application" / lifespan tracebacks (about
 200 lines, each ending in ``asyncio.exceptions.CancelledError``) above ``interrupted: ...``.
 
+SIGTERM, when asked for (``coach run``), is the same clean stop with its own line and exit 143.
+
 Real process, real uvicorn server (the in-process stack's ``_start``), a real HTTP request over a
 socket and a real SIGINT; the child restores the default SIGINT handler (a background test run
 inherits SIGINT ignored)."""
@@ -25,7 +27,7 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 import anyio
 from starlette.applications import Starlette
 from starlette.routing import Route
-from launcher._cli_common import run_async
+from launcher._cli_common import Terminated, run_async
 from launcher.stack import _start
 
 MODE = sys.argv[1]
@@ -53,12 +55,18 @@ async def main():
             return "done"
         if MODE == "raise":  # what a turn does when the store fails (a full disk)
             raise OSError("database or disk is full")
-        os.kill(os.getpid(), signal.SIGINT)
-        await anyio.sleep_forever()
+        try:
+            os.kill(os.getpid(), signal.SIGTERM if MODE == "term" else signal.SIGINT)
+            await anyio.sleep_forever()
+        finally:
+            print("cleaned up", flush=True)  # what the runtime's exit does: stop the agent processes
 
 
 try:
-    print(run_async(main))
+    print(run_async(main, sigterm=MODE == "term"))
+except Terminated:
+    print("terminated: stopped", file=sys.stderr)
+    sys.exit(143)
 except KeyboardInterrupt:
     print("interrupted: stopped", file=sys.stderr)
     sys.exit(130)
@@ -76,6 +84,15 @@ def test_interrupt_with_an_open_request_prints_no_traceback() -> None:
     p = _child("interrupt")
     assert p.returncode == 130, p.stderr[-3000:]
     assert p.stderr.strip() == "interrupted: stopped", p.stderr[-3000:]
+
+
+def test_sigterm_cancels_like_ctrl_c_runs_the_clean_up_and_says_so() -> None:
+    """``coach run`` under ``timeout``/systemd/docker stop: SIGTERM killed it at once (exit -15, no
+    message, none of its clean-up ran); with ``sigterm=True`` it is a cancellation like Ctrl-C."""
+    p = _child("term")
+    assert p.returncode == 143, p.stderr[-3000:]
+    assert p.stderr.strip() == "terminated: stopped", p.stderr[-3000:]
+    assert "cleaned up" in p.stdout
 
 
 def test_an_error_raised_with_a_request_open_prints_only_the_error() -> None:
