@@ -5,7 +5,8 @@ with ``Blackboard.update_profile`` (``blackboard.merge_profile`` under compare-a
 most ±10 POMP per session (COACHING.md, Persona), goals merged by description with mention counts,
 follow-through counts and outcomes, pattern class and follow-through probability), marks the session
 record closed (CAS, so a second close is a no-op and never merges twice) and stops the session's warm
-agent processes. The next session's context packs start from that profile (``launcher._turn_io``).
+agent processes. The record says ``compacted: false`` from the close until the profile is written, so a
+close cut off in between (a full disk, kill -9) is finished by running the close again. The next session's context packs start from that profile (``launcher._turn_io``).
 Then the sequencer directories of the user's closed sessions' finished turns are removed
 (``Blackboard.prune_turn_barriers``; a turn still running is kept until a later close), so the data
 directory does not grow with every turn; a failure there is logged and never fails the close.
@@ -68,8 +69,11 @@ def session_outputs(board: Blackboard, user: str, session: str) -> tuple[dict[st
     return {k: v[1] for k, v in latest.items()}, len(turns)
 
 
-def _mark_closed(board: Blackboard, user: str, session: str) -> bool:
-    """Set ``closed_at`` on the session record (CAS). Returns False when it was already closed.
+def _mark_closed(board: Blackboard, user: str, session: str) -> str:
+    """Set ``closed_at`` on the session record (CAS), with ``compacted: false`` until the profile is
+    written (:func:`_mark_compacted`). Returns ``"closed"`` (this call closed it), ``"pending"`` (an
+    earlier close stopped between closing and compacting: a full disk, kill -9, Ctrl-C) or ``"done"``
+    (closed and compacted earlier; records from before the marker existed count as done).
     Raises SessionError (code ``no_such_session``) when the session has no record (never begun):
     nothing is created."""
     key = session_key(user, session)
@@ -82,27 +86,52 @@ def _mark_closed(board: Blackboard, user: str, session: str) -> bool:
                 code="no_such_session",
             )
         if cur.value.get("closed_at"):
-            return False
+            return "pending" if cur.value.get("compacted") is False else "done"
         value = dict(cur.value)
         value["closed_at"] = time.time()
+        value["compacted"] = False
         try:
             board.store.write(key, value, expected_version=cur.version, author="supervisor")
-            return True
+            return "closed"
+        except VersionConflictError:
+            continue
+    raise SessionError(f"session {session}: the session record kept changing; close it again later", retryable=True)
+
+
+def _mark_compacted(board: Blackboard, user: str, session: str) -> None:
+    """Set ``compacted: true`` on the closed session's record (CAS): its compaction is complete."""
+    key = session_key(user, session)
+    for _ in range(_CAS_ATTEMPTS):
+        cur = board.store.read(key)
+        if cur is None or cur.value.get("compacted") is not False:
+            return
+        try:
+            board.store.write(key, {**cur.value, "compacted": True}, expected_version=cur.version, author="supervisor")
+            return
         except VersionConflictError:
             continue
     raise SessionError(f"session {session}: the session record kept changing; close it again later", retryable=True)
 
 
 def _close(board: Blackboard, user: str, session: str) -> CloseResult:
+    """Close, then compact, then record the compaction. A close that stopped half-way is finished by
+    the next close of the same session: the merge is redone unless the profile already holds it
+    (``last_session`` is this session: the profile was written, only the marker was not)."""
     outputs, turns = session_outputs(board, user, session)
-    if not _mark_closed(board, user, session):
-        prof = board.store.read(profile_key(user))
+    state = _mark_closed(board, user, session)
+    prof = board.store.read(profile_key(user))
+    if state == "done":
         return CloseResult(user, session, prof.version if prof else 0, (), True, turns)
+    merged: tuple[str, ...] = ()
     if not outputs:
-        prof = board.store.read(profile_key(user))
-        return CloseResult(user, session, prof.version if prof else 0, (), False, turns)
-    entry = board.update_profile(user, session, outputs)
-    return CloseResult(user, session, entry.version, tuple(sorted(outputs)), False, turns)
+        version = prof.version if prof else 0
+    elif state == "pending" and prof is not None and prof.value.get("last_session") == session:
+        version, merged = prof.version, tuple(sorted(outputs))
+    else:
+        entry = board.update_profile(user, session, outputs)
+        version, merged = entry.version, tuple(sorted(outputs))
+    _mark_compacted(board, user, session)
+    return CloseResult(user, session, version, merged, False, turns)
 
 
 async def close_session(board: Blackboard, user: str, session: str, *, runner: Any = None) -> CloseResult:

@@ -125,7 +125,8 @@ def mcp_cmd(
             user=user, session=session, turn=turn, agent=agent)
     except McpServerError as exc:
         typer.echo(f"coach mcp: {exc.message}", err=True)
-        raise typer.Exit(code=2) from None
+        # exit codes as README: 1 a port is taken (as coach proxy / coach serve), 2 bad input
+        raise typer.Exit(code=1 if getattr(exc, "code", None) == "port_in_use" else 2) from None
 
 
 _LOG_LEVELS = ("CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG")
