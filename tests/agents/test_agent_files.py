@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -21,12 +20,6 @@ from launcher.cli import app
 REPO = Path(__file__).resolve().parents[2]
 AGENTS = REPO / "agents"
 
-
-@pytest.fixture
-def agents_dir(tmp_path: Path) -> Path:
-    d = tmp_path / "agents"
-    shutil.copytree(AGENTS, d)
-    return d
 
 
 def edit(path: Path, old: str, new: str) -> None:

@@ -14,12 +14,6 @@ from launcher.agents import AGENT_NAMES, AgentSpecError, check_agents, load_agen
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def agents_dir(tmp_path: Path) -> Path:
-    d = tmp_path / "agents"
-    shutil.copytree(REPO / "agents", d)
-    return d
-
 
 def problems_of(directory: Path) -> list[str]:
     _specs, problems = check_agents(directory)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-import shutil
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -13,15 +14,6 @@ import pytest
 
 from launcher.agents import AgentRegistry, AgentSpecError
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def agents_dir(tmp_path: Path) -> Path:
-    d = tmp_path / "agents"
-    shutil.copytree(REPO / "agents", d)
-    return d
-
 
 def replace_atomically(path: Path, old: str, new: str) -> None:
     text = path.read_text(encoding="utf-8")
@@ -29,6 +21,19 @@ def replace_atomically(path: Path, old: str, new: str) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(text.replace(old, new, 1), encoding="utf-8")
     os.replace(tmp, path)
+
+
+@contextlib.asynccontextmanager
+async def watching(reg: AgentRegistry, timeout_s: float = 20) -> AsyncIterator[None]:
+    """``reg``'s watcher running and ready for the body (the whole bounded by ``timeout_s``), stopped
+    after it."""
+    stop, ready = anyio.Event(), anyio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: reg.watch(stop_event=stop, ready=ready, debounce_ms=50))
+        with anyio.fail_after(timeout_s):
+            await ready.wait()
+            yield
+        stop.set()
 
 
 def test_invalid_at_start_raises(agents_dir: Path) -> None:
@@ -55,31 +60,25 @@ def test_reload_without_watcher(agents_dir: Path) -> None:
 async def test_watcher_applies_valid_edit_and_keeps_old_version_on_invalid_edit(agents_dir: Path) -> None:
     reg = AgentRegistry(agents_dir)
     coach = agents_dir / "coach.md"
-    stop, ready = anyio.Event(), anyio.Event()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: reg.watch(stop_event=stop, ready=ready, debounce_ms=50))
-        with anyio.fail_after(20):
-            await ready.wait()
+    async with watching(reg):
+        changed = reg.next_change()
+        replace_atomically(coach, "max_output_tokens: 400", "max_output_tokens: 333")
+        await changed.wait()
+        assert reg.current()["coach"].max_output_tokens == 333
+        assert reg.last_error is None and reg.version == 2
 
-            changed = reg.next_change()
-            replace_atomically(coach, "max_output_tokens: 400", "max_output_tokens: 333")
-            await changed.wait()
-            assert reg.current()["coach"].max_output_tokens == 333
-            assert reg.last_error is None and reg.version == 2
+        changed = reg.next_change()
+        replace_atomically(coach, "model_alias: fast", "model_alias: [fast")
+        await changed.wait()
+        assert reg.last_error is not None
+        assert str(coach) in str(reg.last_error)
+        assert reg.current()["coach"].max_output_tokens == 333  # previous version still in use
+        assert reg.current()["coach"].model_alias == "fast"
 
-            changed = reg.next_change()
-            replace_atomically(coach, "model_alias: fast", "model_alias: [fast")
-            await changed.wait()
-            assert reg.last_error is not None
-            assert str(coach) in str(reg.last_error)
-            assert reg.current()["coach"].max_output_tokens == 333  # previous version still in use
-            assert reg.current()["coach"].model_alias == "fast"
-
-            changed = reg.next_change()
-            replace_atomically(coach, "model_alias: [fast", "model_alias: fast")
-            await changed.wait()
-            assert reg.last_error is None
-        stop.set()
+        changed = reg.next_change()
+        replace_atomically(coach, "model_alias: [fast", "model_alias: fast")
+        await changed.wait()
+        assert reg.last_error is None
 
 
 def save_in_place_in_pieces(path: Path, text: str, pause_s: float) -> None:
@@ -102,16 +101,11 @@ async def test_watcher_reloads_a_file_saved_in_place_in_pieces_once(agents_dir: 
     reg = AgentRegistry(agents_dir, on_change=lambda v, err: seen.append((v, err is None)))
     persona = agents_dir / "persona.md"
     edited = persona.read_text(encoding="utf-8").rstrip("\n") + "\nEDITED: one new sentence.\n"
-    stop, ready = anyio.Event(), anyio.Event()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: reg.watch(stop_event=stop, ready=ready, debounce_ms=50))
-        with anyio.fail_after(20):
-            await ready.wait()
-            changed = reg.next_change()
-            await anyio.to_thread.run_sync(save_in_place_in_pieces, persona, edited, 0.06)
-            await changed.wait()
-            await anyio.sleep(1.0)  # a second reload of the same save would come within this
-        stop.set()
+    async with watching(reg):
+        changed = reg.next_change()
+        await anyio.to_thread.run_sync(save_in_place_in_pieces, persona, edited, 0.06)
+        await changed.wait()
+        await anyio.sleep(1.0)  # a second reload of the same save would come within this
     assert seen == [(2, True)]
     assert reg.current()["persona"].prompt.rstrip().endswith("EDITED: one new sentence.")
 
@@ -143,18 +137,13 @@ async def test_watcher_ignores_an_editors_lock_file(agents_dir: Path) -> None:
     the save that follows is one new version."""
     seen: list[tuple[int, bool]] = []
     reg = AgentRegistry(agents_dir, on_change=lambda v, err: seen.append((v, err is None)))
-    stop, ready = anyio.Event(), anyio.Event()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: reg.watch(stop_event=stop, ready=ready, debounce_ms=50))
-        with anyio.fail_after(20):
-            await ready.wait()
-            (agents_dir / ".#persona.md").symlink_to("someone@host.1234:1700000000")
-            await anyio.sleep(1.0)
-            assert seen == []
-            changed = reg.next_change()
-            replace_atomically(agents_dir / "persona.md", "deadline_s:", "deadline_s: 31 #")
-            await changed.wait()
-        stop.set()
+    async with watching(reg):
+        (agents_dir / ".#persona.md").symlink_to("someone@host.1234:1700000000")
+        await anyio.sleep(1.0)
+        assert seen == []
+        changed = reg.next_change()
+        replace_atomically(agents_dir / "persona.md", "deadline_s:", "deadline_s: 31 #")
+        await changed.wait()
     assert seen == [(2, True)] and reg.current()["persona"].deadline_s == 31
 
 
@@ -166,18 +155,13 @@ async def test_watcher_gives_one_version_for_a_file_deleted_then_written_again(a
     reg = AgentRegistry(agents_dir, on_change=lambda v, err: seen.append((v, err is None)))
     persona = agents_dir / "persona.md"
     edited = persona.read_text(encoding="utf-8").replace("deadline_s: 60", "deadline_s: 61")
-    stop, ready = anyio.Event(), anyio.Event()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: reg.watch(stop_event=stop, ready=ready, debounce_ms=50))
-        with anyio.fail_after(20):
-            await ready.wait()
-            changed = reg.next_change()
-            persona.unlink()
-            await anyio.sleep(0.6)  # the user's pause between the two commands
-            persona.write_text(edited, encoding="utf-8")
-            await changed.wait()
-            await anyio.sleep(1.0)  # a second report of the same edit would come within this
-        stop.set()
+    async with watching(reg):
+        changed = reg.next_change()
+        persona.unlink()
+        await anyio.sleep(0.6)  # the user's pause between the two commands
+        persona.write_text(edited, encoding="utf-8")
+        await changed.wait()
+        await anyio.sleep(1.0)  # a second report of the same edit would come within this
     assert seen == [(2, True)] and reg.current()["persona"].deadline_s == 61
 
 
@@ -190,25 +174,20 @@ async def test_watcher_ignores_a_scratch_file_removed_at_once_and_still_reports_
     seen: list[tuple[int, bool]] = []
     reg = AgentRegistry(agents_dir, on_change=lambda v, err: seen.append((v, err is None)))
     notes = agents_dir / "notes.md"
-    stop, ready = anyio.Event(), anyio.Event()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: reg.watch(stop_event=stop, ready=ready, debounce_ms=50))
-        with anyio.fail_after(20):
-            await ready.wait()
-            notes.write_text("todo\n", encoding="utf-8")
-            await anyio.sleep(0.6)
-            notes.unlink()
-            await anyio.sleep(2.0)  # past the time an invalid folder is reported
-            assert seen == [] and reg.version == 1 and reg.last_error is None
+    async with watching(reg):
+        notes.write_text("todo\n", encoding="utf-8")
+        await anyio.sleep(0.6)
+        notes.unlink()
+        await anyio.sleep(2.0)  # past the time an invalid folder is reported
+        assert seen == [] and reg.version == 1 and reg.last_error is None
 
-            changed = reg.next_change()
-            notes.write_text("todo\n", encoding="utf-8")
-            await changed.wait()
-            assert seen == [(1, False)] and "notes.md" in str(reg.last_error)
-            changed = reg.next_change()
-            notes.unlink()
-            await changed.wait()
-        stop.set()
+        changed = reg.next_change()
+        notes.write_text("todo\n", encoding="utf-8")
+        await changed.wait()
+        assert seen == [(1, False)] and "notes.md" in str(reg.last_error)
+        changed = reg.next_change()
+        notes.unlink()
+        await changed.wait()
     assert seen == [(1, False), (2, True)] and reg.last_error is None
 
 
@@ -229,22 +208,17 @@ async def test_watcher_started_while_the_folder_is_away_waits_for_it(agents_dir:
     reg = AgentRegistry(agents_dir, on_change=lambda v, err: seen.append((v, err is None)))
     away = agents_dir.with_name("agents.away")
     os.rename(agents_dir, away)
-    stop, ready = anyio.Event(), anyio.Event()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(lambda: reg.watch(stop_event=stop, ready=ready, debounce_ms=50))
-        with anyio.fail_after(20):
-            await ready.wait()
-            changed = reg.next_change()
-            await changed.wait()
-            assert seen == [(1, False)] and "does not exist" in str(reg.last_error)
-            assert reg.current()["persona"].deadline_s == 60
+    async with watching(reg):
+        changed = reg.next_change()
+        await changed.wait()
+        assert seen == [(1, False)] and "does not exist" in str(reg.last_error)
+        assert reg.current()["persona"].deadline_s == 60
 
-            changed = reg.next_change()
-            replace_atomically(away / "persona.md", "deadline_s: 60", "deadline_s: 61")
-            os.rename(away, agents_dir)
-            await changed.wait()
-            assert reg.last_error is None and reg.current()["persona"].deadline_s == 61
-        stop.set()
+        changed = reg.next_change()
+        replace_atomically(away / "persona.md", "deadline_s: 60", "deadline_s: 61")
+        os.rename(away, agents_dir)
+        await changed.wait()
+        assert reg.last_error is None and reg.current()["persona"].deadline_s == 61
     assert seen == [(1, False), (2, True)]
 
 

@@ -5,7 +5,6 @@ session opens (real blackboard, runner doubles)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 import anyio
@@ -73,12 +72,6 @@ def fake_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
     GatedClient.instances, GatedClient.log, GatedClient.gate, GatedClient.fail_connect = [], [], None, False
     monkeypatch.setattr(claude_agent_sdk, "ClaudeSDKClient", GatedClient)
 
-
-@pytest.fixture
-def board(tmp_path: Path) -> Any:
-    b = Blackboard(tmp_path / "data")
-    yield b
-    b.close()
 
 
 def inv(agent: str = "pineal", session: str = "s1", body: str = "You are Pineal.") -> AgentInvocation:

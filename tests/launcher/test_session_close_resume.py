@@ -5,9 +5,6 @@ boundary; the failure is injected at the one step it interrupts."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 import launcher.sessions as sessions
@@ -19,12 +16,6 @@ from tests.launcher.fakes import FakeRunner, fake_screen, specs
 
 pytestmark = pytest.mark.anyio
 
-
-@pytest.fixture
-def board(tmp_path: Path) -> Iterator[Blackboard]:
-    b = Blackboard(tmp_path / "data")
-    yield b
-    b.close()
 
 
 async def _one_turn(board: Blackboard, user: str = "ana", session: str = "s1") -> None:

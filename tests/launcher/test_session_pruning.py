@@ -6,7 +6,6 @@ its boundary."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,12 +17,6 @@ from tests.launcher.fakes import FakeRunner, fake_screen, specs
 
 pytestmark = pytest.mark.anyio
 
-
-@pytest.fixture
-def board(tmp_path: Path) -> Iterator[Blackboard]:
-    b = Blackboard(tmp_path / "data")
-    yield b
-    b.close()
 
 
 def _sup(board: Blackboard) -> tuple[Supervisor, FakeRunner]:

@@ -20,12 +20,6 @@ from tests.launcher.payloads import BLOCKED_MOVE, stability_blocking
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def board(tmp_path: Path) -> Any:
-    b = Blackboard(tmp_path / "data")
-    yield b
-    b.close()
-
 
 def make(board: Blackboard, runner: FakeRunner, **spec_overrides: dict[str, Any]) -> Supervisor:
     s = specs(**spec_overrides)
