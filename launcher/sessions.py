@@ -69,13 +69,13 @@ def session_outputs(board: Blackboard, user: str, session: str) -> tuple[dict[st
     return {k: v[1] for k, v in latest.items()}, len(turns)
 
 
-def _mark_closed(board: Blackboard, user: str, session: str) -> str:
-    """Set ``closed_at`` on the session record (CAS), with ``compacted: false`` until the profile is
-    written (:func:`_mark_compacted`). Returns ``"closed"`` (this call closed it), ``"pending"`` (an
-    earlier close stopped between closing and compacting: a full disk, kill -9, Ctrl-C) or ``"done"``
-    (closed and compacted earlier; records from before the marker existed count as done).
+def _update_session_record(
+    board: Blackboard, user: str, session: str, change: Callable[[dict[str, Any]], dict[str, Any] | None]
+) -> dict[str, Any]:
+    """Compare-and-swap on the session record: ``change(value)`` gives the new value, or None to leave
+    it; retried on a conflict. Returns the value ``change`` last saw (the one replaced or left).
     Raises SessionError (code ``no_such_session``) when the session has no record (never begun):
-    nothing is created."""
+    nothing is created; a retryable SessionError when the record kept changing."""
     key = session_key(user, session)
     for _ in range(_CAS_ATTEMPTS):
         cur = board.store.read(key)
@@ -85,32 +85,36 @@ def _mark_closed(board: Blackboard, user: str, session: str) -> str:
                 f"Check the ids with: coach board show --user {user}",
                 code="no_such_session",
             )
-        if cur.value.get("closed_at"):
-            return "pending" if cur.value.get("compacted") is False else "done"
-        value = dict(cur.value)
-        value["closed_at"] = time.time()
-        value["compacted"] = False
+        new = change(cur.value)
+        if new is None:
+            return cur.value
         try:
-            board.store.write(key, value, expected_version=cur.version, author="supervisor")
-            return "closed"
+            board.store.write(key, new, expected_version=cur.version, author="supervisor")
+            return cur.value
         except VersionConflictError:
             continue
     raise SessionError(f"session {session}: the session record kept changing; close it again later", retryable=True)
+
+
+def _mark_closed(board: Blackboard, user: str, session: str) -> str:
+    """Set ``closed_at`` on the session record, with ``compacted: false`` until the profile is written
+    (:func:`_mark_compacted`). Returns ``"closed"`` (this call closed it), ``"pending"`` (an earlier
+    close stopped between closing and compacting: a full disk, kill -9, Ctrl-C) or ``"done"`` (closed
+    and compacted earlier; records from before the marker existed count as done)."""
+    before = _update_session_record(
+        board, user, session,
+        lambda v: None if v.get("closed_at") else {**v, "closed_at": time.time(), "compacted": False},
+    )  # fmt: skip
+    if not before.get("closed_at"):
+        return "closed"
+    return "pending" if before.get("compacted") is False else "done"
 
 
 def _mark_compacted(board: Blackboard, user: str, session: str) -> None:
-    """Set ``compacted: true`` on the closed session's record (CAS): its compaction is complete."""
-    key = session_key(user, session)
-    for _ in range(_CAS_ATTEMPTS):
-        cur = board.store.read(key)
-        if cur is None or cur.value.get("compacted") is not False:
-            return
-        try:
-            board.store.write(key, {**cur.value, "compacted": True}, expected_version=cur.version, author="supervisor")
-            return
-        except VersionConflictError:
-            continue
-    raise SessionError(f"session {session}: the session record kept changing; close it again later", retryable=True)
+    """Set ``compacted: true`` on the closed session's record: its compaction is complete."""
+    _update_session_record(
+        board, user, session, lambda v: {**v, "compacted": True} if v.get("compacted") is False else None
+    )
 
 
 def _close(board: Blackboard, user: str, session: str) -> CloseResult:
