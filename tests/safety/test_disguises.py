@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from launcher._safety_normalize import normalize
 from launcher.safety import screen
+from launcher.safety._normalize import normalize
 
 
 @pytest.mark.parametrize(

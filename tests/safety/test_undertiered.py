@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from launcher._safety_normalize import normalize
 from launcher.safety import SafetyState, screen, support_response
+from launcher.safety._normalize import normalize
 
 # (message, expected tier, a rule id that must be among the reasons); each tester row first, then variants
 RAISED = [

@@ -9,7 +9,7 @@ means-restriction guidance (Barber & Miller, Am J Prev Med 2014). Distress marke
 hopelessness and perceived burdensomeness (Beck et al. 1985; Joiner 2005).
 
 Patterns are written in normal spelling and compiled into the collapsed space of
-:func:`launcher._safety_normalize.normalize` (repeated letters collapsed, so write inflection suffixes
+:func:`launcher.safety._normalize.normalize` (repeated letters collapsed, so write inflection suffixes
 with single letters: ``cut(?:ing)?`` matches "cutting"). ``{NAME}`` inserts a vocabulary alternation;
 ``{G2}`` / ``{G3}`` are gaps of up to 2 / 3 whole tokens. A space between words is optional in the
 compiled pattern ("kill myself" also matches "killmyself").
@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ._safety_normalize import collapse_pattern
+from ._normalize import collapse_pattern
 
 __all__ = ["MEANS_WORDS", "NEGATORS", "NEUTRAL_PHRASES", "PAST_MARKERS", "QUESTION_AUX", "RULES", "Rule"]
 

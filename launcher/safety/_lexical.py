@@ -1,6 +1,6 @@
 """The deterministic safety screen: every user message gets a crisis tier 0-3 before any agent runs.
 
-Tiers (../shared/COACHING.md, SAFETY; rule sources in :mod:`launcher._safety_lexicon`):
+Tiers (../shared/COACHING.md, SAFETY; rule sources in :mod:`launcher.safety._lexicon`):
 
 - **3**: explicit intent, plan, means or timeline for self-harm; self-harm in progress; a medical
   emergency; imminent harm to others; a request for lethal-means information (heights, doses, weapons)
@@ -11,7 +11,7 @@ Tiers (../shared/COACHING.md, SAFETY; rule sources in :mod:`launcher._safety_lex
   suicidal"). Coaching continues; the tier is passed to the agents.
 - **0**: nothing found.
 
-Matching survives misspellings, spacing and leetspeak (:mod:`launcher._safety_normalize`); a negated
+Matching survives misspellings, spacing and leetspeak (:mod:`launcher.safety._normalize`); a negated
 statement never reaches tier 3. A model may raise a tier, never lower it (:func:`combine_tiers`). The
 ``post_crisis_turns`` turns after a tier-3 event are screened at tier-2 sensitivity: the tier is at
 least ``post_crisis_floor`` (coaching stays paused) and any tier-2 signal counts as tier 3
@@ -44,9 +44,9 @@ from pydantic import (
     model_validator,
 )
 
-from ._safety_lexicon import MEANS_WORDS, NEGATORS, NEUTRAL_PHRASES, PAST_MARKERS, QUESTION_AUX, RULES, Rule
-from ._safety_normalize import Clause, normalize
-from ._safety_responses import (
+from ._lexicon import MEANS_WORDS, NEGATORS, NEUTRAL_PHRASES, PAST_MARKERS, QUESTION_AUX, RULES, Rule
+from ._normalize import Clause, normalize
+from ._responses import (
     DEFAULT_RESOURCES,
     CrisisResource,
     LocaleResources,
@@ -87,7 +87,7 @@ _SCOPE_BREAKERS = frozenset(
 
 
 class ExtraRule(BaseModel):
-    """A configured rule, in the lexicon's template syntax (see :mod:`launcher._safety_lexicon`:
+    """A configured rule, in the lexicon's template syntax (see :mod:`launcher.safety._lexicon`:
     normal spelling, ``{I}``/``{INTENT}``/``{ACT_SELF}``... vocabularies, ``{G2}`` gaps).
 
     Example (TOML)::
@@ -160,7 +160,7 @@ class SafetyConfig(BaseModel):
         return value
 
     def rules(self) -> tuple[Rule, ...]:
-        """The built-in :data:`~launcher._safety_lexicon.RULES` followed by ``extra_rules`` (compiled once)."""
+        """The built-in :data:`~launcher.safety._lexicon.RULES` followed by ``extra_rules`` (compiled once)."""
         if self._compiled is None:
             self._compiled = RULES + tuple(r.compile() for r in self.extra_rules)
         return self._compiled
