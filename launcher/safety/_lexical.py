@@ -44,7 +44,9 @@ from pydantic import (
     model_validator,
 )
 
-from ._lexicon import MEANS_WORDS, NEGATORS, NEUTRAL_PHRASES, PAST_MARKERS, QUESTION_AUX, RULES, Rule
+from ._families import FAMILY_RULES
+from ._lexicon import MEANS_WORDS, NEGATORS, NEUTRAL_PHRASES, PAST_MARKERS, QUESTION_AUX, Rule
+from ._lexicon import RULES as _BASE_RULES
 from ._normalize import Clause, normalize
 from ._responses import (
     DEFAULT_RESOURCES,
@@ -70,6 +72,9 @@ __all__ = [
     "screen",
     "support_response",
 ]
+
+#: The built-in rules: the first lexicon, then the families of :mod:`launcher.safety._families`.
+RULES: tuple[Rule, ...] = _BASE_RULES + FAMILY_RULES
 
 #: Every rule id the screen can report (plus the synthetic ids below).
 RULE_IDS: frozenset[str] = frozenset(
@@ -134,6 +139,8 @@ class SafetyConfig(BaseModel):
         post_crisis_turns: turns after a tier-3 event screened at tier-2 sensitivity (COACHING.md: 3).
         post_crisis_floor: lowest tier during that window (2 = coaching stays paused; proposal).
         post_crisis_escalate: during that window a tier-2 signal gives tier 3 (proposal).
+        semantic: run the semantic layer (:mod:`launcher.safety._semantic`) after the rules (default on;
+            off only for measuring the rules alone).
         extra_rules: site-specific rules (:class:`ExtraRule`), e.g. local slang or another language.
         disabled_rules: rule ids switched off (must be known ids; see :data:`RULE_IDS`).
     """
@@ -146,6 +153,7 @@ class SafetyConfig(BaseModel):
     post_crisis_turns: int = Field(default=3, ge=0, le=100)
     post_crisis_floor: int = Field(default=2, ge=0, le=3)
     post_crisis_escalate: bool = True
+    semantic: bool = True
     extra_rules: list[ExtraRule] = Field(default_factory=list, max_length=200)
     disabled_rules: list[str] = Field(default_factory=list)
     _compiled: tuple[Rule, ...] | None = PrivateAttr(default=None)

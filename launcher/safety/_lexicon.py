@@ -299,7 +299,7 @@ RULES: tuple[Rule, ...] = (
          r"{I} {G2}(?:overdosed(?! on (?:cofee|cafeine|sugar|chocolate|candy|netflix|tv|work|memes|anime|"
          r"junk fod|fod))|am overdosing|cut too dep|slit my wrists|cut my wrists)|"
          r"{I} {G1}(?:cuting myself|burning myself|hanging myself|bleding (?:a lot|so much|badly|"
-         r"heavily|everywhere|out|to death))|rope (?:is )?around my neck|gun (?:is )?(?:to my head|in my mouth)",
+         r"heavily|everywhere|out|to death))|(?:rope|nose|belt|cord) (?:is )?(?:around|round) my neck|gun (?:is )?(?:to my head|in my mouth)",
          past=_T3_PAST),
     Rule("t3.in_progress", 3,
          r"{I} {G1}(?:standing|siting) on (?:the |a )(?:ledge|edge of the|railing|bridge|rof)",
@@ -310,7 +310,7 @@ RULES: tuple[Rule, ...] = (
          r"(?:cant|can not|cannot) breathe (?:right now|help|at al)|help (?:me )?i cant breathe|"
          r"(?:call|need|get) (?:me )?(?:an |the )?ambulance|{I} {G1}(?:having|have) (?:severe |bad |"
          r"crushing )?chest pain (?:right now|now)|(?:he|she|they|my {G1}\w+|baby|someone) "
-         r"(?:isnt|is not|s not|stoped|has stoped|not) (?:breathing|responding)|"
+         r"(?:isnt|is not|s not|stoped|has stoped|not) (?:breathing|responding(?! to\b))|"
          r"(?:he|she|my {G1}\w+|someone) (?:is|s) (?:unconscious|unresponsive)",
          negation="none"),
     Rule("t3.harm_others", 3,

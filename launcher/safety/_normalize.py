@@ -58,6 +58,24 @@ SLANG: dict[str, str] = {
     "gota": "got to",
     "imma": "im going to",
     "ima": "im going to",
+    # short and misspelt forms people text (the key word cut short or spelt by sound)
+    "ded": "dead",
+    "2moro": "tomorow",
+    "2morow": "tomorow",
+    "tmrw": "tomorow",
+    "tmr": "tomorow",
+    "tomoro": "tomorow",
+    "2nite": "tonight",
+    "tonite": "tonight",
+    "tnight": "tonight",
+    "ofing": "kiling",
+    "oded": "overdosed",
+    "exsist": "exist",
+    "suicde": "suicide",
+    "sucide": "suicide",
+    "suiside": "suicide",
+    "sewer slide": "suicide",
+    "unalived": "kiled",
 }
 
 #: Key tokens that tolerate small edit distance (collapsed spelling).

@@ -1,0 +1,227 @@
+"""Rule families the first lexicon missed, one per rung of the risk ladder (rule ids name the family).
+
+Framed on the Columbia Suicide Severity Rating Scale (C-SSRS; Posner et al., Am J Psychiatry 2011): wish
+to be dead (item 1) and non-specific thoughts (item 2) are tier 2; method, intent, plan (items 3-5) and
+preparatory behaviour (item 6: "collected pills, obtained a gun, gave away valuables, wrote a will or
+suicide note") are tier 3. Euphemisms follow the Samaritans and Crisis Text Line guidance on how people
+write about suicide online ("unalive", "check out", "end it", "not be around"). Someone else in danger now
+(an overdose, a person who will not wake up, an abuser with a weapon) is imminent harm, tier 3
+(COACHING.md's tier-3 list).
+
+Preparatory acts and means are ordinary words in ordinary lives ("picked up my pills", "gave my bike
+away", "wrote a letter"), so those rules fire at tier 3 only after a risk signal (tier >= 2) in the
+message or the session's recent turns (``requires="risk"``); with only distress some fall back to tier 2
+(pause and ask), otherwise they say nothing. Patterns are written in normal spelling; see
+:mod:`launcher.safety._lexicon` for the template syntax.
+"""
+
+from __future__ import annotations
+
+from ._lexicon import Rule
+
+__all__ = ["FAMILY_RULES"]
+
+_PAST = ("t2.past_attempt_or_ideation", 2)
+
+# Euphemisms for killing oneself, as the object of an intent ("i'm going to ..."). Strong ones say it
+# on their own; weak ones ("end it", "be gone for good", "do it") say it only after distress or risk.
+EUPHEMISM = (
+    r"(?:end (?:it al|things|everything|my sufering|the pain for god|my story)(?! (?:with|between|at)\b)|"
+    r"pul the plug on (?:myself|my life|me|my self)|"
+    r"check(?:ing)? out (?:for god|permanently|early|of (?:life|this world|here|this life))|"
+    r"unalive myself|take the easy way out|go to slep (?:and )?(?:never wake up|forever|for god)|"
+    r"join (?:my )?(?:mom|mum|dad|mother|father|grandma|grandpa|nan|brother|sister|son|daughter|wife|husband|"
+    r"him|her|them) (?:in heaven|up there|on the other side))"
+)
+WEAK_EUPHEMISM = (
+    r"(?:end it(?! (?:with|between|for now|for today|early|there|here|on a|on god|on time|by|at|al)\b)|"
+    r"be gone (?:for god|forever)|disapear (?:for god|forever|permanently)|do it (?:tonight|today|now|son)|"
+    r"not (?:be )?(?:here|around|alive) (?:anymore|any more|much longer))"
+)
+ACT_PLACE = r"(?:bridge|rof|roftop|clif|tracks|train tracks|railway|ledge|edge|balcony|top flor|overpas|tower)"
+MEANS_ITEM = (
+    r"(?:pils|sleping pils|painkilers|tablets|meds|medication|insulin|rope|nose|gun|pistol|rifle|shotgun|"
+    r"bulets|ammo|knife|razor|razor blades|blades|charcoal|poison|cyanide|antifreze|paracetamol|tylenol)"
+)
+# someone else, for "in danger now" rules
+OTHER = (
+    r"(?:he|she|they|someone|somebody|my {G1}(?:friend|bestie|bf|gf|sister|brother|mom|mum|mother|dad|father|"
+    r"son|daughter|kid|child|baby|wife|husband|boyfriend|girlfriend|partner|roomate|flatmate|cousin|grandma|"
+    r"grandpa|nan|coworker|colleague|student|neighbor|neighbour)|a friend|the baby)"
+)
+FAREWELL = (
+    r"(?:this is|consider this) my (?:last|final) (?:mesage|post|text|godbye|note)|(?:my )?(?:last|final) godbye|"
+    r"(?:just )?wanted to say (?:bye|godbye|thank you for everything)|thank you for everything {G3}godbye|"
+    r"(?:tel|make sure) {G2}(?:i love (?:them|her|him|you)|i loved (?:them|her|him|you))|"
+    r"(?:i )?(?:wont|wil not) be (?:here|around|alive) (?:much longer|tomorow|anymore|for long)"
+)
+WEAPON = r"(?:knife|gun|pistol|rifle|shotgun|weapon|hamer|bat|blade|machete|axe)"
+
+
+def _r(rule_id: str, tier: int, template: str, **kw: object) -> Rule:
+    for name, value in (("FAREWELL", FAREWELL), ("WEAK_EUPHEMISM", WEAK_EUPHEMISM), ("EUPHEMISM", EUPHEMISM), ("ACT_PLACE", ACT_PLACE),
+                        ("MEANS_ITEM", MEANS_ITEM),
+                        ("OTHER", OTHER), ("WEAPON", WEAPON)):  # fmt: skip
+        template = template.replace(name, value)
+    return Rule(rule_id, tier, template, **kw)  # type: ignore[arg-type]
+
+
+FAMILY_RULES: tuple[Rule, ...] = (
+    # ---- intent said with a euphemism or slang (C-SSRS 4)
+    _r("t3.euphemism_intent", 3, r"{I} {G2}{INTENT} {G2}EUPHEMISM|(?:going to|about to|ready to|wil) {G1}EUPHEMISM",
+       past=_PAST, question=("t2.ambivalent_question", 2)),
+    _r("t3.euphemism_intent", 3,
+       r"{I} {G2}{INTENT} {G2}WEAK_EUPHEMISM|(?:going to|about to|ready to|wil) {G1}WEAK_EUPHEMISM|"
+       r"(?:to|gona|wana|going to) of (?:myself|my self)",
+       requires="distress", fallback=("t1.ambiguous_intent", 1), past=_PAST),
+    _r("t3.euphemism_intent", 3,
+       r"(?:im|i am) (?:checking out|ending it al|ending things|ending everything) "
+       r"(?:for god|permanently|tonight|today|tomorow|this weekend|son|now)"),
+    _r("t3.intent_self_harm", 3, r"(?:il|ima|imma|im gona|i am gona) {G2}(?:{ACT_SELF}|{ACT_OTHER}|EUPHEMISM)|"
+       r"(?:{INTENT}|il) {G1}od on {G1}(?:{PILLS}|drugs|heroin|fentanyl|painkilers|everything)",
+       past=_PAST, question=("t2.ambivalent_question", 2)),
+    # progressive and decided forms without an intent verb: "im pulling the plug on myself"
+    _r("t3.euphemism_intent", 3,
+       r"(?:im|i am|i m) {G1}(?:puling the plug on (?:myself|my life)|kiling myself|ending my life|"
+       r"checking out for god|taking my (?:own )?life)(?! (?:laughing|with work|trying))|"
+       r"make sure {G2}(?:im|i am|i) not (?:be )?(?:here|around|alive) (?:much longer|anymore|for long|by)|"
+       r"{ACT_LETHAL} {G2}(?:for real|fr|not (?:a )?(?:joke|joking|kiding|meme)|im serious|i mean it|no joke)|"
+       r"(?:im|i am) (?:realy |actualy |seriously )?going to do it (?:this time|for real)", past=_PAST),
+    _r("t3.euphemism_intent", 3,
+       r"(?:im|i am|i m) {G1}(?:ending it|doing it|going through with it)"
+       r"(?! (?:with|between|at|for now|for today|on)\b)|"
+       r"{I} {G2}(?:going to|wil|gona) do something about it|(?:tonights|today is|tomorow is|tonight is) the (?:night|day)|"
+       r"(?:wont|wil not) be needing (?:to|it|them|the \w+|this|anything|my \w+) {G1}(?:anymore|anyway|after)",
+       requires="risk", fallback=("t1.ambiguous_intent", 1), negation="before"),
+    # a time anchor for the act: "new years eve is when i check out", "2moro is the day i go"
+    _r("t3.timeline", 3,
+       r"(?:is|s) (?:the day|the night|when|the date) (?:that )?i (?:go|do it|check out|end it|die|leave|am gone)|"
+       r"(?:when|once|after) (?:the clock|it) (?:hits|gets to|strikes) {G2}(?:im|i am|i wil|il) "
+       r"(?:done|gone|ending it|out)",
+       requires="risk", fallback=("t2.timeline_ambiguous", 2), negation="before"),
+    # ---- plan with a date or a condition (C-SSRS 5): "once X happens, that's when I ..."
+    _r("t3.conditional_timeline", 3,
+       r"(?:once|when|after|as son as|the day|the moment|the minute|right after) (?:\b\w+ ){1,10}?"
+       r"(?:thats when|then|that is when|is when) {G1}(?:i wil|ill|im going to|i am going to|im|i can|i get to|i) "
+       r"{G1}(?:do it|end it|go through with it|go|leave|be gone|be free|finaly do it|finish it|finish this)\b",
+       requires="risk", fallback=("t1.ambiguous_timeline", 1)),
+    _r("t3.conditional_timeline", 3,
+       r"(?:once|when|after|as son as|the day|the moment) (?:\b\w+ ){1,10}?(?:thats when|then|that is when|is when) "
+       r"{G2}(?:{ACT_SELF}|{ACT_OTHER}|EUPHEMISM)", past=_PAST),
+    _r("t3.timeline", 3, r"{I} {G2}(?:wil|going to|plan to|am going to) (?:do it|go through with it) "
+       r"(?:tonight|today|tomorow|this weekend|right now|son|next week|on (?:monday|tuesday|wednesday|"
+       r"thursday|friday|saturday|sunday))", requires="risk", fallback=("t1.ambiguous_timeline", 1)),
+    # ---- means at hand, bought or being fetched; the place reached (C-SSRS 6, preparatory)
+    _r("t3.means_fetched", 3,
+       r"(?:{I} )?{G2}(?:just )?(?:picked up|picking up|got|getting|grabbed|grabbing|bought|buying|went to get|"
+       r"going to get|gona get|have|found|fetched|fetching|ordered|counted|counting|lined up|laid out|"
+       r"stockpiled|saved up) {G3}MEANS_ITEM",
+       requires="risk", negation="before"),
+    _r("t3.means_fetched", 3,
+       r"(?:heading|going|walking|driving|on my way|off) (?:up )?(?:to|toward|towards|onto) (?:the |a )?"
+       r"(?:ACT_PLACE|pharmacy|chemist|garage|woods|river|lake|gun store|gun shop)|"
+       r"(?:im|i am|now) {G1}(?:on|at|up on|standing on|siting on) (?:the |a )?ACT_PLACE",
+       requires="risk", negation="before"),
+    # ---- preparatory acts and farewells (C-SSRS 6)
+    _r("t3.preparatory", 3,
+       r"(?:gave|giving|give|given) (?:away )?{G2}(?:cat|cats|dog|dogs|pet|pets|puppy|kitten|bird|hamster) "
+       r"(?:to|away)|(?:gave|giving|give|given) away {G2}(?:things|stuf|belongings|posesions|everything|"
+       r"clothes|games|guitar|savings|plants|al my)|(?:gave|giving|give|given) {G2}(?:things|stuf|belongings|"
+       r"posesions|everything) away|rehom(?:ed|ing) {G1}(?:cat|cats|dog|dogs|pet|pets)|"
+       r"found (?:a |new )?homes? for {G1}(?:cat|cats|dog|dogs|pet|pets)|"
+       r"(?:gave|giving|given) (?:away )?(?:al )?(?:of )?(?:my|the) (?:plants|guitar|games|clothes|savings|things|stuf|"
+       r"belongings|posesions) (?:to|away)|"
+       r"tying up (?:loose ends|my afairs)|paid of {G2}(?:debts|credit card|loans|everything)|"
+       r"cancel(?:ed|ing) {G3}(?:phone contract|subscriptions|gym membership|contracts)|"
+       r"(?:wrote|writing|written|left|leaving|finished) {G2}(?:leters?|notes?|goodbye leters?|last mesages?|"
+       r"a leter|a note)(?! (?:to|for) (?:my )?(?:future self|the landlord|my landlord|school|work|the council))|"
+       r"(?:updated|made|wrote|finished|sorted out|sorted) my (?:wil|afairs|finances for my family)|"
+       r"(?:said|saying|say) (?:my )?godbyes?(?: to)? (?:everyone|everybody|the world|you al|al of you|my family|"
+       r"my kids)",
+       requires="risk", fallback=("t2.preparatory_after_distress", 2), negation="before"),
+    _r("t3.farewell", 3, "FAREWELL", requires="risk", negation="none", distress=False),
+    _r("t2.farewell", 2, "FAREWELL", requires="distress", negation="none", distress=False),
+    # ---- passive ideation said as a wish or an expectation (C-SSRS 1)
+    _r("t2.passive_wish", 2,
+       r"wish {G2}(?:he|she|they|someone|somebody|it|the \w+|that \w+|my \w+) (?:had|would have|would|could have|"
+       r"just|did) {G1}(?:kiled|kil|shot|hit|murdered|run over|ran over|taken) me|"
+       r"wish (?:i|id) (?:had )?(?:died|ben kiled|not survived|never survived|not made it|never woke up|"
+       r"didnt wake up|ben the one who died|gone with (?:him|her|them))|"
+       r"(?:looking forward to|cant wait to|cant wait for|long for|longing for|praying for|hoping for) "
+       r"{G1}(?:death|dying|die|my death|being dead|it al to end|the day i die|the end of my life)|"
+       r"(?:want|wish|would like|like) to (?:not|never) (?:be )?(?:here|around|alive|exist|wake up)|"
+       r"(?:life|living) (?:is|fels|sems) (?:impossible|unbearable|pointles|not posible) without|"
+       r"(?:cant|can not|cannot) (?:do life|live|go on|survive|kep living) without (?:him|her|them|you|my "
+       r"(?:wife|husband|son|daughter|mom|mum|dad|partner|boyfriend|girlfriend|baby|kids))",
+       negation="before", past=_PAST),
+    _r("t2.passive_wish", 2,
+       r"(?:hoping|hope|wish|praying|pray) (?:that )?my heart {G1}(?:stops|would stop|gives out|wil stop)|"
+       r"(?:welcome|embrace|would welcome) death|wish (?:i could|to) {G1}(?:die|disapear|not wake up|never wake up)|"
+       r"(?:crash|dying|death|not waking up|an acident) {G2}(?:wouldnt|would not) be (?:the worst thing|so bad|that bad)",
+       negation="none", past=_PAST),
+    _r("t2.active_ideation", 2,
+       r"(?:keps|kep|keeps|kept) (?:saying|telling me|going|thinking|whispering) {G2}(?:end it|kil (?:myself|yourself)|"
+       r"die|do it)|(?:think|thinking|thought|thoughts) (?:about|of) (?:checking out|ending it|not being here|"
+       r"not existing|disapearing forever)$|(?:urge|urges|want|wanting) to (?:kil|unalive)$",
+       past=_PAST),
+    # ---- method: ideation with a method (C-SSRS 3)
+    _r("t3.method", 3,
+       r"(?:les|least|most) painful (?:way|method)|"
+       r"(?:drown|jump|jumping|hang|hanging|overdose|pils|gun|shoting|ropes?|bridge|train) or "
+       r"(?:drown|drowning|jump|jumping|hang|hanging|overdose|pils|a gun|shoting|the rope|a bridge|the train)\b"
+       r"{G3}(?:for me|quicker|faster|beter|les painful|more painful|hurt)|"
+       r"which is (?:quicker|faster|les painful|more painful|beter) {G3}(?:pils|jumping|hanging|drowning|a gun|overdose)|"
+       r"worked out how (?:many|much) {G3}{PILLS}|"
+       r"(?:planing|planed) (?:my )?(?:suicide|death|exit)|"
+       r"(?:got|have|made|found|worked out) a plan (?:to|for) (?:end it|die|kil myself|do it|end my life|my death)|"
+       r"(?:think|thinking|thought|fantasize|fantasizing) (?:about|of) (?:jumping|steping of|steping in front|"
+       r"driving into|crashing (?:my car|into)|hanging myself|throwing myself|driving of)"
+       r"(?! (?:ship|at the|on the|in the pol|into the pol|back|for joy|the gun|queue|the line|bandwagon)\b)",
+       requires="distress", fallback=("t1.method_words", 1), past=_PAST),
+    _r("t3.method", 3, r"how (?:high|tal|far) {G6}(?:to|would|could|wil) {G1}(?:definitely |surely |actualy |realy )?"
+       r"(?:die|kil (?:me|you|someone)|be fatal|be lethal)", negation="none"),
+    # ---- act under way, emergencies the first lexicon missed
+    _r("t3.in_progress", 3,
+       r"(?:^|{I} {G1}|just )(?:took|taken|swalowed|downed) (?:{BIG_QUANTITY}|[1-9][0-9]) {G2}{PILLS}|"
+       r"(?:drank|swalowed|drunk|drinking) {G1}(?:bleach|antifreze|drain cleaner|poison|wedkiler|rat poison)|"
+       r"(?:on|at) (?:the |a )?ACT_PLACE {G3}(?:climbing|climbed|steping|standing|siting|leaning) "
+       r"(?:over|onto|on|out over) (?:the )?(?:railing|rail|edge|ledge|fence|barier|side)|"
+       r"(?:climbing|climbed) over the (?:railing|rail|barier) {G3}ACT_PLACE",
+       past=_PAST),
+    _r("t3.in_progress", 3,
+       r"(?:{I} )?{G1}(?:took|taken|swalowed|downed) (?:al|every one|every single one|the rest) (?:of )?"
+       r"(?:my|the|her|his|mums?|dads?) {G1}{PILLS}",
+       requires="distress", past=_PAST),
+    _r("t3.medical_emergency", 3,
+       r"(?:im|i am|she is|shes|my \w+ is) {G2}(?:bleding|bleeding) (?:a lot|heavily|badly|so much|and it wont stop)|"
+       r"hit (?:my|his|her|their) head {G6}(?:throwing up|vomiting|seing double|confused|not making sense|"
+       r"pased out|pasing out|blod)|chest (?:is )?(?:crushing|so tight|pain) {G6}(?:arm|jaw) (?:is )?(?:numb|tingling)|"
+       r"(?:locked|shut) (?:herself|himself|themselves) in the (?:car|garage) {G6}(?:engine|motor)",
+       negation="none"),
+    _r("t2.self_harm", 2,
+       r"(?:new|fresh|more) cuts|cuts on my (?:arm|arms|wrist|wrists|thigh|thighs|legs|leg|stomach|hips)|"
+       r"carv(?:ed|ing) {G3}into my (?:arm|skin|thigh|leg|wrist|stomach)|starv(?:e|ing) myself (?:as|to) punish|"
+       r"(?:hiting|bashing|banging|hit|bashed|banged) my head (?:against|on|into) (?:the |a )?(?:wal|door|flor)|"
+       r"did the thing with the (?:compas|razor|blade|lighter) again",
+       past=_PAST),
+    _r("t2.abuse_disclosed", 2,
+       r"(?:dont|do not|never) (?:fel|am) safe (?:at home|with (?:him|her|them|my))|"
+       r"{ABUSER} {G2}(?:comes|came|creeps|crept|sneaks|snuck) into my (?:rom|bed|bedrom) (?:at night|when)|"
+       r"if i (?:ever )?(?:leave|left|tel anyone|tel) {G3}(?:hel|shel|theyl|he wil|she wil|he would|she would|"
+       r"he is going to|hes going to) (?:find|kil|hurt|come after|get) me",
+       negation="none"),
+    # ---- someone else in danger now (tier 3: imminent harm)
+    _r("t3.other_in_danger", 3,
+       r"OTHER {G3}(?:wont|wil not|cant|cannot|can not|isnt|is not|doesnt|does not|not) "
+       r"(?:wake up|waking up|be woken|come to|responding(?! to)|respond(?! to)|breathing)|"
+       r"OTHER {G2}(?:overdosed|is overdosing|took an overdose|ods|oded|took {G1}(?:{BIG_QUANTITY} {G2}{PILLS}|"
+       r"{CONTAINER}|al (?:of )?(?:her|his|their) {PILLS}))|"
+       r"OTHER {G1}(?:is|s) (?:on|at|standing on) (?:the |a )?ACT_PLACE (?:and|threatening|saying|says)",
+       negation="none"),
+    _r("t3.armed_threat", 3,
+       r"{ABUSER} {G3}(?:has|got|grabbed|is holding|pulled|took out|is waving|pointed|pointing|came at me with|"
+       r"threatening me with|threatened me with|is coming at me with) {G2}(?:a |his |her |the |my )?WEAPON|"
+       r"{ABUSER} {G2}(?:says|said|threatens|threatened|is threatening|swears|swore|keps saying) {G2}"
+       r"(?:he|she|they)?(?:l| wil| is going to| gona| wants to)? {G1}(?:kil|hurt|shot|stab|strangle) me",
+       negation="before"),
+)  # fmt: skip
