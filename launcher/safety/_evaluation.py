@@ -116,9 +116,9 @@ class LabelledReport:
             "false_alarms_per_1000": self.false_alarms_per_1000,
             "recall_per_family": {f: {"reached": h, "of": n} for f, (h, n) in self.per_family().items()},
             "misses": [{"id": o.label.id, "label": o.label.tier, "family": o.label.family, "tier": o.tier,
-                        "reasons": list(o.reasons)} for o in self.outcomes if o.miss],  # fmt: skip
+                        "reasons": list(o.reasons)} for o in self.outcomes if o.miss],
             "false_alarms": [{"id": o.label.id, "family": o.label.family, "tier": o.tier, "reasons": list(o.reasons)}
-                             for o in self.outcomes if o.false_alarm],  # fmt: skip
+                             for o in self.outcomes if o.false_alarm],
         }
 
 
