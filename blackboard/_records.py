@@ -4,9 +4,9 @@ moves at most +-10 POMP per session)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StringConstraints
 
 from ._prose import quotable
 from ._schema_agents import Goal, PersonaOutput
@@ -23,12 +23,20 @@ from ._schema_common import (
 from ._schema_shadow import PatternClass, ShadowOutput
 from .config import Thresholds
 
-__all__ = ["TurnRecord", "UserProfile", "merge_profile"]
+__all__ = ["RuleId", "TurnRecord", "UserProfile", "merge_profile"]
+
+#: A rule id such as ``model.coach.raised_t3`` (never text: lower-case letters, digits, ``_`` and ``.``).
+RuleId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_.]{1,80}$")]
 
 
 class TurnRecord(StrictModel):
     """What happened in one turn (no user text): who was required, who arrived, who was missing,
-    where the synthesis came from, and the entry versions used. Times are Unix seconds."""
+    where the synthesis came from, and the entry versions used. Times are Unix seconds.
+
+    ``crisis_tier`` is the turn's final tier (the screen's, or higher when an agent's risk assessment
+    raised it); ``safety_raises`` / ``safety_refused`` are the rule ids of accepted and refused raises
+    (``model.coach.raised_t3``, ``model.family.plan``, ``model.stability.refused_quote_not_in_message``).
+    ``synthesis_source`` ``support``: a raise to tier 2 replaced the synthesis with the support response."""
 
     user: Id
     session: Id
@@ -38,8 +46,10 @@ class TurnRecord(StrictModel):
     arrived: list[AgentName] = Field(default_factory=list, max_length=6)
     missing: list[AgentName] = Field(default_factory=list, max_length=6)
     timed_out: bool = False
-    synthesis_source: Literal["model", "repaired", "fallback", "crisis", "none"] = "none"
+    synthesis_source: Literal["model", "repaired", "fallback", "crisis", "support", "none"] = "none"
     entry_versions: dict[AgentName, int] = Field(default_factory=dict)
+    safety_raises: list[RuleId] = Field(default_factory=list, max_length=20)
+    safety_refused: list[RuleId] = Field(default_factory=list, max_length=20)
     started_at: float = Field(default=0.0, ge=0)
     finished_at: float | None = Field(default=None, ge=0)
 

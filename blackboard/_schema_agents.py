@@ -18,6 +18,7 @@ from ._schema_common import (
     coerced_field,
     thresholds_of,
 )
+from ._schema_risk import RiskAssessment
 
 __all__ = [
     "Citation",
@@ -102,8 +103,10 @@ class PlasticityOutput(StrictModel):
 
 
 class CoachOutput(StrictModel):
-    """The Coach's immediate reply (MI style), 1-4000 characters."""
+    """The Coach's immediate reply (MI style), 1-4000 characters, after its risk assessment of the user's
+    message (first, so a model writes it before the reply; default: tier 0)."""
 
+    risk: RiskAssessment = Field(default_factory=RiskAssessment)
     reply: str = Field(min_length=1, max_length=4000)
 
 

@@ -22,6 +22,7 @@ from typing import Literal
 from pydantic import Field, ValidationInfo, model_validator
 
 from ._schema_common import READ_ONLY, Id, Phrase, ShortText, StrictModel, Text, coerced_field, thresholds_of
+from ._schema_risk import RiskAssessment
 from .config import Thresholds
 
 __all__ = [
@@ -141,11 +142,13 @@ class StabilityMove(StrictModel):
 
 
 class StabilityOutput(StrictModel):
-    """Stability's blackboard entry: the risk frame for this turn's candidate moves (ids unique).
+    """Stability's blackboard entry: its risk assessment of the user's message (first; default tier 0)
+    and the risk frame for this turn's candidate moves (ids unique).
 
     A repeated move id is renamed deterministically (``id``, ``id-2``, ``id-3``, ...; reason code
     ``move_renamed:<old>:<new>`` in ``coerced``) so no move overwrites another; every move is gated."""
 
+    risk: RiskAssessment = Field(default_factory=RiskAssessment)
     moves: list[StabilityMove] = Field(default_factory=list, max_length=20)
     summary: Text = ""
     coerced: list[str] = coerced_field()

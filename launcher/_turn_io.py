@@ -1,8 +1,10 @@
 """The supervisor's reads and writes on the blackboard for one turn (sync store calls in a thread).
 
-Layout (all under ``users/{u}/sessions/{s}/turns/{t}/``, create-only):
+Layout (all under ``users/{u}/sessions/{s}/turns/{t}/``, create-only except as noted):
 
-* ``message``  — ``{"text": <user message>, "crisis_tier": n}`` written when the turn begins;
+* ``message``  — ``{"text": <user message>, "crisis_tier": n, "safety_reasons", "safety_state"}`` written
+  when the turn begins; an agent's accepted tier raise writes a second version with the raised tier and
+  the state after it (``launcher._model_raise``), which the next turns' screen reads;
 * ``delivery`` — what the user was shown: ``{"coach_reply", "synthesis", "synthesis_source",
   "degraded", "missing"}``;
 * ``record``   — a ``blackboard.TurnRecord`` (no user text).

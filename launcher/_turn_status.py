@@ -59,11 +59,15 @@ class TurnResult:
         coach_reply: what the user was shown first (the Coach's reply, a deterministic fallback reply
             when the Coach failed or its reply named a blocked move, or the crisis response).
         synthesis: the full response appended after the specialists (empty on a crisis turn).
-        synthesis_source: ``model`` | ``repaired`` | ``fallback`` | ``crisis`` | ``none``.
+        synthesis_source: ``model`` | ``repaired`` | ``fallback`` | ``crisis`` | ``support`` | ``none``
+            (``crisis``/``support``: a safety response is the synthesis, or there is none on a crisis turn).
         degraded: True when any agent was missing or a fallback was used; ``missing`` names the agents.
-        crisis_tier: the safety screen's tier 0-3 (3: crisis response only, no agent launched).
+        crisis_tier: the turn's tier 0-3: the safety screen's (3: crisis response only, no agent launched),
+            or higher when an agent's risk assessment raised it.
         agents: per-agent status, keyed by agent name.
         coach_reply_s / synthesis_s: seconds from the turn's start to each delivery.
+        safety_raises / safety_refused: rule ids of the agents' accepted / refused tier raises
+            (``model.coach.raised_t3``, ``model.family.plan``, ``model.coach.refused_quote_not_in_message``).
     """
 
     turn_id: str
@@ -78,6 +82,8 @@ class TurnResult:
     coach_reply_s: float | None = None
     synthesis_s: float | None = None
     synthesis_citations: list[dict[str, Any]] = field(default_factory=list)
+    safety_raises: list[str] = field(default_factory=list)
+    safety_refused: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """The ``coach run --json`` document."""
@@ -89,6 +95,8 @@ class TurnResult:
             "crisis_tier": self.crisis_tier,
             "missing": list(self.missing),
             "synthesis_source": self.synthesis_source,
+            "safety_raises": list(self.safety_raises),
+            "safety_refused": list(self.safety_refused),
             "coach_fallback": self.coach_fallback,
             "coach_reply_s": None if self.coach_reply_s is None else round(self.coach_reply_s, 3),
             "synthesis_s": None if self.synthesis_s is None else round(self.synthesis_s, 3),

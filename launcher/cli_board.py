@@ -2,8 +2,9 @@
 
 Lists, per session and turn, each entry's kind (the six agents' outputs first, then the supervisor's
 ``message``/``delivery``/``record`` and the turn's ``meta``), version, author, commit sequence number
-and time; then the compacted profile (version, sessions merged, traits, goals, pattern). Message texts
-and agent outputs are not printed (``--json`` gives the entries' metadata and the profile's value).
+and time, and the rule ids of safety-tier raises an agent's risk assessment made or had refused; then the
+compacted profile (version, sessions merged, traits, goals, pattern). Message texts and agent outputs are
+not printed (``--json`` gives the entries' metadata and the profile's value).
 Opens the store read-mostly through ``blackboard.open_store``; exit 2 when the user has nothing stored.
 """
 
@@ -35,9 +36,10 @@ def _entry_order(entry: dict[str, Any]) -> tuple[int, str]:
 
 def board_document(store: Any, user: str, session: str | None = None) -> dict[str, Any]:
     """``{"user", "sessions": [{"session", "closed", "turns": [{"turn", "entries": [{kind, version,
-    author, seq, updated_at}], "crisis_tier", "synthesis_source"}]}], "profile": {version, updated_at,
-    value} | None}`` (times: Unix s; ``crisis_tier`` / ``synthesis_source`` from the turn's record,
-    None while it has none).
+    author, seq, updated_at}], "crisis_tier", "synthesis_source", "safety_raises", "safety_refused"}]}],
+    "profile": {version, updated_at, value} | None}`` (times: Unix s; ``crisis_tier`` /
+    ``synthesis_source`` from the turn's record, None while it has none; ``safety_raises`` /
+    ``safety_refused``: the record's rule ids, [] without one).
 
     Raises ``blackboard.InvalidKeyError`` for bad ids, ``StoreUnavailableError`` when the store fails.
     """
@@ -64,7 +66,9 @@ def board_document(store: Any, user: str, session: str | None = None) -> dict[st
         rows: list[dict[str, Any]] = [
             {"turn": t, "entries": sorted(turns[s][t], key=_entry_order),
              "crisis_tier": records.get((s, t), {}).get("crisis_tier"),
-             "synthesis_source": records.get((s, t), {}).get("synthesis_source")}
+             "synthesis_source": records.get((s, t), {}).get("synthesis_source"),
+             "safety_raises": list(records.get((s, t), {}).get("safety_raises", [])),
+             "safety_refused": list(records.get((s, t), {}).get("safety_refused", []))}
             for t in sorted(turns[s])
         ]
         sessions.append({"session": s, "closed": closed.get(s, False), "turns": rows})
@@ -145,10 +149,17 @@ def show_cmd(
                 table.add_row(escape(t["turn"]) if i == 0 else "", f"[{style}]{kind}[/{style}]" if style else kind,
                               str(e["version"]), escape(e["author"]), str(e["seq"]), _when(e["updated_at"]))
             missing = [a for a in _AGENTS if a not in {e["kind"] for e in agents}]
-            if t.get("synthesis_source") == "crisis":  # by design: the safety screen answered, no agent ran
+            raises, refused = t.get("safety_raises") or [], t.get("safety_refused") or []
+            if raises:
+                notes.append(f"[yellow]turn {t['turn']}: safety tier raised to {t['crisis_tier']} by an agent's risk "
+                             f"assessment ({escape(', '.join(raises))})[/yellow]")
+            if refused:
+                notes.append(f"[dim]turn {t['turn']}: safety raise refused ({escape(', '.join(refused))})[/dim]")
+            replaced = t.get("synthesis_source") in ("crisis", "support")  # a safety response, no synthesis
+            if replaced and not raises:  # by design: the safety screen answered, no agent ran
                 notes.append(f"[dim]turn {t['turn']}: crisis response only (safety tier {t['crisis_tier']}); "
                              "no agent runs on such a turn[/dim]")
-            elif missing:
+            elif missing and not replaced:  # after a raise, the note above says why entries are missing
                 notes.append(f"[red]turn {t['turn']} has no entry from: {', '.join(missing)}[/red]")
             table.add_section()
         out.print(table)

@@ -51,7 +51,8 @@ def default_session_id(now: datetime | None = None) -> str:
 
 
 class _RecordingScreen:
-    """Wraps the safety screen and remembers the tier of the latest message (to label the first reply)."""
+    """Wraps the safety screen and remembers the tier of the latest message (to label the first reply),
+    also when an agent's risk assessment raised it (``raised``, which the supervisor calls)."""
 
     def __init__(self, inner: Callable[[str, Mapping[str, Any] | None], Any]) -> None:
         self._inner = inner
@@ -61,6 +62,13 @@ class _RecordingScreen:
         outcome = self._inner(text, state)
         self.last_tier = int(outcome.tier)
         return outcome
+
+    def raised(self, outcome: Any, decision: Any) -> Any:
+        from launcher._model_raise import raise_fn_of
+
+        new = raise_fn_of(self._inner)(outcome, decision)
+        self.last_tier = int(new.tier)
+        return new
 
 
 class _StatusView:
@@ -214,7 +222,13 @@ def _show_first_reply(view: _StatusView, text: str, tier: int) -> None:
 def _show_result(console: Any, result: Any) -> None:
     from rich.markup import escape
 
-    if result.crisis_tier >= 3:
+    if result.synthesis_source in ("crisis", "support") and result.synthesis:  # an agent raised the tier
+        from rich.panel import Panel
+
+        crisis = result.synthesis_source == "crisis"
+        console.print(Panel(escape(result.synthesis), title="Crisis response" if crisis else "Support",
+                            border_style="bold red" if crisis else "yellow", expand=False))
+    elif result.crisis_tier >= 3:
         console.print("[dim](crisis response only: no coaching content this turn)[/dim]")
     elif result.synthesis:
         label = "Synthesis"

@@ -48,13 +48,15 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "annomi_24.csv"
 def embedded_runtime_config(config: Any, base_url: str, kind: Literal["openai", "anthropic"]) -> Any:
     """``config`` (a ``CoachConfig``) with its proxy pointed at the embedded server at ``base_url``: one
     pool ``default`` serving every model name, ``forced_tool_prefill`` set (see the module docstring),
-    ``context_window`` = one llama-server slot. Agent policies written in ``[proxy.agents]`` still win."""
+    the agents' optional ``risk`` assessment left out of the forced tools' schemas (too small a model to
+    judge safety; the deterministic screen still runs), ``context_window`` = one llama-server slot. Agent
+    policies written in ``[proxy.agents]`` still win."""
     from launcher.embedded import FORCED_TOOL_CALL_PREFILL
     from proxy.config import ModelPool
 
     pool = ModelPool(
         name="default", replicas=[base_url], kind=kind, forced_tool_prefill=FORCED_TOOL_CALL_PREFILL,
-        context_window=config.embedded.ctx_per_slot, chat_template_kwargs=False,
+        context_window=config.embedded.ctx_per_slot, chat_template_kwargs=False, omit_tool_properties=["risk"],
     )
     proxy = config.proxy.model_copy(update={
         "models": [pool], "default_model": "default",

@@ -2,7 +2,8 @@
 
 ``coach run`` runs one turn headless: it prints the Coach's reply the moment it exists, then the
 synthesis, then a per-agent timeline (rich table). ``--json`` prints exactly one JSON document (nothing
-else on stdout): ``turn_id``, ``coach_reply``, ``synthesis``, ``degraded``, ``crisis_tier`` and per agent
+else on stdout): ``turn_id``, ``coach_reply``, ``synthesis``, ``degraded``, ``crisis_tier``, ``safety_raises`` /
+``safety_refused`` (rule ids of agents' tier raises) and per agent
 ``status``, ``started_s``, ``first_token_s``, ``finished_s``, ``input_tokens``, ``output_tokens``, ``error``.
 The proxy and the MCP HTTP server are started in-process for the command unless ``--proxy-url`` /
 ``--mcp-url`` point at running ones (``coach serve``). Exit codes: 0 done (possibly degraded), 2 bad
@@ -175,6 +176,8 @@ def run_cmd(
         return
     if result.synthesis:
         label = "Synthesis (degraded: missing " + ", ".join(result.missing) + ")" if result.degraded else "Synthesis"
+        if result.synthesis_source in ("crisis", "support"):  # an agent's risk assessment raised the tier
+            label = "Crisis response" if result.synthesis_source == "crisis" else "Support"
         out.print(f"\n[bold]{escape(label)}:[/bold]", escape(result.synthesis))
     out.print()
     out.print(agent_timeline(result))

@@ -4,6 +4,10 @@
 
 1. deterministic safety screen; tier 3 => the crisis response replaces everything, no agent runs;
    tier 2 => the support response is the first reply (no Coach), the rest runs in "pause" mode;
+   the Coach's and Stability's risk assessments may raise the tier, never lower it
+   (:mod:`launcher._model_raise`): an accepted Coach raise to 3 shows the crisis response instead of
+   its reply and stops the turn's coaching, to 2 the support response; an accepted Stability raise
+   (judged after the join) replaces the synthesis with the crisis or support response;
 2. ``Blackboard.begin_turn`` (turn id, Shadow barrier opened); the user message is stored;
 3. one context pack per agent (profile + recent history + relevant entries, shared part first and
    byte-identical, agent part last), cut to the agent's ``context_budget_tokens``;
@@ -40,6 +44,7 @@ from blackboard import (
     Brief,
     SynthesisOutput,
     TurnRecord,
+    WaitResult,
     build_brief,
     fallback_synthesis,
     turn_entry_key,
@@ -49,6 +54,7 @@ from launcher._agent_runner import AgentInvocation, AgentRunner, ToolCallRecord
 from launcher._agent_task import MIN_RETRY_S, run_agent
 from launcher._context_pack import AgentPackSpec, PackInputs, build_followups, build_packs
 from launcher._fallbacks import FALLBACK_COACH_REPLY, SAFE_SYNTHESIS_TEXT, blocked_problems, degraded_note
+from launcher._model_raise import StopCoaching, TurnSafety, raise_fn_of, risk_of
 from launcher._screen import SafetyScreen, ScreenOutcome
 from launcher._spec_view import AgentView, view_of
 from launcher._turn_io import SessionContext, load_context, write_entry
@@ -67,6 +73,8 @@ log = logging.getLogger(__name__)
 
 SPECIALISTS: tuple[str, ...] = ("shadow", "persona", "plasticity", "stability")
 EARLY: tuple[str, ...] = ("coach",)
+#: Synthesis sources where a safety response replaced the synthesis (no Pineal, no degraded note).
+SAFETY_SOURCES: frozenset[str] = frozenset({"crisis", "support"})
 
 
 ScreenFn = Callable[[str, Mapping[str, Any] | None], ScreenOutcome]
@@ -152,6 +160,23 @@ def _safe_status(cb: Callable[[AgentStatus], None] | None) -> Callable[[AgentSta
             log.exception("on_status callback failed")
 
     return safe
+
+
+def _checked_synthesis(
+    synthesis: SynthesisOutput | None, source: str, brief: Brief, earlier_blocks: Sequence[Brief]
+) -> tuple[SynthesisOutput, str]:
+    """The synthesis to show: the deterministic fallback when there is none or it names a blocked move
+    (then the safe text if even the fallback does). A safety response (``crisis``/``support``) is kept."""
+    if synthesis is not None and source in SAFETY_SOURCES:
+        return synthesis, source
+    if synthesis is None:
+        synthesis, source = fallback_synthesis(brief), "fallback"
+    if blocked_problems(synthesis.text, brief, *earlier_blocks) and source != "fallback":
+        log.warning("synthesis named a blocked move after validation; using the fallback")
+        synthesis, source = fallback_synthesis(brief), "fallback"
+    if blocked_problems(synthesis.text, brief, *earlier_blocks):
+        synthesis = synthesis.model_copy(update={"text": SAFE_SYNTHESIS_TEXT})
+    return synthesis, source
 
 
 class Supervisor:
@@ -251,6 +276,7 @@ class Supervisor:
             {"text": text, "crisis_tier": verdict.tier, "safety_reasons": list(verdict.reasons),
              "safety_state": verdict.state},
         )
+        safety = TurnSafety(self.board, user, session, turn, text, verdict, raise_fn_of(self._screen))
         statuses = {n: AgentStatus(n) for n in AGENT_ORDER if n in views}
 
         delivered: dict[str, Any] = {}
@@ -287,7 +313,7 @@ class Supervisor:
         try:
             await self.directory.synced()  # an external proxy knows the turn before the agents' first call
             return await self._agents_turn(
-                user, session, turn, text, views, statuses, ctx, verdict, launch, deliver, delivered,
+                user, session, turn, text, views, statuses, ctx, safety, launch, deliver, delivered,
                 t0, started_at, on_status,
             )
         finally:
@@ -302,7 +328,7 @@ class Supervisor:
         views: Mapping[str, AgentView],
         statuses: dict[str, AgentStatus],
         ctx: SessionContext,
-        verdict: ScreenOutcome,
+        safety: TurnSafety,
         launch: list[str],
         deliver: Callable[..., None],
         delivered: dict[str, Any],
@@ -312,9 +338,10 @@ class Supervisor:
     ) -> TurnResult:
         # Moves blocked in earlier turns of the session stay blocked (checked on every final text).
         earlier_blocks = [build_brief({"stability": e}) for e in ctx.earlier_stability]
+        screened = safety.screened.tier
         safety_line = (
-            f"Safety screen: tier {verdict.tier}. Pause coaching: reflect, ask directly about safety, offer resources."
-            if verdict.tier == 2
+            f"Safety screen: tier {screened}. Pause coaching: reflect, ask directly about safety, offer resources."
+            if screened == 2
             else ""
         )
         tails = {n: _tail(views[n], turn, safety_line) for n in views}
@@ -340,10 +367,20 @@ class Supervisor:
                 candidate.setdefault("reply", reply)
                 reply_ready.set()
 
+        stop = StopCoaching()
+
         async def deliver_coach_reply() -> None:
-            """Deliver the Coach's reply the moment it is written, unless it names a move blocked earlier
-            in the session or already blocked by this turn's Stability entry (then the fallback reply)."""
+            """Deliver the Coach's reply the moment it is written, unless its risk assessment raised the
+            tier to 2 or 3 (then the support or crisis response; at 3 the coaching stops), or it names a
+            move blocked earlier in the session or by this turn's Stability entry (then the fallback)."""
             await reply_ready.wait()
+            written = await anyio.to_thread.run_sync(self.board.store.read, turn_entry_key(user, session, turn, "coach"))
+            response = await safety.raise_from("coach", risk_of(written.value if written else None))
+            if response is not None:
+                deliver(response, fallback=False)
+                if safety.tier >= 3:
+                    stop.stop()
+                return
             reply = candidate.get("reply")
             if reply is None:
                 deliver(FALLBACK_COACH_REPLY, fallback=True)
@@ -380,25 +417,27 @@ class Supervisor:
                 specialists_up.set()
 
         async def prestart_pineal() -> None:
-            await specialists_up.wait()
-            v = views["pineal"]
-            # bounded: a stuck start must not hold up the join for long (the run would start its own)
-            await _prestart(self.runner, invocation("pineal", "", ""), evict=True, limit_s=min(v.deadline_s, 30.0))
+            with stop.scope("pineal"):
+                await specialists_up.wait()
+                v = views["pineal"]
+                # bounded: a stuck start must not hold up the join for long (the run would start its own)
+                await _prestart(self.runner, invocation("pineal", "", ""), evict=True, limit_s=min(v.deadline_s, 30.0))
 
         async def one(name: str) -> None:
             v = views[name]
             try:
-                if name != "coach":
-                    with anyio.move_on_after(self.settings.coach_head_start_s):
-                        await head_start.wait()
-                await run_agent(
-                    self.runner, invocation(name, packs[name].text, followups[name]), v.output_tool,
-                    statuses[name], t0=t0,
-                    deadline_at=(time.monotonic() if self.settings.sequential else t0) + v.deadline_s,
-                    on_tool_result=coach_tool if name == "coach" else None,
-                    on_change=coach_status if name == "coach" else on_status,
-                    on_started=coach_up.set if name == "coach" else partial(up, name),
-                )
+                with anyio.CancelScope() if name == "coach" else stop.scope(name):  # a crisis stops the others
+                    if name != "coach":
+                        with anyio.move_on_after(self.settings.coach_head_start_s):
+                            await head_start.wait()
+                    await run_agent(
+                        self.runner, invocation(name, packs[name].text, followups[name]), v.output_tool,
+                        statuses[name], t0=t0,
+                        deadline_at=(time.monotonic() if self.settings.sequential else t0) + v.deadline_s,
+                        on_tool_result=coach_tool if name == "coach" else None,
+                        on_change=coach_status if name == "coach" else on_status,
+                        on_started=coach_up.set if name == "coach" else partial(up, name),
+                    )
             finally:
                 if name == "coach":
                     coach_up.set()
@@ -422,6 +461,9 @@ class Supervisor:
                     await one(name)
                 else:
                     tg.start_soon(one, name)
+        if stop.stopped:
+            return await self._stopped_turn(user, session, turn, statuses, launch, delivered, safety, t0, started_at,
+                                            on_status)
 
         # Barrier: Shadow written (sequencer) and everyone done or past their deadline (the join above).
         waited_for = [n for n in launch if n != "coach"] + (["coach"] if "coach" in launch else [])
@@ -430,10 +472,17 @@ class Supervisor:
         )
         entries = await anyio.to_thread.run_sync(self.board.read_turn, user, session, turn)
         shadow_ok = "shadow" in set(waited.arrived)
+        stability = entries.get("stability")
+        replaced = await safety.raise_from("stability", risk_of(stability.value if stability else None))
 
         synthesis: SynthesisOutput | None = None
         source = "fallback"
-        if "pineal" in views and shadow_ok:
+        if replaced is not None:  # Stability's raise to 2 or 3: its response is the synthesis, no Pineal
+            synthesis, source = SynthesisOutput(text=replaced), "crisis" if safety.tier >= 3 else "support"
+            if "pineal" in statuses:
+                statuses["pineal"].status = "skipped"
+                statuses["pineal"].error = f"not started: Stability's risk assessment raised the tier to {safety.tier}"
+        elif "pineal" in views and shadow_ok:
             synthesis, source = await self._run_pineal(
                 user, session, turn, views, statuses, brief, earlier_blocks, packs, t0, invocation, on_status
             )
@@ -441,30 +490,61 @@ class Supervisor:
             statuses["pineal"].status = "skipped"
             statuses["pineal"].error = "not started: Shadow's entry is missing (the barrier never opened)"
 
-        if synthesis is None:
-            synthesis = fallback_synthesis(brief)
-            source = "fallback"
-        if blocked_problems(synthesis.text, brief, *earlier_blocks) and source != "fallback":
-            log.warning("synthesis named a blocked move after validation; using the fallback")
-            synthesis, source = fallback_synthesis(brief), "fallback"
-        if blocked_problems(synthesis.text, brief, *earlier_blocks):
-            synthesis = synthesis.model_copy(update={"text": SAFE_SYNTHESIS_TEXT})
+        synthesis, source = _checked_synthesis(synthesis, source, brief, earlier_blocks)
         missing = [n for n in AGENT_ORDER if n in statuses and statuses[n].status != "ok"]
-        if verdict.tier == 2 and "coach" in missing:
+        if screened == 2 and "coach" in missing:
             missing.remove("coach")  # not launched on purpose
+        if source in SAFETY_SOURCES and "pineal" in missing:
+            missing.remove("pineal")  # not started on purpose
         if source == "fallback" and "pineal" not in missing and "pineal" in statuses:
             missing.append("pineal")
         degraded = bool(missing) or source == "fallback" or bool(delivered.get("fallback"))
         text_out = synthesis.text
-        text_out += degraded_note(missing, source == "fallback")
+        if source not in SAFETY_SOURCES:
+            text_out += degraded_note(missing, source == "fallback")
         result = TurnResult(
             turn_id=turn, coach_reply=delivered["reply"], synthesis=text_out, synthesis_source=source,
-            degraded=degraded, crisis_tier=verdict.tier, missing=missing, agents=statuses,
+            degraded=degraded, crisis_tier=safety.tier, missing=missing, agents=statuses,
             coach_fallback=bool(delivered.get("fallback")), coach_reply_s=delivered["at"],
             synthesis_s=time.monotonic() - t0,
             synthesis_citations=[c.model_dump(mode="json") for c in synthesis.citations],
+            safety_raises=list(safety.raises), safety_refused=list(safety.refused),
         )
         versions = {name: e.version for name, e in entries.items() if name in statuses}
+        await self._finish(user, session, turn, result, launch, (waited, versions), started_at)
+        return result
+
+    async def _stopped_turn(
+        self,
+        user: str,
+        session: str,
+        turn: str,
+        statuses: dict[str, AgentStatus],
+        launch: list[str],
+        delivered: dict[str, Any],
+        safety: TurnSafety,
+        t0: float,
+        started_at: float,
+        on_status: Callable[[AgentStatus], None] | None,
+    ) -> TurnResult:
+        """The end of a turn whose coaching the Coach's raise to tier 3 stopped: the crisis response was
+        shown instead of the reply, the agents still running were cancelled, no synthesis (as on a screen
+        tier-3 turn)."""
+        for st in statuses.values():
+            if st.status in ("pending", "running"):
+                st.status = "skipped"
+                st.error = f"stopped: the Coach's risk assessment raised the safety tier to {safety.tier}"
+                if on_status is not None:
+                    on_status(st)
+        entries = await anyio.to_thread.run_sync(self.board.read_turn, user, session, turn)
+        arrived = tuple(n for n in launch if n in entries)
+        result = TurnResult(
+            turn_id=turn, coach_reply=delivered["reply"], synthesis="", synthesis_source="crisis", degraded=False,
+            crisis_tier=safety.tier, agents=statuses, coach_reply_s=delivered["at"], synthesis_s=time.monotonic() - t0,
+            safety_raises=list(safety.raises), safety_refused=list(safety.refused),
+        )
+        versions = {name: e.version for name, e in entries.items() if name in statuses}
+        waited = WaitResult(arrived=arrived, missing=(), timed_out=False, waited_s=0.0)
         await self._finish(user, session, turn, result, launch, (waited, versions), started_at)
         return result
 
@@ -584,6 +664,7 @@ class Supervisor:
                 "missing": [m for m in result.missing if m in AGENT_ORDER],
                 "timed_out": timed_out, "synthesis_source": result.synthesis_source,
                 "entry_versions": versions, "started_at": started_at, "finished_at": time.time(),
+                "safety_raises": list(result.safety_raises), "safety_refused": list(result.safety_refused),
             }
         )
         await anyio.to_thread.run_sync(self.board.write_turn_record, record)

@@ -3,6 +3,7 @@ max_tokens cap. See :class:`proxy.config.AgentPolicy` for the rules."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -98,7 +99,7 @@ def apply_policy(p: Prepared, policy: AgentPolicy | None, *, agent: str,
     return out
 
 
-def narrow_forced_tool(p: Prepared, tool: str, prefill: str) -> None:
+def narrow_forced_tool(p: Prepared, tool: str, prefill: str, omit: Sequence[str] = ()) -> None:
     """Force ``tool`` on an upstream that ignores a named tool choice (``ModelPool.forced_tool_prefill``):
     keep only that tool, ask for *some* tool call (``{"type": "any"}`` -> OpenAI ``"required"``) and end
     the messages with an assistant ``prefill`` text that the model continues (in place).
@@ -106,14 +107,17 @@ def narrow_forced_tool(p: Prepared, tool: str, prefill: str) -> None:
     A repair (the latest result of ``tool`` is an error) is sent as a fresh attempt: the messages after
     the turn's prompt (the last user message without a tool_result) are dropped. A very small model shown
     its failed call copies it (measured: SmolLM2-135M sent the same invalid ``write_persona`` six times);
-    an independently sampled attempt usually differs, so the agent's turn budget becomes retries."""
+    an independently sampled attempt usually differs, so the agent's turn budget becomes retries.
+
+    ``omit`` (``ModelPool.omit_tool_properties``): top-level properties removed from the tool's schema, so
+    the grammar built from it cannot produce them (optional fields a model this small should not fill)."""
     if latest_result_of(p, tool) == "error":
         prompts = [i for i, m in enumerate(p.messages)
                    if m["role"] == "user" and not any(b.get("type") == "tool_result" for b in m["content"])]
         if prompts:
             del p.messages[prompts[-1] + 1:]
     p.tools = [t for t in p.tools if t["name"] == tool]
-    p.tools = [{**t, "input_schema": integer_bounds(t["input_schema"])} for t in p.tools]
+    p.tools = [{**t, "input_schema": integer_bounds(without_properties(t["input_schema"], omit))} for t in p.tools]
     p.tool_choice = {"type": "any", "disable_parallel_tool_use": True}
     p.messages.append({"role": "assistant", "content": [{"type": "text", "text": prefill}]})
 
@@ -131,4 +135,16 @@ def integer_bounds(schema: Any) -> Any:
     lo, hi = out.get("minimum"), out.get("maximum")
     if out.get("type") == "number" and all(isinstance(b, int | float) and float(b).is_integer() for b in (lo, hi)):
         out["type"] = "integer"
+    return out
+
+
+def without_properties(schema: Any, names: Sequence[str]) -> Any:
+    """``schema`` (an object schema) without the top-level properties ``names`` (also dropped from
+    ``required``); a copy when something was removed, else ``schema`` itself."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not names or not isinstance(props, dict) or not any(n in props for n in names):
+        return schema
+    out = {**schema, "properties": {k: v for k, v in props.items() if k not in names}}
+    if isinstance(schema.get("required"), list):
+        out["required"] = [r for r in schema["required"] if r not in names]
     return out

@@ -106,6 +106,11 @@ class ModelPool(BaseModel):
     with integer bounds in that tool's schema are sent as integers (llama.cpp's grammar bounds only those),
     and a repair after a failed call is sent as a fresh attempt (see ``_policy.narrow_forced_tool``).
     None (default, right for vLLM): the named tool choice is sent as is."""
+    omit_tool_properties: list[str] = Field(default_factory=list)
+    """With ``forced_tool_prefill``: top-level properties removed from the forced tool's schema, so the
+    grammar cannot produce them. ``coach demo`` omits ``risk`` (the agents' optional risk assessment): a
+    135M model's judgement would only be noise that can raise the safety tier, and it costs output tokens
+    under the tight caps."""
 
     @field_validator("replicas")
     @classmethod

@@ -119,12 +119,32 @@ def test_crisis_tier_is_kept_with_the_turn(board: Blackboard) -> None:
         board.begin_turn("u", "s", crisis_tier=5)
 
 
+def test_raise_crisis_tier_only_raises_the_briefs_tier(board: Blackboard) -> None:
+    t = board.begin_turn("u", "s", crisis_tier=1)
+    assert board.raise_crisis_tier("u", "s", t, 2) == 2
+    assert board.brief("u", "s", t).mode == "pause"
+    assert board.raise_crisis_tier("u", "s", t, 0) == 2  # never lowered
+    meta = board.store.read(turn_entry_key("u", "s", t, "meta"))
+    assert meta is not None and meta.version == 2 and meta.value["crisis_tier"] == 2
+    assert board.raise_crisis_tier("u", "s", t, 3) == 3 and board.brief("u", "s", t).mode == "crisis"
+    with pytest.raises(InvalidValueError):
+        board.raise_crisis_tier("u", "s", t, 4)
+    with pytest.raises(TurnNotOpenError):
+        board.raise_crisis_tier("u", "s", "t999999", 3)
+
+
 def test_turn_record_and_profile(board: Blackboard) -> None:
     t = board.begin_turn("u", "s")
     rec = TurnRecord(
         user="u", session="s", turn=t, required=["shadow"], arrived=["shadow"], synthesis_source="fallback"
     )
     assert board.write_turn_record(rec).key.endswith(f"/{t}/record")
+    assert rec.safety_raises == [] and rec.safety_refused == []  # records written before the fields exist
+    raised = TurnRecord(user="u", session="s", turn=t, safety_raises=["model.coach.raised_t3", "model.family.plan"],
+                        safety_refused=["model.stability.refused_quote_not_in_message"], synthesis_source="support")
+    assert TurnRecord.model_validate(raised.model_dump(mode="json")) == raised
+    with pytest.raises(ValueError):  # rule ids only, never text
+        TurnRecord(user="u", session="s", turn=t, safety_raises=["the user said: I have a plan"])
     assert board.read_profile("u") is None
     board.update_profile("u", "s", {"persona": payload("persona")})
     e = board.update_profile("u", "s2", {"persona": payload("persona")})

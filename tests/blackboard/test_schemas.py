@@ -9,8 +9,11 @@ import pytest
 from blackboard import (
     AGENT_NAMES,
     AGENT_OUTPUT_SCHEMAS,
+    RISK_FAMILIES,
+    CoachOutput,
     FollowThroughFeatures,
     PersonaOutput,
+    RiskAssessment,
     SchemaValidationError,
     ShadowOutput,
     StabilityOutput,
@@ -382,3 +385,30 @@ def test_non_finite_numbers_are_refused(bad: float) -> None:
     p = payload("persona")
     p["traits"]["openness"]["score"] = bad
     assert problems("persona", p)[0].startswith("traits.openness.score")
+
+
+@pytest.mark.parametrize("model", [CoachOutput, StabilityOutput])
+def test_risk_assessment_comes_first_and_defaults_keep_older_entries_valid(model: Any) -> None:
+    schema = model.model_json_schema()
+    assert next(iter(schema["properties"])) == "risk"  # a model fills it before the reply / the moves
+    assert "risk" not in schema.get("required", [])
+    risk = schema["$defs"]["RiskAssessment"]
+    assert set(risk["properties"]) == {"tier", "family", "quote"} and risk.get("required") is None
+    assert not any(p.get("readOnly") for p in risk["properties"].values())  # input fields only
+    assert tuple(risk["properties"]["family"]["enum"]) == RISK_FAMILIES
+    assert risk["properties"]["quote"]["maxLength"] == 300
+    agent = "coach" if model is CoachOutput else "stability"
+    older = validate_output(agent, payload(agent))  # written before the field existed
+    assert older.risk == RiskAssessment() and older.model_dump()["risk"] == {"tier": 0, "family": "none", "quote": ""}
+    assert validate_output(agent, older.model_dump(mode="json")) == older
+
+
+def test_risk_assessment_bounds_and_coercions() -> None:
+    given = validate_output("coach", {"risk": {"tier": 3, "family": "plan", "quote": "  I have a plan  "}, "reply": "hi"})
+    assert given.risk == RiskAssessment(tier=3, family="plan", quote="I have a plan")  # type: ignore[attr-defined]
+    assert RiskAssessment(tier=0, family="plan", quote="some words").quote == ""  # no quote at tier 0
+    long = RiskAssessment(tier=3, family="plan", quote="word " * 100)
+    assert len(long.quote) <= 300 and long.quote.endswith("word")  # cut at a space, not rejected
+    assert any(p.startswith("risk.family") for p in problems("coach", {"risk": {"tier": 3, "family": "despair"}, "reply": "hi"}))
+    assert any(p.startswith("risk.tier") for p in problems("stability", {"risk": {"tier": 4, "family": "plan"}}))
+    assert any(p.startswith("risk.") for p in problems("coach", {"risk": {"tier": 1, "mood": "low"}, "reply": "hi"}))

@@ -20,6 +20,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from blackboard import turn_entry_key
 from launcher._fallbacks import FALLBACK_COACH_REPLY
+from launcher._screen import SafetyScreen
 from launcher.safety import crisis_response
 from launcher.sessions import close_session
 from launcher.supervisor import TurnResult
@@ -231,6 +232,49 @@ def test_crisis_message_gets_only_the_crisis_response(stack: Any, h: Harness) ->
     assert h.runner.started_processes == started, "no agent process was launched"
     assert calls_of(h, "s1") == [] or all(r.headers.get("x-coach-user") != "u-crisis" for r in calls_of(h, "s1"))
     assert res.synthesis_source == "crisis" and all(s.status == "skipped" for s in res.agents.values())
+
+
+#: A message the deterministic screen misses (no risk words) whose words a model may judge preparatory.
+RAISE_MESSAGE = "It's all arranged for Friday. I have everything ready, so there is nothing left to plan."
+RAISE_REPLY = "It sounds like Friday matters a lot to you. What are you hoping it brings?"
+
+
+def _coach_writes(risk: dict[str, Any]) -> Any:
+    return agent_script("coach", lambda r: ToolCall("write_coach", {"risk": risk, "reply": RAISE_REPLY}))
+
+
+def test_coach_risk_assessment_raises_the_tier_to_3_and_the_crisis_response_replaces_its_reply(
+    stack: Any, h: Harness
+) -> None:
+    assert SafetyScreen()(RAISE_MESSAGE, None).tier <= 1, "premise: the deterministic screen alone misses it"
+    h.upstream.set_script("coach", _coach_writes({"tier": 3, "family": "preparatory", "quote": "I have everything ready"}))
+    user, session = "u-raise", "s1"
+    shown: list[str] = []
+    res = turn(stack, user, session, RAISE_MESSAGE, on_reply=shown.append)
+    assert shown == [crisis_response("en-US")] and res.coach_reply == shown[0], "the crisis response, not the reply"
+    assert RAISE_REPLY not in res.coach_reply and RAISE_REPLY not in res.synthesis
+    assert res.crisis_tier == 3 and res.synthesis == "" and res.synthesis_source == "crisis"
+    assert res.safety_raises == ["model.coach.raised_t3", "model.family.preparatory"] and res.safety_refused == []
+    assert res.agents["coach"].status == "ok" and res.agents["pineal"].status == "skipped"
+    mine = [r for r in calls_of(h, session, "pineal") if r.headers.get("x-coach-user") == user]
+    assert mine == [], "no coaching synthesis was asked of the model"
+    entries = h.board.read_turn(user, session, res.turn_id)
+    assert entries["coach"].value["reply"] == RAISE_REPLY  # written through the real MCP tool, never shown
+    assert entries["record"].value["safety_raises"] == ["model.coach.raised_t3", "model.family.preparatory"]
+    assert entries["message"].value["safety_state"]["crisis_turns_left"] >= 1  # the post-crisis window started
+
+
+def test_coach_raise_whose_quote_is_not_in_the_message_is_refused_and_the_reply_is_shown(
+    stack: Any, h: Harness
+) -> None:
+    h.upstream.set_script("coach", _coach_writes({"tier": 3, "family": "plan", "quote": "I will do it on Friday"}))
+    shown: list[str] = []
+    res = turn(stack, "u-raise-refused", "s1", RAISE_MESSAGE, on_reply=shown.append)
+    assert shown == [RAISE_REPLY] and res.coach_reply == RAISE_REPLY
+    assert res.crisis_tier <= 1 and res.synthesis_source == "model" and res.synthesis and not res.degraded
+    assert res.safety_raises == [] and res.safety_refused == ["model.coach.refused_quote_not_in_message"]
+    record = h.board.read_turn("u-raise-refused", "s1", res.turn_id)["record"].value
+    assert record["safety_refused"] == ["model.coach.refused_quote_not_in_message"]
 
 
 def test_second_session_agents_receive_the_compacted_profile(stack: Any, h: Harness) -> None:

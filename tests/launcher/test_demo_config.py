@@ -50,6 +50,7 @@ def test_runtime_config_points_one_pool_at_the_embedded_server() -> None:
     (pool,) = config.proxy.models
     assert pool.replicas == ["http://127.0.0.1:5555"] and pool.kind == "anthropic"
     assert pool.forced_tool_prefill == FORCED_TOOL_CALL_PREFILL
+    assert pool.omit_tool_properties == ["risk"]  # a 135M model does not judge safety (the screen still runs)
     assert pool.context_window == CoachConfig().embedded.ctx_per_slot
     assert config.proxy.default_model == "default"
 

@@ -115,6 +115,21 @@ async def test_bounded_numbers_go_upstream_as_integers_for_the_grammar() -> None
     assert plain == schema
 
 
+async def test_omitted_properties_are_left_out_of_the_forced_tools_schema() -> None:
+    schema = {"type": "object", "properties": {"risk": {"$ref": "#/$defs/R"}, "reply": {"type": "string"}},
+              "required": ["reply"], "$defs": {"R": {"type": "object", "properties": {"tier": {"type": "integer"}}}}}
+    tool = {**WRITE, "input_schema": schema}
+    up = FakeUpstream(lambda b: Sse(tool_chunks("mcp__coachboard__write_shadow", '{"reply":"hi"}', id="c1")))
+    pool = {"forced_tool_prefill": PREFILL, "omit_tool_properties": ["risk", "absent"]}
+    async with proxy_client(up, make_config(agents=POLICY, pool=pool)) as c:
+        await c.post("/v1/messages", json=msg_body(tools=[tool]), headers=H)
+    async with proxy_client(up, make_config(agents=POLICY, pool={"omit_tool_properties": ["risk"]})) as c:
+        await c.post("/v1/messages", json=msg_body(tools=[tool]), headers=H)  # no prefill pool: not narrowed
+    narrowed, plain = (s.json["tools"][0]["function"]["parameters"] for s in up.calls())
+    assert list(narrowed["properties"]) == ["reply"] and narrowed["required"] == ["reply"]
+    assert plain == schema
+
+
 async def test_a_fresh_repair_keeps_earlier_turns_of_a_warm_conversation() -> None:
     up = FakeUpstream(lambda b: Sse(tool_chunks("mcp__coachboard__write_shadow", '{"a":1}', id="c3")))
     call = {"type": "tool_use", "name": WRITE["name"], "input": {}}
