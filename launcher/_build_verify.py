@@ -76,8 +76,9 @@ def smoke_test(binary: Path, model: Path | None = None, *, timeout_s: float = 18
         raise BuildError("model_missing", f"cannot check the build without the model: {exc}") from None
     with tempfile.TemporaryDirectory(prefix="coachboard-smoke-") as tmp:
         log = Path(tmp) / "llama-server.log"
-        config = EmbeddedConfig(
-            binary=binary, model=model, parallel=1, ctx_per_slot=512, cache_ram_mib=0, startup_timeout_s=timeout_s
+        config = EmbeddedConfig(  # verbosity 4 logs ggml's "loaded CPU backend from <variant>" line
+            binary=binary, model=model, parallel=1, ctx_per_slot=512, cache_ram_mib=0, startup_timeout_s=timeout_s,
+            extra_args=["--log-verbosity", "4"],
         )
         server = EmbeddedModelServer(config, log_path=log, progress=None)
         try:

