@@ -1,0 +1,231 @@
+"""The safety screen's semantic layer: catches paraphrases of crisis disclosures that the lexicon
+(:mod:`launcher.safety._lexical`) misses, by embedding the message with all-MiniLM-L6-v2
+(:mod:`._encoder`, numpy, in-process, nothing downloaded) and scoring it with a small classifier head.
+
+How a message is scored: :func:`._segments.pieces` gives the whole message and, for a message of
+several sentences, each sentence; every piece is embedded (``(m, 384)`` unit vectors) and scored by the
+:class:`._head.Head` (family probabilities over the 14 risk families of ``data/anchors.jsonl`` plus
+idiom / coaching / distress / negated, a nearest-anchor gate, and a calibrated risk probability). The
+piece with the highest risk probability decides, so one risky sentence in a long ordinary message is
+not diluted by the rest.
+
+Where the numbers come from: ``data/semantic_head.npz`` is written by ``python -m
+launcher.safety._train`` from ``data/anchors.jsonl`` (it stores the anchors' SHA-256 and is refused when
+they differ). Its thresholds were calibrated there on ordinary user turns of ../shared/data (ESConv,
+AnnoMI, UIC): ``tier2`` is the smallest risk probability that keeps tier >= 2 at or under 1% of each
+corpus's turns, ``tier3`` the same at 0.3% for tier 3; the training report (``meta``) records the
+rates. Decision rule, for the deciding piece with risk probability ``P``:
+
+- ``P >= tier3`` and the tier-3 families hold most of its risk mass: tier 3, the likeliest tier-3 family;
+- ``P >= tier2``: tier 2, the likeliest risk family (a tier-3 family named at tier 2 is "looks like
+  this, but not confidently enough to replace the reply");
+- ``P >= tier2 / 2``, or distress + negated hold half the probability of a piece: tier 1;
+- otherwise tier 0, family ``"none"``.
+
+A model may raise the lexicon's tier, never lower it (:func:`launcher.safety.combine_tiers`). Verdicts
+carry no user text, so they are safe to log; this module never logs text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from launcher.errors import LauncherError
+
+from ._encoder import MiniLMEncoder
+from ._head import F32, F64, Head
+from ._segments import pieces
+
+__all__ = ["ANCHORS_PATH", "HEAD_PATH", "HeadError", "SemanticLayer", "SemanticVerdict", "semantic_layer"]
+
+_log = logging.getLogger(__name__)
+_DATA = Path(__file__).resolve().parent / "data"
+#: The training examples (one JSON object per line: ``text``, ``family``, ``tier``).
+ANCHORS_PATH = _DATA / "anchors.jsonl"
+#: The trained head, written by ``python -m launcher.safety._train``.
+HEAD_PATH = _DATA / "semantic_head.npz"
+_RETRAIN = "python -m launcher.safety._train"
+_CACHE_SIZE = 1024
+
+
+class HeadError(LauncherError):
+    """The semantic head is missing, unreadable (``code`` ``head_missing``) or was trained on other
+    anchors than ``anchors.jsonl`` holds (``head_stale``); the message says to rerun the training
+    command. Not retryable."""
+
+    code = "head_missing"
+
+
+@dataclass(frozen=True)
+class SemanticVerdict:
+    """The semantic layer's view of one message: ``tier`` 0-3, ``family`` (a family of
+    ``anchors.jsonl``, or ``"none"`` at tier 0) and ``score``, the calibrated risk probability 0-1 of
+    the deciding piece (see the module docstring)."""
+
+    tier: int
+    family: str
+    score: float
+
+
+def anchors_digest(path: Path = ANCHORS_PATH) -> str:
+    """SHA-256 (hex) of the anchors file's bytes."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def save_head(
+    path: Path, head: Head, *, digest: str, tier2: float, tier3: float, meta: dict[str, object]
+) -> None:
+    """Write ``head``, its thresholds, the anchors' ``digest`` and a JSON ``meta`` report to ``path``."""
+    np.savez_compressed(
+        path,
+        families=np.array(head.families),
+        tiers=head.tiers,
+        w=head.w,
+        b=head.b,
+        anchors=head.anchors,
+        anchor_risk=head.anchor_risk,
+        scalars=np.array([head.temperature, head.kappa, head.platt_a, head.platt_c, tier2, tier3]),
+        knn=np.array(head.knn),
+        digest=np.array(digest),
+        meta=np.array(json.dumps(meta, sort_keys=True)),
+    )
+
+
+def load_head(
+    path: Path = HEAD_PATH, anchors: Path = ANCHORS_PATH
+) -> tuple[Head, float, float, dict[str, object]]:
+    """Read a head written by :func:`save_head`: ``(head, tier2, tier3, meta)``.
+
+    Raises:
+        HeadError: the file is missing or unreadable (``head_missing``), or its anchors digest differs
+            from ``anchors``' (``head_stale``); both messages say to run ``python -m
+            launcher.safety._train``.
+    """
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            t, kappa, pa, pc, tier2, tier3 = (float(v) for v in z["scalars"])
+            head = Head(
+                families=tuple(str(f) for f in z["families"]),
+                tiers=z["tiers"].astype(np.int64),
+                w=z["w"].astype(np.float32),
+                b=z["b"].astype(np.float32),
+                temperature=t,
+                anchors=z["anchors"].astype(np.float32),
+                anchor_risk=z["anchor_risk"].astype(bool),
+                knn=int(z["knn"]),
+                kappa=kappa,
+                platt_a=pa,
+                platt_c=pc,
+            )
+            digest, meta = str(z["digest"]), json.loads(str(z["meta"]))
+    except (OSError, KeyError, ValueError) as exc:
+        raise HeadError(f"cannot read the semantic head {path}: {exc}. Fix: run `{_RETRAIN}`") from exc
+    try:
+        current = anchors_digest(anchors)
+    except OSError as exc:
+        raise HeadError(
+            f"cannot read the anchors {anchors}: {exc}. Fix: restore it, then run `{_RETRAIN}`"
+        ) from exc
+    if digest != current:
+        raise HeadError(
+            f"the semantic head {path} was trained on other anchors than {anchors} now holds (sha256 "
+            f"{digest[:12]}... vs {current[:12]}...). Fix: run `{_RETRAIN}`",
+            code="head_stale",
+        )
+    return head, tier2, tier3, meta
+
+
+class SemanticLayer:
+    """Scores messages (see the module docstring). Thread-safe; keeps the embeddings of the last
+    1024 pieces it saw, so :meth:`risk_score` then :meth:`assess` of one text embeds it once."""
+
+    def __init__(self, encoder: MiniLMEncoder, head: Head, tier2: float, tier3: float) -> None:
+        self.encoder, self.head, self.tier2, self.tier3 = encoder, head, tier2, tier3
+        self._cache: OrderedDict[str, F32] = OrderedDict()
+        self._lock = threading.Lock()
+        fams = head.families
+        self._t1 = np.array([f in ("distress", "negated") for f in fams])
+        self._t3 = head.tiers == 3
+
+    @classmethod
+    def load(cls, head_path: Path = HEAD_PATH, anchors: Path = ANCHORS_PATH) -> SemanticLayer:
+        """Load the encoder (installed model package) and the head.
+
+        Raises:
+            launcher.safety._encoder.EncoderError: the model package is missing or broken.
+            HeadError: the head is missing, unreadable or stale.
+        """
+        head, tier2, tier3, _ = load_head(head_path, anchors)
+        return cls(MiniLMEncoder.load(), head, tier2, tier3)
+
+    def _embed(self, texts: list[str]) -> F32:
+        with self._lock:
+            hit = {t: self._cache[t] for t in texts if t in self._cache}
+            for t in hit:
+                self._cache.move_to_end(t)
+        todo = sorted({t for t in texts if t not in hit})
+        if todo:
+            vecs = self.encoder.encode(todo)
+            with self._lock:
+                for t, v in zip(todo, vecs, strict=True):
+                    hit[t] = self._cache[t] = v
+                while len(self._cache) > _CACHE_SIZE:
+                    self._cache.popitem(last=False)
+        return np.stack([hit[t] for t in texts])
+
+    def _score(self, text: str) -> tuple[F64, F64]:
+        z = self._embed(pieces(text))
+        p = self.head.family_proba(z)
+        return p, self.head.calibrate(self.head.raw_risk(z, p))
+
+    def risk_score(self, text: str) -> float:
+        """How much ``text`` looks like a crisis disclosure: the calibrated risk probability (0-1) of
+        its riskiest piece, i.e. the probability mass of all risk families, gated and calibrated (see
+        :class:`._head.Head`). Compare with :attr:`tier2` (the tier-2 threshold)."""
+        return float(self._score(text)[1].max())
+
+    def assess(self, text: str) -> SemanticVerdict:
+        """The tier (0-3), family and score of ``text`` by the rule in the module docstring. Cost: one
+        encoder pass over the message and, for several sentences, one over its sentences."""
+        p, risk = self._score(text)
+        j = int(risk.argmax())
+        score = float(risk[j])
+        fams, tiers, rmask = self.head.families, self.head.tiers, self.head.risk
+        if score >= self.tier2:
+            mass3, mass = float(p[j, self._t3].sum()), float(p[j, rmask].sum())
+            group = self._t3 if score >= self.tier3 and mass3 >= 0.5 * mass else rmask
+            f = int(np.where(group, p[j], -1.0).argmax())
+            return SemanticVerdict(min(int(tiers[f]), 3 if group is self._t3 else 2), fams[f], score)
+        if score >= self.tier2 / 2:
+            f = int(np.where(rmask, p[j], -1.0).argmax())
+            return SemanticVerdict(1, fams[f], score)
+        t1 = p[:, self._t1].sum(axis=1)
+        if float(t1.max()) >= 0.5:
+            f = int(np.where(self._t1, p[int(t1.argmax())], -1.0).argmax())
+            return SemanticVerdict(1, fams[f], score)
+        return SemanticVerdict(0, "none", score)
+
+
+_layer: SemanticLayer | None = None
+_layer_lock = threading.Lock()
+
+
+def semantic_layer() -> SemanticLayer:
+    """The process-wide :class:`SemanticLayer`, loaded on first call (about 1 s; thread-safe: one load
+    however many threads ask at once). Raises what :meth:`SemanticLayer.load` raises; a failed load is
+    retried on the next call."""
+    global _layer
+    if _layer is None:
+        with _layer_lock:
+            if _layer is None:
+                _layer = SemanticLayer.load()
+                _log.debug("semantic safety layer loaded (tier2=%.3f tier3=%.3f)", _layer.tier2, _layer.tier3)
+    return _layer
