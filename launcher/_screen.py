@@ -54,6 +54,10 @@ class SafetyScreen:
 
     def __init__(self, config: SafetyConfig | None = None) -> None:
         self.config = config or SafetyConfig()
+        if self.config.semantic:  # load the model now: a missing model stops the start, not a turn
+            from launcher.safety._semantic import semantic_layer
+
+            semantic_layer()
 
     def __call__(self, text: str, state: Mapping[str, Any] | None) -> ScreenOutcome:
         st = SafetyState.model_validate(dict(state)) if state else SafetyState()

@@ -20,6 +20,7 @@ from typing import Annotated
 
 import typer
 
+from .errors import LauncherError
 from .safety import SafetyConfig, SafetyState, screen
 
 __all__ = ["EvalHit", "EvalTurn", "SafetyReport", "eval_app", "evaluate", "turns_from_file"]
@@ -132,11 +133,24 @@ def eval_safety_cmd(
     config_path: Annotated[
         Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")
     ] = None,
+    labels: Annotated[
+        Path | None,
+        typer.Option("--labels", help="labels JSONL for a dialogs JSONL FILE (format: examples/safety/README.md): "
+                     "prints recall per tier and family and false alarms per 1,000 ordinary turns, per layer"),
+    ] = None,
+    layer: Annotated[
+        list[str] | None, typer.Option("--layer", help="with --labels: lexicon, context, semantic or all (repeatable; "
+                                       "default: every layer)")
+    ] = None,
 ) -> None:
-    """Run only the safety screen over every user turn of FILE; print tier counts and tier 2-3 reasons."""
+    """Run only the safety screen over every user turn of FILE; print tier counts and tier 2-3 reasons.
+    With --labels, score FILE's dialogs against their labels instead."""
     from .config import ConfigError, load_config
     from .transcripts import TranscriptError
 
+    if labels is not None:
+        _labelled_cmd(file, labels, layer or [], as_json, show_text, config_path)
+        return
     skipped: list[str] = []
     try:
         cfg = load_config(config_path).safety
@@ -160,3 +174,54 @@ def eval_safety_cmd(
             typer.echo("    " + hit.text.replace("\n", "\n    "))
     if report.rules:
         typer.echo("rules: " + ", ".join(f"{r}={n}" for r, n in sorted(report.rules.items())))
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _labelled_cmd(
+    file: Path, labels: Path, layers: list[str], as_json: bool, show_text: bool, config_path: Path | None
+) -> None:
+    from .config import ConfigError, load_config
+    from .safety._evaluation import LAYERS, LabelError, evaluate_labelled, read_labelled
+
+    unknown = [x for x in layers if x not in LAYERS]
+    if unknown:
+        typer.echo(f"error: unknown --layer {', '.join(unknown)}; choose from {', '.join(LAYERS)}", err=True)
+        raise typer.Exit(2)
+    try:
+        cfg = load_config(config_path).safety
+        pairs = read_labelled(file, labels)
+        reports = [evaluate_labelled(pairs, cfg, x) for x in (layers or LAYERS)]  # type: ignore[arg-type]
+    except (LabelError, ConfigError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    except LauncherError as exc:  # the semantic layer's model is missing
+        typer.echo(f"error ({exc.code}): {exc}", err=True)
+        raise typer.Exit(2) from None
+    if as_json:
+        typer.echo(json.dumps({"file": str(file), "labels": str(labels), "layers": [r.to_json() for r in reports]}))
+        return
+    first = reports[0].to_json()
+    typer.echo(f"{file}: {first['dialogs']} labelled dialogs ({first['risk']} risk, {first['ordinary']} ordinary)")
+    typer.echo(f"{'layer':<10} {'recall t3':>10} {'recall t2+':>11} {'false alarms/1000':>18}")
+    for r in reports:
+        fa = r.false_alarms_per_1000
+        typer.echo(f"{r.layer:<10} {_pct(r.recall_t3):>10} {_pct(r.recall_t2plus):>11} "
+                   f"{'-' if fa is None else f'{fa:.1f}':>18}")
+    typer.echo("recall per family (reached its tier / labelled):")
+    fams = reports[0].per_family()
+    typer.echo(f"  {'family':<22}" + "".join(f"{r.layer:>10}" for r in reports))
+    for fam in fams:
+        cells = "".join(f"{'{}/{}'.format(*r.per_family().get(fam, (0, 0))):>10}" for r in reports)
+        typer.echo(f"  {fam:<22}{cells}")
+    last = reports[-1]
+    texts = {d.id: d.turns for d, _ in pairs} if show_text else {}
+    for o in last.outcomes:
+        if o.miss or o.false_alarm:
+            kind = "miss" if o.miss else "false alarm"
+            typer.echo(f"{kind} ({last.layer}): {o.label.id} label {o.label.tier} {o.label.family} -> tier {o.tier} "
+                       f"{', '.join(o.reasons)}")
+            if show_text:
+                typer.echo("    " + " || ".join(texts[o.label.id]))

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ._lexical import SafetyConfig, SafetyState, ScreenResult, combine_tiers
+from ._lexical import SafetyConfig, SafetyState, ScreenResult, combine_tiers, screen
 
 __all__ = ["FAMILY_TIER_FLOOR", "REFUSALS", "RaiseDecision", "apply_raise", "judge_raise"]
 
@@ -123,10 +123,21 @@ def _occurs(quote: str, message: str) -> bool:
     return False
 
 
-def _quote_supports(quote: str, family: str, tier: int) -> bool:
-    """Whether ``quote`` (the user's words, already found in the message) is evidence of ``family`` at
-    ``tier``. The one place for a semantic check of the evidence; for now every quote is accepted."""
-    return True
+def _quote_supports(quote: str, family: str, tier: int, message: str = "") -> bool:
+    """Whether the raise has risk evidence at all: the rules alone give the quote or the whole message
+    tier >= 1, or the semantic layer's risk probability for the quote or the message is at least half
+    its tier-2 threshold (the layer's own tier-1 bar). The bar is deliberately low - the agent's judgement
+    is there to catch what the screen's high-precision thresholds miss, often from context ("I won't
+    need my bike anymore" after "everything is ready") - but a message without any risk content ("I keep
+    saying I'll start running", copied by a small model) cannot raise the tier."""
+    from ._semantic import semantic_layer
+
+    rules = SafetyConfig(semantic=False)
+    texts = [t for t in (quote, message) if t]
+    if any(screen(t, None, rules).tier >= 1 for t in texts):
+        return True
+    layer = semantic_layer()
+    return any(layer.risk_score(t) >= layer.tier2 / 2 for t in texts)
 
 
 def _field(assessment: Any, name: str) -> Any:
@@ -173,7 +184,7 @@ def judge_raise(message: str, assessment: Any, current_tier: int, *, agent: str)
         return refused("quote_too_short")
     if not _occurs(wrote, said):
         return refused("quote_not_in_message")
-    if not _quote_supports(wrote, family, tier):
+    if not _quote_supports(wrote, family, tier, message):
         return refused("quote_not_supporting")
     return RaiseDecision(True, tier, (f"model.{agent}.raised_t{tier}", f"model.family.{family}"), agent, family)
 

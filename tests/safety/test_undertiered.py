@@ -6,8 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from launcher.safety import SafetyState, screen, support_response
+from launcher.safety import SafetyConfig, SafetyState, ScreenResult, support_response
+from launcher.safety import screen as _screen
 from launcher.safety._normalize import normalize
+
+
+def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | None = None) -> ScreenResult:
+    """The rule layer (lexicon + context) alone: this module pins the rules' tiers; the layers together
+    are tested in test_layers.py and measured by ``coach eval safety --labels``."""
+    return _screen(text, state, (config or SafetyConfig()).model_copy(update={"semantic": False}))
 
 # (message, expected tier, a rule id that must be among the reasons); each tester row first, then variants
 RAISED = [
