@@ -235,7 +235,7 @@ def test_crisis_message_gets_only_the_crisis_response(stack: Any, h: Harness) ->
 
 
 #: A message the deterministic screen misses (no risk words) whose words a model may judge preparatory.
-RAISE_MESSAGE = "It's all arranged for Friday. I have everything ready, so there is nothing left to plan."
+RAISE_MESSAGE = "I sorted out the last few things today, it's all arranged for Friday."
 RAISE_REPLY = "It sounds like Friday matters a lot to you. What are you hoping it brings?"
 
 
@@ -247,7 +247,7 @@ def test_coach_risk_assessment_raises_the_tier_to_3_and_the_crisis_response_repl
     stack: Any, h: Harness
 ) -> None:
     assert SafetyScreen()(RAISE_MESSAGE, None).tier <= 1, "premise: the deterministic screen alone misses it"
-    h.upstream.set_script("coach", _coach_writes({"tier": 3, "family": "preparatory", "quote": "I have everything ready"}))
+    h.upstream.set_script("coach", _coach_writes({"tier": 3, "family": "preparatory", "quote": "it's all arranged for Friday"}))
     user, session = "u-raise", "s1"
     shown: list[str] = []
     res = turn(stack, user, session, RAISE_MESSAGE, on_reply=shown.append)

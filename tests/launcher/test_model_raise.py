@@ -21,8 +21,8 @@ from launcher.supervisor import Supervisor
 from tests.launcher.fakes import FakeRunner, fake_screen, specs
 from tests.launcher.payloads import payload_for
 
-MESSAGE = "It's all arranged for Friday. I have everything ready, so there is nothing left to plan."
-QUOTE = "I have everything ready"
+MESSAGE = "I sorted out the last few things today, it's all arranged for Friday."
+QUOTE = "it's all arranged for Friday"
 REPLY = "It sounds like Friday matters to you. What are you hoping for?"
 SPECIALIST_NAMES = ("shadow", "persona", "plasticity", "stability")
 
