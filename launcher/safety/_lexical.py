@@ -157,6 +157,7 @@ class SafetyConfig(BaseModel):
     extra_rules: list[ExtraRule] = Field(default_factory=list, max_length=200)
     disabled_rules: list[str] = Field(default_factory=list)
     _compiled: tuple[Rule, ...] | None = PrivateAttr(default=None)
+    _any: re.Pattern[str] | None = PrivateAttr(default=None)
 
     @field_validator("disabled_rules")
     @classmethod
@@ -173,12 +174,27 @@ class SafetyConfig(BaseModel):
             self._compiled = RULES + tuple(r.compile() for r in self.extra_rules)
         return self._compiled
 
+    def any_rule(self) -> re.Pattern[str]:
+        """One pattern that matches where any of :meth:`rules` does (their alternation, compiled once):
+        a clause it does not match needs no rule-by-rule scan."""
+        if self._any is None:
+            self._any = _alternation(self.rules())
+        return self._any
+
     def resource_table(self) -> dict[str, LocaleResources]:
         """:data:`DEFAULT_RESOURCES` with this config's ``resources`` laid over it."""
         return {
             **DEFAULT_RESOURCES,
             **{k if k == "default" else k.upper(): v for k, v in self.resources.items()},
         }
+
+
+def _alternation(rules: tuple[Rule, ...]) -> re.Pattern[str]:
+    parts = []
+    for r in rules:
+        flags = "".join(c for f, c in ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s")) if r.regex.flags & f)
+        parts.append(f"(?{flags}:{r.regex.pattern})" if flags else f"(?:{r.regex.pattern})")
+    return re.compile("|".join(parts))
 
 
 class SafetyState(BaseModel):
@@ -286,19 +302,21 @@ def _semantic_hits(
     """The semantic layer's hits for ``text`` (rule ids ``sem.<family>``; ``ctx.<family>`` when the
     session's earlier risk makes an action family tier 3).
 
-    The layer is for paraphrases the rules miss, so on its own it pauses coaching (tier 2: reflect and
-    ask directly) and does not replace it: its tier 3 needs the session's earlier risk and an action
-    family (means, preparation, a timeline, ...). Measured: alone, its tier-3 verdicts include idioms
-    ("I'm going to burn myself out") and other people's past ("a friend died of an overdose"). It stays silent when
-    the message uses a word the rules own (``owned``, see :data:`_RULE_WORDS`) and no rule fired, and a
-    message whose risk phrases the rules found negated ("I'm not going to kill myself") stays below tier
-    2 (``sem.negated``): negation never reaches tier 3 (COACHING.md), and an embedding does not see "not".
+    - Its own verdict stands (tier 2, or tier 3 when it is confident and the tier-3 families hold most
+      of the risk: see :mod:`._semantic`), except that
+    - a message whose risk phrases the rules found negated ("I'm not going to kill myself") stays below
+      tier 2 (``sem.negated``): negation never reaches tier 3 (docs/coaching.md, SAFETY), and an
+      embedding does not see "not";
+    - a message that uses a word the rules own (``owned``, see :data:`_RULE_WORDS`) and that no rule put
+      at tier >= 2 was judged by the rules, often as an idiom ("this is killing me"): the layer then
+      needs its tier-3 confidence to disagree, and gives tier 2 at most;
+    - after earlier risk in the session, an action family (means, preparation, a timeline, ...) at the
+      layer's tier-2 confidence is tier 3 (``ctx.<family>``): "picked up the tablets on the way home"
+      after "I can't do this anymore".
     """
     from ._semantic import semantic_layer
 
     lexical_risk = any(t >= 2 for _, t, _ in hits)
-    if owned and not lexical_risk and not earlier_risk:
-        return []
     verdict = semantic_layer().assess(text)
     if verdict.tier < 2:
         return []
@@ -307,8 +325,9 @@ def _semantic_hits(
     if earlier_risk and verdict.family in _ACTION_FAMILIES:
         return [(f"ctx.{verdict.family}", 3, True), (f"sem.{verdict.family}", verdict.tier, True)]
     if owned and not lexical_risk:
-        return []  # only the context escalation above may use a message the rules judged
-    return [(f"sem.{verdict.family}", min(verdict.tier, 2), True)]
+        layer = semantic_layer()
+        return [(f"sem.{verdict.family}", 2, True)] if verdict.score >= layer.tier3 else []
+    return [(f"sem.{verdict.family}", verdict.tier, True)]
 
 
 def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | None = None) -> ScreenResult:
@@ -329,7 +348,10 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
     negated: list[str] = []
     clauses = normalize(text)
     means_now = any(MEANS_WORDS.search(c.text) for c in clauses)
+    any_rule = cfg.any_rule()
     for clause in clauses:
+        if any_rule.search(clause.text) is None:
+            continue
         neutral = _neutral_mask(clause.tokens)
         past = PAST_MARKERS.search(clause.text) is not None
         for rule in cfg.rules():
