@@ -286,48 +286,40 @@ _ACTION_FAMILIES = frozenset(
 )
 
 
-#: Words the rules own (collapsed spelling): a message that uses one of them and that no rule put at
-#: tier >= 2 was judged by the rules (an idiom such as "burn myself out", "my mom is going to kill me",
-#: "beat me at chess" is an explicit exclusion there), so the semantic layer, which sees these words but
-#: not the idiom, does not overrule them on its own.
-_RULE_WORDS = re.compile(
-    r"\b(?:kil\w*|die|dies|dying|died|dead|death|suicid\w*|overdos\w*|hurt\w*|harm\w*|burn\w*|cut\w*|"
-    r"beat\w*|hit\w*|hits|shot|shot\w*|murder\w*|jump\w*|hang\w*|stab\w*|drown\w*|pils?|tablets|meds)\b"
-)
-
-
 def _semantic_hits(
-    text: str, hits: list[tuple[str, int, bool]], negated: list[str], earlier_risk: bool, owned: bool
+    text: str, hits: list[tuple[str, int, bool]], negated: list[str], earlier_risk: bool
 ) -> list[tuple[str, int, bool]]:
     """The semantic layer's hits for ``text`` (rule ids ``sem.<family>``; ``ctx.<family>`` when the
     session's earlier risk makes an action family tier 3).
 
     - Its own verdict stands (tier 2, or tier 3 when it is confident and the tier-3 families hold most
       of the risk: see :mod:`._semantic`), except that
-    - a message whose risk phrases the rules found negated ("I'm not going to kill myself") stays below
-      tier 2 (``sem.negated``): negation never reaches tier 3 (docs/coaching.md, SAFETY), and an
-      embedding does not see "not";
-    - a message that uses a word the rules own (``owned``, see :data:`_RULE_WORDS`) and that no rule put
-      at tier >= 2 was judged by the rules, often as an idiom ("this is killing me"): the layer then
-      needs its tier-3 confidence to disagree, and gives tier 2 at most;
-    - after earlier risk in the session, an action family (means, preparation, a timeline, ...) at the
-      layer's tier-2 confidence is tier 3 (``ctx.<family>``): "picked up the tablets on the way home"
-      after "I can't do this anymore".
+    - after earlier risk in the session, its tier-1 verdict (half its tier-2 confidence) for an action
+      family counts: a counsellor reads "so that's everything sorted now" differently after "I can't
+      keep going" (other families do not: "she won't pick up her phone" stays ordinary);
+    - a one-sentence message whose risk phrases the rules found negated ("I'm not going to kill
+      myself") stays below tier 2 (``sem.negated``): negation never reaches tier 3 (docs/coaching.md,
+      SAFETY), and an embedding does not see "not". In a longer message the negated phrase may be
+      another sentence than the risky one, so the verdict stands;
+    - after earlier risk in the session, an action family (means, preparation, a timeline, ...) is
+      tier 3 (``ctx.<family>``): "picked up the tablets on the way home" after "I can't do this
+      anymore".
     """
+    from ._segments import pieces
     from ._semantic import semantic_layer
 
     lexical_risk = any(t >= 2 for _, t, _ in hits)
     verdict = semantic_layer().assess(text)
-    if verdict.tier < 2:
+    tier = verdict.tier
+    if tier == 1 and earlier_risk and verdict.family in _ACTION_FAMILIES:
+        tier = 2
+    if tier < 2:
         return []
-    if not lexical_risk and any(r.startswith(("t2.", "t3.")) for r in negated):
+    if not lexical_risk and any(r.startswith(("t2.", "t3.")) for r in negated) and len(pieces(text)) == 1:
         return [("sem.negated", 1, True)]
     if earlier_risk and verdict.family in _ACTION_FAMILIES:
-        return [(f"ctx.{verdict.family}", 3, True), (f"sem.{verdict.family}", verdict.tier, True)]
-    if owned and not lexical_risk:
-        layer = semantic_layer()
-        return [(f"sem.{verdict.family}", 2, True)] if verdict.score >= layer.tier3 else []
-    return [(f"sem.{verdict.family}", verdict.tier, True)]
+        return [(f"ctx.{verdict.family}", 3, True), (f"sem.{verdict.family}", tier, True)]
+    return [(f"sem.{verdict.family}", tier, True)]
 
 
 def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | None = None) -> ScreenResult:
@@ -373,8 +365,7 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
     window = cfg.distress_window_turns
     earlier_risk = _recent(state, state.last_risk_turn if state else 0, window)
     if cfg.semantic and max((t for _, t, _ in hits), default=0) < 3:
-        owned = any(_RULE_WORDS.search(c.text) for c in clauses)
-        hits.extend(_semantic_hits(text, hits, negated, earlier_risk, owned))
+        hits.extend(_semantic_hits(text, hits, negated, earlier_risk))
     distress_now = any(d and t >= 1 for _, t, d in hits) or bool(negated)
     risk_now = any(d and t >= 2 for _, t, d in hits)
     distress = distress_now or _recent(state, state.last_distress_turn if state else 0, window)

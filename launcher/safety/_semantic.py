@@ -48,8 +48,13 @@ __all__ = ["ANCHORS_PATH", "HEAD_PATH", "HeadError", "SemanticLayer", "SemanticV
 
 _log = logging.getLogger(__name__)
 _DATA = Path(__file__).resolve().parent / "data"
-#: The training examples (one JSON object per line: ``text``, ``family``, ``tier``).
+#: The training examples written per family and per idiom (one JSON object per line: ``text``,
+#: ``family``, ``tier``).
 ANCHORS_PATH = _DATA / "anchors.jsonl"
+#: More training examples in the same form (plus ``source`` and, for a multi-turn item, ``context``):
+#: the final messages of the two labelled sets written earlier for evaluation (``examples/safety`` and
+#: ``bench/data/safety_final``), now used for training; see docs/safety.md.
+LABELLED_PATH = _DATA / "labelled.jsonl"
 #: The trained head, written by ``python -m launcher.safety._train``.
 HEAD_PATH = _DATA / "semantic_head.npz"
 _RETRAIN = "python -m launcher.safety._train"
@@ -75,9 +80,12 @@ class SemanticVerdict:
     score: float
 
 
-def anchors_digest(path: Path = ANCHORS_PATH) -> str:
-    """SHA-256 (hex) of the anchors file's bytes."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def anchors_digest(path: Path = ANCHORS_PATH, labelled: Path = LABELLED_PATH) -> str:
+    """SHA-256 (hex) over the training files' bytes: the anchors, then the labelled examples."""
+    h = hashlib.sha256(path.read_bytes())
+    h.update(b"\0")
+    h.update(labelled.read_bytes())
+    return h.hexdigest()
 
 
 def save_head(
@@ -100,7 +108,7 @@ def save_head(
 
 
 def load_head(
-    path: Path = HEAD_PATH, anchors: Path = ANCHORS_PATH
+    path: Path = HEAD_PATH, anchors: Path = ANCHORS_PATH, labelled: Path = LABELLED_PATH
 ) -> tuple[Head, float, float, dict[str, object]]:
     """Read a head written by :func:`save_head`: ``(head, tier2, tier3, meta)``.
 
@@ -129,14 +137,15 @@ def load_head(
     except (OSError, KeyError, ValueError) as exc:
         raise HeadError(f"cannot read the semantic head {path}: {exc}. Fix: run `{_RETRAIN}`") from exc
     try:
-        current = anchors_digest(anchors)
+        current = anchors_digest(anchors, labelled)
     except OSError as exc:
         raise HeadError(
-            f"cannot read the anchors {anchors}: {exc}. Fix: restore it, then run `{_RETRAIN}`"
+            f"cannot read the training examples ({anchors}, {labelled}): {exc}. Fix: restore them, then "
+            f"run `{_RETRAIN}`"
         ) from exc
     if digest != current:
         raise HeadError(
-            f"the semantic head {path} was trained on other anchors than {anchors} now holds (sha256 "
+            f"the semantic head {path} was trained on other examples than {anchors} and {labelled} now hold (sha256 "
             f"{digest[:12]}... vs {current[:12]}...). Fix: run `{_RETRAIN}`",
             code="head_stale",
         )
@@ -156,14 +165,16 @@ class SemanticLayer:
         self._t3 = head.tiers == 3
 
     @classmethod
-    def load(cls, head_path: Path = HEAD_PATH, anchors: Path = ANCHORS_PATH) -> SemanticLayer:
+    def load(
+        cls, head_path: Path = HEAD_PATH, anchors: Path = ANCHORS_PATH, labelled: Path = LABELLED_PATH
+    ) -> SemanticLayer:
         """Load the encoder (installed model package) and the head.
 
         Raises:
             launcher.safety._encoder.EncoderError: the model package is missing or broken.
             HeadError: the head is missing, unreadable or stale.
         """
-        head, tier2, tier3, _ = load_head(head_path, anchors)
+        head, tier2, tier3, _ = load_head(head_path, anchors, labelled)
         return cls(MiniLMEncoder.load(), head, tier2, tier3)
 
     def _embed(self, texts: list[str]) -> F32:

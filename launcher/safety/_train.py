@@ -1,13 +1,21 @@
 """``python -m launcher.safety._train``: fit the semantic layer's head and write
 ``launcher/safety/data/semantic_head.npz`` (deterministic for given anchors, corpora and libraries).
 
-Steps: read and check ``data/anchors.jsonl``; embed it; 5-fold cross-validation (folds stratified by
-family, assigned round-robin in file order) gives out-of-fold logits, from which the softmax temperature
-is fitted, and out-of-fold raw risks, from which the Platt calibration is fitted; fit the head on all
-anchors; score every user turn of the corpora in ``--data`` (ESConv test, AnnoMI dev, UIC; read by
-:mod:`launcher.transcripts`) and set the thresholds (see :mod:`launcher.safety._semantic`); write the
-head with the anchors' SHA-256 and a report (``meta``: CV figures, rates per corpus, tier-3 hit
-locations, never text). Embedding the corpora takes a few minutes on 2 cores.
+Training examples: ``data/anchors.jsonl`` (written per family and per idiom), ``data/labelled.jsonl``
+(the final messages of the two labelled sets written earlier for evaluation) and real ordinary talk:
+the user turns of one half of the corpora in ``--data`` (ESConv test, AnnoMI dev, UIC, read by
+:mod:`launcher.transcripts`; a transcript is in the training half when the CRC-32 of its id is even),
+each sentence piece as family ``chat`` (tier 0), leaving out every turn the rules alone put at tier >= 2
+(those may be real risk). The other half of the corpora is never trained on. Every example but the
+ordinary talk also gets one misspelled copy (:mod:`._augment`).
+
+Steps: read and check the examples; embed them; 5-fold cross-validation (folds stratified by family,
+assigned round-robin in file order) gives out-of-fold logits, from which the softmax temperature is
+fitted, and out-of-fold raw risks, from which the Platt calibration is fitted; fit the head on all
+examples; score every user turn of the held-out half of the corpora and set the thresholds there (see
+:mod:`launcher.safety._semantic`); write the head with the examples' SHA-256 and a report (``meta``:
+CV figures, rates per corpus and half, tier-3 hit locations, never text). Embedding the corpora takes
+several minutes on 2 cores (``--cache FILE`` keeps embeddings between runs).
 
 Exit status: 0 written; 2 bad anchors or missing corpora (the message says which).
 """
@@ -16,7 +24,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import sys
+import zlib
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -24,20 +34,24 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from ._augment import typo_variant
 from ._encoder import MiniLMEncoder
 from ._head import F32, Head, fit_platt, fit_softmax, fit_temperature, softmax
 from ._segments import pieces
-from ._semantic import ANCHORS_PATH, HEAD_PATH, anchors_digest, save_head
+from ._semantic import ANCHORS_PATH, HEAD_PATH, LABELLED_PATH, anchors_digest, save_head
 
 RISK_FAMILIES = {
     "passive_ideation": 2, "active_ideation": 2, "self_harm": 2, "abuse": 2,
     "method": 3, "intent": 3, "plan": 3, "means": 3, "preparatory": 3, "timeline": 3, "in_progress": 3,
     "other_in_danger": 3, "lethal_means_request": 3, "medical_emergency": 3,
 }  # fmt: skip
-OTHER_FAMILIES = {"idiom": 0, "coaching": 0, "distress": 1, "negated": 1}
+OTHER_FAMILIES = {"idiom": 0, "coaching": 0, "chat": 0, "distress": 1, "negated": 1}
 FAMILIES = {**RISK_FAMILIES, **OTHER_FAMILIES}
 L2, KNN, KAPPA, FOLDS = 1e-4, 3, 20.0, 5  # chosen by cross-validation (see the report in meta)
-FA_TIER2, FA_TIER3 = 0.01, 0.003  # most turns of each corpus allowed at tier >= 2 / tier 3
+# Most held-out corpus turns allowed at tier >= 2 / tier 3 by this layer alone (the screen's budget is
+# 2 % and 0.1 % with the rules; docs/safety.md).
+FA_TIER2, FA_TIER3 = 0.01, 0.0008
+MAX_CHAT = 3000  # ordinary-talk examples from the corpora's training half
 CORPORA = {
     "esconv": "esconv/ESConv-test.jsonl",
     "annomi": "annomi/AnnoMI-dev.csv",
@@ -52,7 +66,7 @@ class TrainError(ValueError):
 
 def read_anchors(path: Path) -> tuple[list[str], list[str]]:
     """``(texts, families)`` of ``path``, checked: every line JSON with a non-empty ``text``, a family
-    of :data:`FAMILIES` and its tier, no duplicate text, at least 20 examples per risk family."""
+    of :data:`FAMILIES` and its tier, no duplicate text."""
     texts, fams = [], []
     seen: set[str] = set()
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
@@ -70,10 +84,35 @@ def read_anchors(path: Path) -> tuple[list[str], list[str]]:
         seen.add(text.lower())
         texts.append(text)
         fams.append(fam)
-    short = [f for f in RISK_FAMILIES if fams.count(f) < 20]
-    if short:
-        raise TrainError(f"{path}: fewer than 20 examples for {', '.join(short)}")
     return texts, fams
+
+
+def training_half(transcript_key: str) -> bool:
+    """Whether a corpus transcript (``source:id:session`` key, session ignored) is in the training half."""
+    tid = transcript_key.rsplit(":", 1)[0]
+    return zlib.crc32(tid.encode("utf-8")) % 2 == 0
+
+
+class _Cache:
+    """Embeddings by text, optionally kept in an ``.npz`` file between runs."""
+
+    def __init__(self, enc: MiniLMEncoder, path: Path | None) -> None:
+        self.enc, self.path, self.vecs = enc, path, {}
+        if path is not None and path.exists():
+            with np.load(path, allow_pickle=False) as z:
+                self.vecs = dict(zip((str(t) for t in z["texts"]), z["vecs"], strict=True))
+
+    def __call__(self, texts: list[str]) -> F32:
+        todo = sorted({t for t in texts if t not in self.vecs})
+        for i in range(0, len(todo), 256):
+            chunk = todo[i : i + 256]
+            self.vecs.update(zip(chunk, self.enc.encode(chunk), strict=True))
+        return np.stack([self.vecs[t] for t in texts]) if texts else np.zeros((0, 384), np.float32)
+
+    def save(self) -> None:
+        if self.path is not None:
+            keys = sorted(self.vecs)
+            np.savez(self.path, texts=np.array(keys), vecs=np.stack([self.vecs[k] for k in keys]))
 
 
 def _head(x: F32, y: I64, fams: tuple[str, ...], tiers: I64, t: float = 1.0) -> Head:
@@ -81,12 +120,19 @@ def _head(x: F32, y: I64, fams: tuple[str, ...], tiers: I64, t: float = 1.0) -> 
     return Head(fams, tiers, w, b, t, x, tiers[y] >= 2, KNN, KAPPA)
 
 
-def cross_validate(x: F32, y: I64, fams: tuple[str, ...], tiers: I64) -> tuple[float, F32, F32, float, float]:
-    """``(temperature, oof_proba, oof_raw_risk, platt_a, platt_c)`` from :data:`FOLDS`-fold CV."""
+def cross_validate(
+    x: F32, y: I64, fams: tuple[str, ...], tiers: I64, origin: I64 | None = None
+) -> tuple[float, F32, F32, float, float]:
+    """``(temperature, oof_proba, oof_raw_risk, platt_a, platt_c)`` from :data:`FOLDS`-fold CV.
+    ``origin[i]`` is the index of the example that row ``i`` was augmented from (itself for an
+    original); a copy is kept in its original's fold, so no fold is scored on copies of its own
+    training rows."""
+    origin = np.arange(len(y)) if origin is None else origin
     folds = np.zeros(len(y), dtype=np.int64)
     for c in range(len(fams)):
-        members = np.flatnonzero(y == c)
+        members = np.flatnonzero((y == c) & (origin == np.arange(len(y))))
         folds[members] = np.arange(len(members)) % FOLDS
+    folds = folds[origin]
     heads = [_head(x[folds != f], y[folds != f], fams, tiers) for f in range(FOLDS)]
     logits = np.zeros((len(y), len(fams)))
     for f, h in enumerate(heads):
@@ -117,56 +163,112 @@ def _threshold(scores: list[npt.NDArray[np.float64]], rate: float, floor: float)
     return th
 
 
+def _corpus_turns(data: Path) -> dict[str, list[tuple[str, str, bool]]]:
+    """Per corpus: ``(location, text, in training half)`` of every user turn."""
+    from launcher.eval_safety import turns_from_file
+
+    return {
+        name: [(t.location, t.text, training_half(t.session_key)) for t in turns_from_file(data / rel)]
+        for name, rel in CORPORA.items()
+    }
+
+
+def _chat_examples(corpora: dict[str, list[tuple[str, str, bool]]]) -> list[str]:
+    """The ordinary-talk examples: sentence pieces of the training half's turns that the rules alone
+    keep below tier 2, deduplicated; at most :data:`MAX_CHAT`, chosen by the CRC-32 of their text (a
+    fixed, content-blind sample)."""
+    from ._lexical import SafetyConfig, screen
+
+    rules_only = SafetyConfig(semantic=False)
+    out: dict[str, None] = {}
+    for rows in corpora.values():
+        for _, text, train in rows:
+            if train and text.strip() and screen(text, None, rules_only).tier < 2:
+                for piece in pieces(text):
+                    out.setdefault(piece.strip(), None)
+    chosen = sorted((t for t in out if t), key=lambda t: zlib.crc32(t.encode("utf-8")))[:MAX_CHAT]
+    return sorted(chosen)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m launcher.safety._train", description=__doc__.split("\n")[0])
     ap.add_argument("--anchors", type=Path, default=ANCHORS_PATH)
+    ap.add_argument("--labelled", type=Path, default=LABELLED_PATH)
     ap.add_argument("--out", type=Path, default=HEAD_PATH)
     ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "data")
+    ap.add_argument("--cache", type=Path, default=None, help="an .npz file keeping embeddings between runs")
     args = ap.parse_args(argv)
     try:
         texts, fam_of = read_anchors(args.anchors)
+        more, more_fams = read_anchors(args.labelled)
         missing = [str(args.data / p) for p in CORPORA.values() if not (args.data / p).exists()]
         if missing:
-            raise TrainError(
-                f"corpora for the thresholds not found: {', '.join(missing)}. Fix: pass --data DIR"
-            )
+            raise TrainError(f"corpora not found: {', '.join(missing)}. Fix: pass --data DIR")
     except TrainError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    seen = {t.lower() for t in texts}
+    for t, f in zip(more, more_fams, strict=True):
+        if t.lower() not in seen:
+            seen.add(t.lower())
+            texts.append(t)
+            fam_of.append(f)
+    corpora = _corpus_turns(args.data)
+    chat = [t for t in _chat_examples(corpora) if t.lower() not in seen]
+    texts += chat
+    fam_of += ["chat"] * len(chat)
+    origin = list(range(len(texts)))
+    seen = {t.lower() for t in texts}
+    for i in range(len(texts)):
+        if fam_of[i] == "chat":
+            continue
+        variant = typo_variant(texts[i], random.Random(zlib.crc32(texts[i].encode("utf-8"))))
+        if variant.lower() not in seen:
+            seen.add(variant.lower())
+            texts.append(variant)
+            fam_of.append(fam_of[i])
+            origin.append(i)
+    short = [f for f in RISK_FAMILIES if fam_of.count(f) < 20]
+    if short:
+        print(f"error: fewer than 20 examples for {', '.join(short)}", file=sys.stderr)
         return 2
     fams = tuple(FAMILIES)
     tiers = np.array([FAMILIES[f] for f in fams], dtype=np.int64)
     y = np.array([fams.index(f) for f in fam_of], dtype=np.int64)
-    enc = MiniLMEncoder.load()
-    x = enc.encode(texts)
-    temp, proba, raw, pa, pc = cross_validate(x, y, fams, tiers)
+    embed = _Cache(MiniLMEncoder.load(), args.cache)
+    x = embed(texts)
+    embed.save()
+    temp, proba, raw, pa, pc = cross_validate(x, y, fams, tiers, np.array(origin, dtype=np.int64))
     head = _head(x, y, fams, tiers, temp)
     head = replace(head, platt_a=pa, platt_c=pc)
-    print(f"anchors: {len(texts)} ({Counter(fam_of)}); temperature {temp:.3f}; platt a={pa:.3f} c={pc:.3f}")
+    print(f"examples: {len(texts)} ({Counter(fam_of)}); temperature {temp:.3f}; platt a={pa:.3f} c={pc:.3f}")
 
-    from launcher.eval_safety import turns_from_file
-
-    per: dict[str, list[tuple[str, float, bool]]] = {}
-    for name, rel in CORPORA.items():
-        turns = list(turns_from_file(args.data / rel))
-        uniq = sorted({p for t in turns for p in pieces(t.text)})
-        emb = dict(zip(uniq, enc.encode(uniq), strict=True))
-        rows = []
-        for t in turns:
-            z = np.stack([emb[p] for p in pieces(t.text)])
+    per: dict[str, list[tuple[str, float, bool, bool]]] = {}
+    for name, rows in corpora.items():
+        uniq = sorted({p for _, text, _ in rows for p in pieces(text)})
+        emb = dict(zip(uniq, embed(uniq), strict=True))
+        scored = []
+        for location, text, train in rows:
+            z = np.stack([emb[p] for p in pieces(text)])
             p = head.family_proba(z)
-            rows.append((t.location, *_decide(head, p, head.calibrate(head.raw_risk(z, p)))))
-        per[name] = rows
-        print(f"{name}: {len(turns)} user turns, {len(uniq)} pieces scored")
-    tier2 = _threshold([np.array([r[1] for r in rows]) for rows in per.values()], FA_TIER2, 0.5)
-    tier3 = _threshold(
-        [np.array([r[1] if r[2] else 0.0 for r in rows]) for rows in per.values()], FA_TIER3, tier2
-    )
-    meta: dict[str, object] = {"l2": L2, "knn": KNN, "kappa": KAPPA, "tier2": tier2, "tier3": tier3}
-    for name, rows in per.items():
-        t2 = sum(r[1] >= tier2 for r in rows)
-        hits3 = [r[0] for r in rows if r[1] >= tier3 and r[2]]
-        meta[name] = {"turns": len(rows), "tier_ge2": t2, "rate_ge2": t2 / len(rows), "tier3_hits": hits3}
-        print(f"{name}: tier>=2 {t2}/{len(rows)} = {100 * t2 / len(rows):.2f}%; tier 3 {len(hits3)}: {hits3}")
+            scored.append((location, *_decide(head, p, head.calibrate(head.raw_risk(z, p))), train))
+        per[name] = scored
+        print(f"{name}: {len(rows)} user turns ({sum(r[2] for r in rows)} in the training half)")
+    embed.save()
+    held = [[r for r in scored_rows if not r[3]] for scored_rows in per.values()]
+    tier2 = _threshold([np.array([r[1] for r in part]) for part in held], FA_TIER2, 0.5)
+    tier3 = _threshold([np.array([r[1] if r[2] else 0.0 for r in part]) for part in held], FA_TIER3, tier2)
+    meta: dict[str, object] = {"l2": L2, "knn": KNN, "kappa": KAPPA, "tier2": tier2, "tier3": tier3,
+                               "examples": dict(Counter(fam_of))}  # fmt: skip
+    for name, scored_rows in per.items():
+        for half, part in (("heldout", [r for r in scored_rows if not r[3]]),
+                           ("train", [r for r in scored_rows if r[3]])):  # fmt: skip
+            t2 = sum(r[1] >= tier2 for r in part)
+            hits3 = [r[0] for r in part if r[1] >= tier3 and r[2]]
+            meta[f"{name}.{half}"] = {"turns": len(part), "tier_ge2": t2, "rate_ge2": t2 / max(1, len(part)),
+                                      "tier3_hits": hits3}  # fmt: skip
+            print(f"{name} ({half} half): tier>=2 {t2}/{len(part)} = {100 * t2 / max(1, len(part)):.2f}%; "
+                  f"tier 3 {len(hits3)}: {hits3}")  # fmt: skip
     oof = head.calibrate(raw.astype(np.float64))
     pos = tiers[y] >= 2
     major3 = proba[:, tiers == 3].sum(1) >= 0.5 * proba[:, tiers >= 2].sum(1)
@@ -183,7 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(f"thresholds: tier2 {tier2:.4f}, tier3 {tier3:.4f}")
     print("cross-validation (out of fold): " + json.dumps(cv, indent=1))
-    save_head(args.out, head, digest=anchors_digest(args.anchors), tier2=tier2, tier3=tier3, meta=meta)
+    save_head(args.out, head, digest=anchors_digest(args.anchors, args.labelled), tier2=tier2, tier3=tier3,
+              meta=meta)  # fmt: skip
     print(f"wrote {args.out}")
     return 0
 

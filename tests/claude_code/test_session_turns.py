@@ -34,7 +34,7 @@ pytestmark = pytest.mark.anyio
 USER = "u1"
 SESSION = "s1"
 MESSAGE = "I keep skipping my runs."
-TIER_2 = "my friend wants to kill herself"
+TIER_2 = "sometimes I wish I was dead"
 TIER_3 = "I want to die tonight and I have the pills"
 
 

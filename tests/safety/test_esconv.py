@@ -21,11 +21,18 @@ ESCONV = REPO.parent / "shared" / "data" / "esconv" / "ESConv-test.jsonl"
 # (dialog line index, turn index) -> verdict of the hand review ("real": a crisis statement)
 REVIEWED_TIER3 = {
     (127, 7): "real: states a wish to jump over a bridge (intent with a means)",
+    (168, 39): "false: 'what if it doesn't pass?' about sadness, read by the semantic layer as a timeline",
+    (183, 34): "real risk: hopes for it ('cross my fingers') right after 'time for my heart to give out' "
+    "(over-tiered: a passive wish, not a plan)",
+    (183, 35): "real: wishes to die in their sleep, in the window after the turn above",
 }
 # dialogs with tier-2 hits, reviewed: passive ideation, abuse disclosed, self-harm mention, grief over an
-# overdose, the semantic layer's cautious pauses (43, 47, 100, 102, 111, 137, 177: distress it cannot
-# tell from ideation; coaching pauses and the user is asked directly)
-REVIEWED_TIER2_DIALOGS = {42, 43, 44, 47, 66, 92, 100, 102, 111, 127, 137, 161, 177, 183}
+# overdose, the post-crisis floor after the tier-3 turns above, and the semantic layer's false pauses
+# (0, 3, 15, 43, 47, 58, 84, 85, 100, 102, 107, 111, 119, 137, 139, 177: distress, a partner's behaviour
+# or work talk it cannot tell from risk; coaching pauses and the user is asked directly)
+REVIEWED_TIER2_DIALOGS = {
+    0, 3, 15, 42, 43, 44, 47, 58, 66, 84, 85, 92, 100, 102, 107, 111, 119, 127, 137, 139, 161, 168, 177, 183,
+}  # fmt: skip
 
 
 @pytest.mark.skipif(not ESCONV.is_file(), reason=f"shared data file {ESCONV} is absent")

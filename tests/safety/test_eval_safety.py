@@ -23,7 +23,7 @@ def test_evaluate_counts_tiers_and_keeps_state_per_session() -> None:
     turns = [
         EvalTurn("a", "a turn 1", "I want to kill myself"),
         EvalTurn("b", "b turn 1", "hello"),  # another session: no post-crisis window
-        EvalTurn("a", "a turn 2", f"thanks, {SECRET}"),  # same session: post-crisis floor
+        EvalTurn("a", "a turn 2", f"ok thanks, I will talk to {SECRET}"),  # same session: post-crisis floor
         EvalTurn("b", "b turn 2", "I feel hopeless"),
     ]
     report = evaluate(turns)

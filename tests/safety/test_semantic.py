@@ -77,8 +77,24 @@ def test_committed_head_matches_committed_anchors() -> None:
     head, tier2, tier3, meta = load_head()
     assert 0.5 <= tier2 <= tier3 < 1.0
     assert set(head.families) >= {"intent", "preparatory", "idiom", "negated"}
-    assert head.anchors.shape[0] == len(_semantic.ANCHORS_PATH.read_text(encoding="utf-8").splitlines())
+    anchors = len(_semantic.ANCHORS_PATH.read_text(encoding="utf-8").splitlines())
+    labelled = len(_semantic.LABELLED_PATH.read_text(encoding="utf-8").splitlines())
+    examples = meta["examples"]
+    assert isinstance(examples, dict)
+    # every training example is a neighbour for the gate: anchors, labelled, ordinary talk, typo copies
+    assert head.anchors.shape[0] == sum(examples.values()) > anchors + labelled
+    assert examples["chat"] > 1000
     assert meta["tier2"] == pytest.approx(tier2)
+
+
+def test_a_changed_labelled_file_makes_the_head_stale(tmp_path: Path) -> None:
+    labelled = tmp_path / "labelled.jsonl"
+    shutil.copy(_semantic.LABELLED_PATH, labelled)
+    with labelled.open("a", encoding="utf-8") as fh:
+        fh.write('{"text": "another example", "family": "coaching", "tier": 0}\n')
+    with pytest.raises(HeadError, match=r"python -m launcher\.safety\._train") as exc:
+        load_head(_semantic.HEAD_PATH, _semantic.ANCHORS_PATH, labelled)
+    assert exc.value.code == "head_stale"
 
 
 def test_stale_head_is_refused(tmp_path: Path) -> None:
