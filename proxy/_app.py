@@ -163,6 +163,9 @@ async def messages(request: Request) -> Response:
     model = body.get("model") if isinstance(body, dict) else None
     pool = state.router.resolve(model if isinstance(model, str) else "", policy.model_alias if policy else None)
     p = prepare(body, system_mode=pool.system_in_messages if pool.kind == "openai" else "fold")
+    if not any(m["role"] != "system" for m in p.messages):
+        raise InvalidRequestError("messages: at least one user or assistant message is required "
+                                  "(system text goes in the top-level 'system' field)")
     outcome = apply_policy(p, policy, agent=who.agent, over_cap=state.config.max_tokens_over_cap)
     if outcome.forced_tool and pool.forced_tool_prefill:
         narrow_forced_tool(p, outcome.forced_tool, pool.forced_tool_prefill, pool.omit_tool_properties)

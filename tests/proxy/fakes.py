@@ -92,7 +92,7 @@ class FakeUpstream:
         self.transport = httpx.MockTransport(self.handle)
         self.models: Any = None  # GET /v1/models body (None: 404), e.g. vLLM's {"data": [{"max_model_len": ...}]}
         self.props: Any = None  # GET /props body (None: 404), e.g. llama-server's default_generation_settings
-        self.tokenize_count: int | None = None  # POST /tokenize "count" (None: len(json) // 5)
+        self.tokenize_count: int | None = None  # POST /tokenize "count" (None: len(json) // 5; -1: 404)
 
     def script(self, url: str, *steps: Step) -> None:
         self.scripts.setdefault(url, []).extend(steps)
@@ -112,6 +112,8 @@ class FakeUpstream:
         if request.method == "GET" and request.url.path in ("/v1/models", "/props"):
             doc = self.models if request.url.path == "/v1/models" else self.props
             return httpx.Response(404, json={"error": "not found"}) if doc is None else httpx.Response(200, json=doc)
+        if request.url.path in ("/tokenize", "/apply-template") and self.tokenize_count == -1:
+            return httpx.Response(404, json={"error": "not found"})
         if request.url.path == "/tokenize":
             n = len(json.dumps(body)) // 5 if self.tokenize_count is None else self.tokenize_count
             return httpx.Response(200, json={"count": n, "max_model_len": 32768, "tokens": list(range(n))})

@@ -238,6 +238,26 @@ async def test_prompt_longer_than_the_served_context_is_a_clear_400() -> None:
     assert up.calls() == []
 
 
+async def test_served_limit_wins_over_a_larger_configured_context_window() -> None:
+    up = FakeUpstream()
+    up.props = {"default_generation_settings": {"n_ctx": 8192}}
+    up.tokenize_count = 100
+    async with proxy_client(up, make_config(pool={"context_window": 100000})) as c:
+        await c.post("/v1/messages", json=msg_body(max_tokens=128000))
+    assert up.calls()[0].json["max_tokens"] == 8192 - 100 - 8
+
+
+async def test_cap_falls_back_to_a_cjk_aware_estimate_when_the_upstream_cannot_tokenize() -> None:
+    up = FakeUpstream()
+    up.props = {"default_generation_settings": {"n_ctx": 8192}}
+    up.tokenize_count = -1  # /tokenize answers 404
+    text = "我想开始跑步，但是总是坚持不下去。" * 200  # 3400 chars: about 3400 tokens, not 850
+    async with proxy_client(up, make_config()) as c:
+        r = await c.post("/v1/messages", json=msg_body(text, max_tokens=128000))
+    assert r.status_code == 200
+    assert up.calls()[0].json["max_tokens"] <= 8192 - 3400
+
+
 def test_token_estimate_does_not_undercount_cjk() -> None:
     assert estimate_tokens("我想开始跑步，但是总是坚持不下去。" * 100) >= 1700
     assert estimate_tokens("a" * 400) == 100
@@ -289,3 +309,33 @@ async def test_pdf_and_file_id_image_in_tool_result_leave_a_note() -> None:
     assert tool_msg["content"] == ("here:\n[attachment omitted: application/pdf is not supported by this model]\n"
                                    "[attachment omitted: an image given by file id is not supported by this model]")
     assert "[attachment omitted: application/pdf is not supported by this model]" in sent[-1]["content"]
+
+
+# ----- bad input and logs ----------------------------------------------------------------------------
+
+async def test_empty_messages_is_a_clear_400() -> None:
+    up = FakeUpstream()
+    async with proxy_client(up, make_config()) as c:
+        r = await c.post("/v1/messages", json={**msg_body(), "messages": []})
+        only_system = await c.post("/v1/messages", json={**msg_body(), "messages": [{"role": "system", "content": "s"}]})
+    for resp in (r, only_system):
+        assert resp.status_code == 400 and resp.json()["error"]["type"] == "invalid_request_error"
+        assert resp.json()["error"]["message"].startswith("messages: at least one user or assistant message")
+    assert up.calls() == []
+
+
+async def test_no_user_text_in_logs_at_info_level(caplog: pytest.LogCaptureFixture) -> None:
+    marker = "MARKER-private-user-words"
+    pdf = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": marker}}
+    steps = [Sse(text_chunks(marker)), Sse(tool_chunks("bash", '{"c": "' + marker)), Status(500, LLAMA_IMAGE_500),
+             Sse(tool_chunks(upstream_tool_name("files.read"), '{"c": "' + marker + '"}}'))]
+    up = FakeUpstream()
+    up.script(A, *steps)
+    with caplog.at_level("INFO"):
+        async with proxy_client(up, make_config()) as c:
+            for _ in steps:
+                await c.post("/v1/messages", json=msg_body(marker, tools=[_tool("bash"), _tool("files.read")],
+                                                           messages=[{"role": "user", "content": [
+                                                               {"type": "text", "text": marker}, pdf]}]))
+    assert len(up.calls()) == len(steps)
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= 20 and marker in r.getMessage()]
