@@ -12,7 +12,8 @@ max_tokens does not fit. The proxy therefore learns each replica's limit:
 
 A limit (or "this replica tells none") is cached per replica URL for :data:`ANSWER_TTL_S`; a replica
 that could not be asked (down, timeout, 5xx) is asked again after :data:`FAILURE_TTL_S`. Concurrent
-requests share one lookup. A pool's limit is the smallest known limit of its replicas (a request may
+requests share one lookup; a replica the router holds for down is not asked (its last known limit, if
+any, still counts). A pool's limit is the smallest known limit of its replicas (a request may
 fail over to any of them), combined with the configured ``context_window`` by taking the smaller
 (a configured value can only lower the served one, which is a hard limit); ``max_output_tokens`` still
 caps max_tokens on its own.
@@ -91,10 +92,10 @@ class ServedLimits:
         self._cache: dict[str, _Entry] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
-    def known(self, url: str) -> int | None:
-        """The cached limit of replica ``url`` (None when unknown or expired)."""
+    def last(self, url: str) -> int | None:
+        """The last limit learnt for replica ``url``, expired or not (None when never learnt)."""
         e = self._cache.get(url)
-        return e.limit if e is not None and e.expires > time.monotonic() else None
+        return e.limit if e is not None else None
 
     async def _get_json(self, client: httpx.AsyncClient, url: str, headers: dict[str, str]) -> tuple[bool, Any]:
         """(answered, body): answered is False when the replica could not be asked (retry soon)."""
@@ -136,17 +137,23 @@ class ServedLimits:
     async def pool_limit(self, client: httpx.AsyncClient, router: Router, pool: ModelPool,
                          headers: dict[str, str]) -> int | None:
         """The smallest served limit among ``pool``'s replicas and its configured ``context_window``."""
-        urls = [r.url for r in router.replicas[pool.name]]
         now = time.monotonic()
-        cached = [self._cache.get(u) for u in urls]
+        replicas = router.replicas[pool.name]
+        cached = [self._cache.get(r.url) for r in replicas]
         if all(e is not None and e.expires > now for e in cached):
             limits = [e.limit for e in cached if e is not None]
-        else:
-            limits = list(await asyncio.gather(*(self.limit(client, u, pool, headers) for u in urls)))
+        else:  # a replica known to be down is not asked (a blackholed one would stall every lookup)
+            limits = list(await asyncio.gather(*(
+                self.limit(client, r.url, pool, headers) if r.available(now) else _none(self.last(r.url))
+                for r in replicas)))
         known = [n for n in limits if n is not None]
         if pool.context_window is not None:
             known.append(pool.context_window)
         return min(known) if known else None
+
+
+async def _none(value: int | None) -> int | None:
+    return value
 
 
 async def cap_max_tokens(limits: ServedLimits, client: httpx.AsyncClient, router: Router, pool: ModelPool,
