@@ -4,11 +4,12 @@ built from it.
 Claude Code sends ``max_tokens`` up to 128000; a vLLM serving 32768 tokens answers 400 when prompt +
 max_tokens does not fit. The proxy therefore learns each replica's limit:
 
-1. ``GET /v1/models``: vLLM's entry for the model carries ``max_model_len`` (the entry whose ``id`` is
-   the pool's upstream model, else the only entry);
-2. else ``GET /props``: llama-server's ``default_generation_settings.n_ctx`` is the context of one slot
-   (``--ctx-size`` divided by ``--parallel``), which is what one request gets; its ``/v1/models``
-   reports only the model's training context (``meta.n_ctx_train``), which is not used.
+1. ``GET /v1/models``, the entry whose ``id`` is the pool's upstream model (else the only entry): vLLM's
+   ``max_model_len``, or llama-server's ``meta.n_ctx``, the context of one slot (``--ctx-size`` divided
+   by ``--parallel``: what one request gets; ``meta.n_ctx_train``, the model's training context, is not
+   what it serves and is not used);
+2. else ``GET /props``: llama-server's ``default_generation_settings.n_ctx`` (the same slot context; older
+   llama-server releases report it only here).
 
 A limit (or "this replica tells none") is cached per replica URL for :data:`ANSWER_TTL_S`; a replica
 that could not be asked (down, timeout, 5xx) is asked again after :data:`FAILURE_TTL_S`. Concurrent
@@ -61,14 +62,18 @@ def _positive_int(v: Any) -> int | None:
 
 
 def served_limit_of(models: Any, props: Any, upstream_model: str) -> int | None:
-    """The context length in a replica's ``/v1/models`` body (vLLM ``max_model_len``) or, when absent, its
-    ``/props`` body (llama-server ``default_generation_settings.n_ctx``); None when neither tells one."""
+    """The context length in a replica's ``/v1/models`` body (vLLM ``max_model_len``, llama-server
+    ``meta.n_ctx``) or, when absent, its ``/props`` body (llama-server ``default_generation_settings.n_ctx``);
+    None when neither tells one."""
     data = models.get("data") if isinstance(models, dict) else None
     if isinstance(data, list):
         entries = [e for e in data if isinstance(e, dict)]
         named = [e for e in entries if e.get("id") == upstream_model] or (entries if len(entries) == 1 else [])
         for e in named:
+            meta = e.get("meta")
             n = _positive_int(e.get("max_model_len"))
+            if n is None and isinstance(meta, dict):
+                n = _positive_int(meta.get("n_ctx"))
             if n is not None:
                 return n
     if isinstance(props, dict):

@@ -6,9 +6,9 @@ retries what can be transient: connect errors, 429 (waiting ``Retry-After`` when
 unparsable bodies — but only until the first upstream payload has arrived; after that nothing is retried
 (the caller has started streaming to its client). Not retried (:func:`_status_error`): a 500 whose body
 says the request itself cannot be served (llama-server's "image input is not supported", "... exceeds
-the context size", a template or parse failure: the same request fails the same way every time), which
-the client gets as a 400 ``invalid_request_error`` with the upstream's message, and 501/505-511 (the
-server does not implement what was asked), an ``api_error`` 502 at once. Backoff between
+the context size", a template or parse failure: the same request fails the same way every time), and a 501
+(llama-server's ``not_supported_error``): the client gets them as a 400 ``invalid_request_error`` with
+the upstream's message. 505-511 are not retried either (an ``api_error`` 502 at once). Backoff between
 attempts: ``backoff_base_s * 2**attempt`` with full jitter, capped at ``backoff_max_s`` (the AWS
 "exponential backoff and jitter" scheme).
 """
@@ -136,11 +136,11 @@ def _status_error(status: int, body: bytes, url: str) -> ProxyError:
         return RateLimitedError(msg)
     if status in (503, 529):
         return OverloadedError(msg)
-    if status == 500 and _REQUEST_UNSERVABLE.search(detail):
-        return InvalidRequestError(f"upstream cannot serve this request (HTTP 500, not retried): {detail}"[:600])
+    if status == 501 or (status == 500 and _REQUEST_UNSERVABLE.search(detail)):
+        return InvalidRequestError(f"upstream cannot serve this request (HTTP {status}, not retried): {detail}"[:600])
     if status in (500, 502, 504):
         return UpstreamError(msg)
-    return UpstreamError(msg, retryable=False)  # 501, 505-511: the same request fails the same way
+    return UpstreamError(msg, retryable=False)  # 505-511: the same request fails the same way
 
 
 def _retry_after(resp: httpx.Response) -> float | None:

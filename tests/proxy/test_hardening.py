@@ -218,6 +218,16 @@ async def test_max_tokens_capped_from_llama_server_props_per_replica() -> None:
     assert {s.url for s in up.seen if s.path == "/props"} == {A, "http://b.test"}
 
 
+async def test_llama_server_slot_context_read_from_v1_models_meta() -> None:
+    up = FakeUpstream()
+    up.models = {"data": [{"id": "smollm2", "meta": {"n_ctx": 2048, "n_ctx_train": 8192}}]}
+    up.tokenize_count = 100
+    async with proxy_client(up, make_config()) as c:
+        await c.post("/v1/messages", json=msg_body(max_tokens=128000))
+    assert up.calls()[0].json["max_tokens"] == 2048 - 100 - 8
+    assert not [s for s in up.seen if s.path == "/props"]
+
+
 async def test_configured_context_window_lowers_the_served_one() -> None:
     up = FakeUpstream()
     up.models = {"data": [{"id": "Qwen/Qwen3-8B", "max_model_len": 32768}]}
@@ -278,11 +288,16 @@ async def test_deterministic_500_not_retried_and_mapped_to_400(stream: bool) -> 
     assert "image input is not supported" in r.json()["error"]["message"] and len(up.calls()) == 1
 
 
-async def test_501_not_retried_but_502_503_504_are() -> None:
-    up = FakeUpstream(lambda b: Status(501))
+async def test_501_and_505_not_retried_but_502_503_504_are() -> None:
+    up = FakeUpstream(lambda b: Status(501, {"error": {"code": 501, "message": "Infill is not supported by this model",
+                                                       "type": "not_supported_error"}}))
     async with proxy_client(up, make_config()) as c:
         r = await c.post("/v1/messages", json=msg_body())
-    assert r.status_code == 502 and len(up.calls()) == 1
+    assert r.status_code == 400 and "Infill is not supported" in r.json()["error"]["message"] and len(up.calls()) == 1
+    up = FakeUpstream(lambda b: Status(505))
+    async with proxy_client(up, make_config()) as c:
+        r = await c.post("/v1/messages", json=msg_body())
+    assert r.status_code == 502 and r.json()["error"]["type"] == "api_error" and len(up.calls()) == 1
     up = FakeUpstream()
     up.script(A, Status(502), Status(504))
     async with proxy_client(up, make_config()) as c:
