@@ -3,8 +3,10 @@
     with Relay("127.0.0.1", 8080) as relay:          # listens on relay.url, forwards every connection
         ... point the proxy at relay.url ...
         relay.requests                                # [RelayedRequest(method, path, json), ...]
-        relay.cut_after(b'"arguments"', 3)            # the next response is cut (both sockets closed)
-                                                      # right after the 3rd piece containing the marker
+        relay.cut_after(b"data: ", 3)                 # the next response is cut (both sockets closed)
+                                                      # right after the 3rd piece containing the marker;
+                                                      # clean=True first ends the chunked body properly
+                                                      # (a zero-length chunk: the response "finished")
 
 Bytes are forwarded as they arrive, in both directions; requests are parsed from the client side's bytes
 (keep-alive connections carry several, each with a Content-Length body).
@@ -35,7 +37,7 @@ class Relay:
         self.target = (host, port)
         self.port = free_port()
         self.requests: list[RelayedRequest] = []
-        self._cut: tuple[bytes, int] | None = None
+        self._cut: tuple[bytes, int, bool] | None = None
         self.cuts = 0
         self._loop = asyncio.new_event_loop()
         self._thread: threading.Thread | None = None
@@ -47,9 +49,11 @@ class Relay:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def cut_after(self, marker: bytes, pieces: int) -> None:
-        """Cut the next response that carries ``marker`` after ``pieces`` pieces containing it."""
-        self._cut = (marker, pieces)
+    def cut_after(self, marker: bytes, pieces: int, *, clean: bool = False) -> None:
+        """Cut the next response that carries ``marker`` after ``pieces`` pieces containing it; ``clean``
+        sends the chunked body's terminating zero-length chunk before closing (the body looks complete
+        at the HTTP level, as when a server ends a response early), else the connection just drops."""
+        self._cut = (marker, pieces, clean)
 
     def model_calls(self) -> list[RelayedRequest]:
         return [r for r in self.requests if r.method == "POST" and r.path == "/v1/chat/completions"]
@@ -93,6 +97,9 @@ class Relay:
             if self._cut is not None and self._cut[0] in data:
                 seen += 1
                 if seen >= self._cut[1]:
+                    if self._cut[2] and data.endswith(b"\r\n"):
+                        writer.write(b"0\r\n\r\n")
+                        await writer.drain()
                     self._cut, self.cuts = None, self.cuts + 1
                     break
         writer.close()

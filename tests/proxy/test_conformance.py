@@ -237,8 +237,9 @@ def test_case1_tool_names_outside_the_openai_pattern(client: httpx.Client, relay
     assert uses and uses[0]["name"] == name
 
 
-def test_case2_stream_cut_mid_tool_call_is_an_error(client: httpx.Client, relay: Relay) -> None:
-    relay.cut_after(b"data: ", 3)
+@pytest.mark.parametrize("clean", [True, False], ids=["body-ended", "connection-dropped"])
+def test_case2_stream_cut_mid_tool_call_is_an_error(client: httpx.Client, relay: Relay, clean: bool) -> None:
+    relay.cut_after(b"data: ", 3, clean=clean)
     cuts = relay.cuts
     events = stream(client, body("Read notes.txt", max_tokens=60, tools=[tool(DOTTED)]), {"x-coach-agent": "dotted"})
     assert relay.cuts == cuts + 1
