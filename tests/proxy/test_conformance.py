@@ -190,6 +190,8 @@ def test_stop_sequences(client: httpx.Client, relay: Relay) -> None:
     msg = accumulate(stream(client, b))
     assert last_call(relay)["stop"] == ["6"]
     text = "".join(c.get("text", "") for c in msg["content"])
+    # llama-server's chat completions do not say which stop matched (vLLM's "stop_reason" does), so a
+    # stop there is reported as end_turn: a known gap, see docs/proxy-hardening.md.
     assert "6" not in text and msg["stop_reason"] in ("stop_sequence", "end_turn")
     if msg["stop_reason"] == "stop_sequence":
         assert msg["stop_sequence"] == "6"
