@@ -27,14 +27,16 @@ from starlette.routing import Route
 
 from ._adapters import AnthropicAdapter, feed_openai
 from ._anthropic_request import to_anthropic
+from ._limits import ServedLimits, cap_max_tokens
 from ._messages import UpstreamRun
 from ._metering import Meter, UsageRecord, Who, now_ms
-from ._normalize import Prepared, clamp_max_tokens, estimate_request_tokens, prepare
+from ._normalize import Prepared, estimate_request_tokens, prepare
 from ._openai_request import dumps, to_openai
 from ._policy import apply_policy, narrow_forced_tool
 from ._router import Router
 from ._stream import Event, StreamBuilder
 from ._tokens import count_tokens
+from ._toolnames import map_tool_names
 from ._turns import TURNS_PATH, TurnTable, turn_control_token, turns_route
 from .config import AgentPolicy, ModelPool, ProxyConfig
 from .errors import AuthenticationError, InvalidRequestError, NotFoundError, ProxyError, RequestTooLargeError
@@ -58,6 +60,7 @@ class ProxyState:
     router: Router
     meter: Meter
     token_methods: dict[str, str] = field(default_factory=dict)
+    limits: ServedLimits = field(default_factory=ServedLimits)
     health_task: asyncio.Task[None] | None = None
     turn_for: TurnResolver | None = None
     turns: TurnTable | None = None
@@ -160,6 +163,9 @@ async def messages(request: Request) -> Response:
     model = body.get("model") if isinstance(body, dict) else None
     pool = state.router.resolve(model if isinstance(model, str) else "", policy.model_alias if policy else None)
     p = prepare(body, system_mode=pool.system_in_messages if pool.kind == "openai" else "fold")
+    if not any(m["role"] != "system" for m in p.messages):
+        raise InvalidRequestError("messages: at least one user or assistant message is required "
+                                  "(system text goes in the top-level 'system' field)")
     outcome = apply_policy(p, policy, agent=who.agent, over_cap=state.config.max_tokens_over_cap)
     if outcome.forced_tool and pool.forced_tool_prefill:
         narrow_forced_tool(p, outcome.forced_tool, pool.forced_tool_prefill, pool.omit_tool_properties)
@@ -175,9 +181,13 @@ async def messages(request: Request) -> Response:
             return Response(b"".join(encode_sse(e) for e in events), media_type="text/event-stream", headers=SSE_HEADERS)
         return JSONResponse(accumulate(events))
 
+    names = map_tool_names(p)
     est = estimate_request_tokens(p)
-    max_tokens = clamp_max_tokens(p, context_window=pool.context_window, max_output_tokens=pool.max_output_tokens)
+    headers = _upstream_headers(pool, who)
     try:
+        max_tokens = await cap_max_tokens(state.limits, state.client, state.router, pool, p, session=who.session or None,
+                                          headers=headers, token_methods=state.token_methods,
+                                          timeout_s=state.config.connect_timeout_s + 10)
         max_tokens = state.meter.check_budget(who, policy.token_budget if policy else None, est, max_tokens)
     except ProxyError as exc:
         record.status = f"error:{exc.error_type}"
@@ -185,7 +195,7 @@ async def messages(request: Request) -> Response:
         raise
     enable_thinking = p.thinking if p.thinking is not None else pool.thinking_default
     builder = StreamBuilder(model=p.model, input_tokens=est, think_tags=pool.think_tags,
-                            start_in_think=pool.think_starts_open and bool(enable_thinking))
+                            start_in_think=pool.think_starts_open and bool(enable_thinking), tool_name=names.client)
     record.id = builder.message_id
     if pool.kind == "openai":
         oa, warnings = to_openai(p, upstream_model=pool.upstream_name, max_tokens=max_tokens,
@@ -208,7 +218,7 @@ async def messages(request: Request) -> Response:
             return adapter.feed(chunk)
 
     run = UpstreamRun(client=state.client, router=state.router, meter=state.meter, pool=pool, path=path,
-                      body=payload, headers=_upstream_headers(pool, who), session=who.session or None,
+                      body=payload, headers=headers, session=who.session or None,
                       builder=builder, feed=feed, record=record, t0=t0)
     run.start()
     if not p.stream:
@@ -253,6 +263,7 @@ async def count_tokens_route(request: Request) -> Response:
     pool = state.router.resolve(str(body.get("model", "")), policy.model_alias if policy else None)
     p = prepare({**body, "max_tokens": 1, "stream": False},
                 system_mode=pool.system_in_messages if pool.kind == "openai" else "fold")
+    map_tool_names(p)
     replica = state.router.pick(pool.name, who.session or None)
     n, method = await count_tokens(state.client, pool, replica, p, state.token_methods,
                                    _upstream_headers(pool, who), state.config.connect_timeout_s + 10)

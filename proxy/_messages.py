@@ -2,6 +2,11 @@
 before the first byte) and queues its payloads; the consumer turns them into Anthropic events through the
 :class:`StreamBuilder`, sending ``ping`` while nothing arrives, and records usage when it ends.
 
+A stream that ends with no finish reason and no ``[DONE]`` (a dropped connection, a killed server) is
+an upstream failure: the client gets an ``error`` event (``api_error``; a 502 when not streaming), never
+``end_turn`` or a ``tool_use`` built from what had arrived, and ``/metrics`` counts it
+(``coach_proxy_truncated_streams_total``).
+
 A client disconnect cancels the consumer, whose ``finally`` cancels the producer, which closes the
 upstream response (so the upstream stops generating).
 """
@@ -21,7 +26,7 @@ from ._router import Router
 from ._stream import Event, StreamBuilder
 from ._upstream import open_stream
 from .config import ModelPool
-from .errors import ProxyError, UpstreamError
+from .errors import ProxyError, TruncatedStreamError, UpstreamError
 from .wellformed import encode_sse
 
 log = logging.getLogger("proxy.messages")
@@ -70,7 +75,7 @@ class UpstreamRun:
                 await self.queue.put(("p", us.first))
             async for payload in us.rest:
                 await self.queue.put(("p", payload))
-            await self.queue.put(("end", None))
+            await self.queue.put(("end", us.end.done))
         except ProxyError as exc:
             await self.queue.put(("err", exc))
         except httpx.HTTPError as exc:
@@ -116,7 +121,8 @@ class UpstreamRun:
             r.input_tokens = max(b.input_tokens - b.cached_tokens, 0)
             r.output_tokens = b.output_tokens or 0
             r.stop_reason = b.stop_reason
-        self.meter.invalid_tool_arguments += b.invalid_tool_arguments
+        self.meter.invalid_tool_arguments += b.invalid_tool_arguments - b.dropped_tool_calls
+        self.meter.dropped_tool_calls += b.dropped_tool_calls
         self.meter.record(r)
         log.info("request %s agent=%s session=%s model=%s status=%s in=%d cached=%d out=%d ttft_ms=%s",
                  r.id, r.agent, r.session, r.model, status, r.input_tokens, r.cached_tokens, r.output_tokens, r.ttft_ms)
@@ -128,6 +134,12 @@ class UpstreamRun:
             if kind == "p":
                 return self.feed(val), None, None
             if kind == "end":
+                if not val and not self.builder.upstream_finished:
+                    self.meter.truncated_streams[self.record.replica] += 1
+                    raise TruncatedStreamError(
+                        f"upstream {self.record.replica or self.pool.name} ended the stream without a finish reason "
+                        "or [DONE] (connection dropped?); the output may be cut anywhere, so it is not delivered "
+                        "as complete; retry the request")
                 return self.builder.end(), "ok", None
             err: ProxyError = val
         except ProxyError as exc:

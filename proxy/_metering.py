@@ -84,7 +84,9 @@ class Meter:
         self.ttft_agent_sum: dict[str, float] = defaultdict(float)
         self.ttft_agent_count: dict[str, int] = defaultdict(int)
         self.retries: dict[str, int] = defaultdict(int)
-        self.invalid_tool_arguments = 0
+        self.invalid_tool_arguments = 0  # responses refused: a finished tool call with invalid arguments
+        self.dropped_tool_calls = 0  # tool calls cut by max_tokens, dropped from the response
+        self.truncated_streams: dict[str, int] = defaultdict(int)  # replica -> streams ended without a finish
         self.refused: dict[tuple[str, str], int] = defaultdict(int)  # (agent, budget kind)
         if self.log_path is not None:
             self._replay()
@@ -188,8 +190,15 @@ class Meter:
         family("coach_proxy_upstream_retries_total", "counter", "Upstream attempts retried, by replica.")
         for url, v in sorted(self.retries.items()):
             out.append(f"coach_proxy_upstream_retries_total{_labels(replica=url)} {v}")
-        family("coach_proxy_invalid_tool_arguments_total", "counter", "Tool calls whose JSON arguments could not be repaired.")
-        out.append(f"coach_proxy_invalid_tool_arguments_total {self.invalid_tool_arguments}")
+        family("coach_proxy_invalid_tool_arguments_total", "counter",
+               "Tool calls whose JSON arguments could not be repaired (outcome: error = the response was refused "
+               "with an error the client can retry; dropped = cut by max_tokens and left out).")
+        out.append(f"coach_proxy_invalid_tool_arguments_total{_labels(outcome='error')} {self.invalid_tool_arguments}")
+        out.append(f"coach_proxy_invalid_tool_arguments_total{_labels(outcome='dropped')} {self.dropped_tool_calls}")
+        family("coach_proxy_truncated_streams_total", "counter",
+               "Upstream streams that ended with no finish reason and no [DONE] (sent to the client as an error).")
+        for url, v in sorted(self.truncated_streams.items()):
+            out.append(f"coach_proxy_truncated_streams_total{_labels(replica=url)} {v}")
         family("coach_proxy_outstanding_requests", "gauge", "Requests in flight per replica.")
         for pool, url, n, _ in replicas:
             out.append(f"coach_proxy_outstanding_requests{_labels(pool=pool, replica=url)} {n}")

@@ -13,6 +13,7 @@ What it does (each point is a known way gateways break Claude Code):
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -193,26 +194,48 @@ def prepare(body: Any, *, system_mode: Literal["fold", "keep"] = "fold") -> Prep
 
 
 def estimate_tokens(text: str) -> int:
-    """Rough token count of ``text``: ceil(chars / 4) (the common rule of thumb for BPE tokenizers on
-    English; an estimate, never presented as exact)."""
-    return math.ceil(len(text) / 4)
+    """Estimated token count of ``text``: ceil(ASCII chars / 4) + one token per non-ASCII char.
+
+    Four ASCII characters per token is the common rule of thumb for BPE tokenizers on English; a CJK
+    character is one token or more in every tokenizer we serve (Qwen: mostly one, SmolLM2's byte-level
+    BPE: up to three), so counting it as a quarter (the old chars / 4) undercounted Chinese text four
+    times over. An estimate, never presented as exact."""
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    return math.ceil(ascii_chars / 4) + (len(text) - ascii_chars)
+
+
+def _prompt_text(p: Prepared) -> str:
+    parts = ["\n".join(p.system), json.dumps(p.messages, ensure_ascii=False), json.dumps(p.tools, ensure_ascii=False)]
+    return "".join(parts)
+
+
+#: Tokens a chat template adds at most per message (role markers, separators) and once per prompt (a
+#: tools preamble, the generation prompt): the slack of :func:`prompt_token_bound`.
+TEMPLATE_TOKENS_PER_MESSAGE = 16
+TEMPLATE_TOKENS_FIXED = 256
 
 
 def estimate_request_tokens(p: Prepared) -> int:
     """Estimated prompt tokens of a prepared request (system + messages + tools), via estimate_tokens."""
-    import json
-
-    parts = ["\n".join(p.system), json.dumps(p.messages, ensure_ascii=False), json.dumps(p.tools, ensure_ascii=False)]
-    return estimate_tokens("".join(parts)) + 4 * len(p.messages)
+    return estimate_tokens(_prompt_text(p)) + 4 * len(p.messages)
 
 
-def clamp_max_tokens(p: Prepared, *, context_window: int | None, max_output_tokens: int | None) -> int:
-    """max_tokens clamped to the pool's output cap and to what fits in its context after the (estimated,
-    padded by 10%) prompt; never below 1."""
+def prompt_token_bound(p: Prepared) -> int:
+    """An upper bound on the prompt's tokens: its UTF-8 bytes (a byte-level or byte-fallback tokenizer
+    never makes more tokens than bytes) plus the template slack. Used to skip exact counting when even
+    this many tokens leave room for max_tokens."""
+    return (len(_prompt_text(p).encode("utf-8")) + TEMPLATE_TOKENS_PER_MESSAGE * len(p.messages)
+            + TEMPLATE_TOKENS_FIXED)
+
+
+def clamp_max_tokens(p: Prepared, *, context_window: int | None, max_output_tokens: int | None,
+                     prompt_tokens: int | None = None) -> int:
+    """max_tokens clamped to the output cap and to what fits in ``context_window`` after the prompt:
+    ``prompt_tokens`` when counted exactly, else the estimate padded by 10%; never below 1."""
     mt = p.max_tokens
     if max_output_tokens is not None:
         mt = min(mt, max_output_tokens)
     if context_window is not None:
-        room = context_window - math.ceil(estimate_request_tokens(p) * 1.1)
-        mt = min(mt, max(room, 1))
+        used = prompt_tokens if prompt_tokens is not None else math.ceil(estimate_request_tokens(p) * 1.1)
+        mt = min(mt, max(context_window - used, 1))
     return max(mt, 1)

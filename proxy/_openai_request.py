@@ -4,6 +4,10 @@ Mapping (Anthropic -> OpenAI):
 - ``system`` texts -> one leading ``system`` message (texts joined by a blank line);
 - user ``tool_result`` blocks -> ``tool`` messages (first, in order); their images and the user's own
   text/images -> one ``user`` message after them; ``is_error`` results are prefixed ``Error: ``;
+- a block the upstream cannot take (a PDF or other base64/URL/file document, an image given by file id,
+  an unknown block type), in a tool_result or a user message, is replaced by a short note in the text
+  the model sees (``[attachment omitted: application/pdf is not supported by this model]``), so the model
+  knows something was there; a ``text`` document is sent as its text;
 - assistant ``text`` -> ``content``, ``tool_use`` -> ``tool_calls`` (arguments compact JSON);
 - ``tools`` -> ``function`` tools; ``tool_choice`` auto/any/none/tool -> auto/required/none/
   ``{"type": "function", "function": {"name": ...}}`` (vLLM constrains decoding to that tool's schema);
@@ -38,23 +42,43 @@ def _image_part(block: dict[str, Any]) -> dict[str, Any] | None:
     return {"type": "image_url", "image_url": {"url": url}}
 
 
+def omitted_note(block: dict[str, Any]) -> str:
+    """The note that stands in for a block the upstream cannot take, naming its kind (a media type when
+    the block has one: ``[attachment omitted: application/pdf is not supported by this model]``)."""
+    raw = block.get("source")
+    src: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    kind = str(block.get("type", "block"))
+    article = "an" if kind[:1] in ("a", "e", "i", "o", "u") else "a"
+    media = src.get("media_type")
+    if isinstance(media, str) and media:
+        what = media
+    elif src.get("type") == "file":
+        what = f"{article} {kind} given by file id"
+    elif kind == "document":
+        what = f"a document ({src.get('type', 'unknown')} source)"
+    else:
+        what = f"{article} {kind} block"
+    return f"[attachment omitted: {what} is not supported by this model]"
+
+
+def _part(b: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
+    """One user or tool_result block -> an OpenAI content part (a note for what cannot be sent)."""
+    t = b.get("type")
+    if t == "text":
+        return {"type": "text", "text": b.get("text", "")}
+    if t == "image":
+        img = _image_part(b)
+        if img is not None:
+            return img
+    if t == "document" and (b.get("source") or {}).get("type") == "text":
+        return {"type": "text", "text": b["source"].get("data", "")}
+    note = omitted_note(b)
+    warnings.append(f"replaced a {t!r} content block the upstream cannot take by a note: {note}")
+    return {"type": "text", "text": note}
+
+
 def _user_parts(blocks: list[dict[str, Any]], warnings: list[str]) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    for b in blocks:
-        t = b["type"]
-        if t == "text":
-            parts.append({"type": "text", "text": b.get("text", "")})
-        elif t == "image":
-            img = _image_part(b)
-            if img is None:
-                warnings.append("dropped an image block with an unsupported source")
-            else:
-                parts.append(img)
-        elif t == "document" and (b.get("source") or {}).get("type") == "text":
-            parts.append({"type": "text", "text": b["source"].get("data", "")})
-        else:
-            warnings.append(f"dropped a {t!r} content block the upstream cannot take")
-    return parts
+    return [_part(b, warnings) for b in blocks]
 
 
 def _content(parts: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
@@ -73,14 +97,13 @@ def _tool_result(block: dict[str, Any], warnings: list[str]) -> tuple[str, list[
     else:
         texts = []
         for b in content if isinstance(content, list) else []:
-            if isinstance(b, dict) and b.get("type") == "text":
-                texts.append(b.get("text", ""))
-            elif isinstance(b, dict) and b.get("type") == "image":
-                img = _image_part(b)
-                if img is not None:
-                    images.append(img)
+            if not isinstance(b, dict):
+                continue
+            part = _part(b, warnings)
+            if part["type"] == "text":
+                texts.append(part["text"])
             else:
-                warnings.append("dropped a non-text, non-image block inside a tool_result")
+                images.append(part)
         text = "\n".join(texts)
     if block.get("is_error") and not text.lower().startswith(("error", "<tool_use_error>")):
         text = f"Error: {text}"

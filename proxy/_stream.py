@@ -9,8 +9,11 @@ Decisions:
 - reasoning (``reasoning_content``/``reasoning`` or inline ``<think>``) becomes ``thinking`` blocks, never
   text; a ``<tool_call>{json}</tool_call>`` inside text or thinking becomes a ``tool_use``;
 - tool calls are buffered per upstream index and emitted whole when the stream ends, so interleaved
-  parallel argument fragments give contiguous blocks, and arguments are validated JSON (a broken argument
-  string is repaired when a closing-brackets repair parses, else replaced by ``{}`` and counted);
+  parallel argument fragments give contiguous blocks, and arguments are validated JSON
+  (``proxy._toolargs``: repaired only where the repair cannot change their meaning). A call whose
+  arguments stay invalid is never delivered: after a ``max_tokens`` stop it is dropped (the stop reason
+  says why; counted), otherwise :meth:`StreamBuilder.end` raises InvalidToolArgumentsError;
+- tool names are given back in the client's spelling (``proxy._toolnames``);
 - whitespace-only text is not opened as a block (Qwen's "\\n\\n" after ``</think>``);
 - a stream that produced no block at all still gets one empty text block, so the message is never empty.
 """
@@ -18,13 +21,18 @@ Decisions:
 from __future__ import annotations
 
 import json
+import logging
 import re
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._tags import TagSplitter
-from .errors import ProxyError
+from ._toolargs import parse_tool_arguments
+from .errors import InvalidToolArgumentsError, ProxyError
+
+log = logging.getLogger("proxy.stream")
 
 Event = dict[str, Any]
 _ID_OK = re.compile(r"[^A-Za-z0-9_-]")
@@ -46,49 +54,12 @@ class _ToolCall:
     args: list[str] = field(default_factory=list)
 
 
-def parse_tool_arguments(raw: str) -> tuple[dict[str, Any], bool]:
-    """Parse a tool-call argument string into an object. Returns ``(input, ok)``; ``ok`` is False when
-    the string was not valid JSON and no closing-brackets repair made it valid (input is then ``{}``)."""
-    s = raw.strip()
-    if not s:
-        return {}, True
-    try:
-        v = json.loads(s)
-        return (v, True) if isinstance(v, dict) else ({"value": v}, True)
-    except json.JSONDecodeError:
-        pass
-    # repair a truncated object: close an open string and the open brackets, in order
-    stack: list[str] = []
-    in_str = esc = False
-    for ch in s:
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-        elif ch == '"':
-            in_str = True
-        elif ch in "{[":
-            stack.append("}" if ch == "{" else "]")
-        elif ch in "}]" and stack:
-            stack.pop()
-    fixed = s + ('"' if in_str else "") + "".join(reversed(stack))
-    try:
-        v = json.loads(fixed)
-        if isinstance(v, dict):
-            return v, True
-    except json.JSONDecodeError:
-        pass
-    return {}, False
-
-
 class StreamBuilder:
     """Anthropic event stream builder. Every method returns the events to send, in order."""
 
     def __init__(self, *, model: str, input_tokens: int = 0, message_id: str | None = None,
-                 think_tags: bool = True, start_in_think: bool = False) -> None:
+                 think_tags: bool = True, start_in_think: bool = False,
+                 tool_name: Callable[[str], str] | None = None) -> None:
         self.message_id = message_id or new_message_id()
         self.model = model
         self.input_tokens = input_tokens
@@ -98,6 +69,12 @@ class StreamBuilder:
         self.stop_reason: str | None = None
         self.stop_sequence: str | None = None
         self.invalid_tool_arguments = 0
+        """Tool calls whose arguments stayed invalid (each one refused the response or was dropped)."""
+        self.dropped_tool_calls = 0
+        """Of those, calls cut by a ``max_tokens`` stop and dropped."""
+        self.upstream_finished = False
+        """Whether the upstream sent a finish reason (:meth:`finish`)."""
+        self._tool_name = tool_name or (lambda n: n)
         self.emitted_chars = 0
         self._index = -1
         self._open: str | None = None  # "text" | "thinking"
@@ -243,6 +220,7 @@ class StreamBuilder:
         stop_sequence, refusal) and, for stop_sequence, the matched sequence."""
         self.stop_reason = reason
         self.stop_sequence = stop_sequence
+        self.upstream_finished = True
 
     # ----- end
     def _flush_tags(self) -> list[Event]:
@@ -256,15 +234,33 @@ class StreamBuilder:
             ev += self._emit(mode, "<tool_call>" + raw)
         return ev
 
-    def _tool_blocks(self) -> list[Event]:
-        ev: list[Event] = []
+    def _checked_calls(self) -> list[tuple[_ToolCall, dict[str, Any]]]:
+        """The buffered calls with their parsed input; raises InvalidToolArgumentsError for a call whose
+        arguments are invalid unless the upstream stopped at max_tokens (then the call is dropped)."""
+        out = []
         for key in self._tool_order:
             call = self._tools[key]
             if not call.name:
                 continue  # a call without a name cannot run; dropped
-            tool_input, ok = parse_tool_arguments("".join(call.args))
-            if not ok:
+            parsed = parse_tool_arguments("".join(call.args))
+            name = self._tool_name(call.name)
+            if parsed.input is None:
                 self.invalid_tool_arguments += 1
+                if self.stop_reason == "max_tokens":
+                    self.dropped_tool_calls += 1
+                    log.warning("dropped a call of tool %r cut off by max_tokens: %s", name, parsed.problem)
+                    continue
+                raise InvalidToolArgumentsError(
+                    f"the model called tool {name!r} with arguments that are not a valid JSON object: "
+                    f"{parsed.problem}; nothing was delivered to run, retry the request", tool=name)
+            if parsed.repair:
+                log.info("repaired the arguments of a call of tool %r: %s", name, parsed.repair)
+            out.append((_ToolCall(call.id, name, []), parsed.input))
+        return out
+
+    def _tool_blocks(self, calls: list[tuple[_ToolCall, dict[str, Any]]]) -> list[Event]:
+        ev: list[Event] = []
+        for call, tool_input in calls:
             tid = _ID_OK.sub("_", call.id) if call.id else new_tool_id()
             ev += self._block_start({"type": "tool_use", "id": tid, "name": call.name, "input": {}})
             ev.append({"type": "content_block_delta", "index": self._index,
@@ -277,10 +273,14 @@ class StreamBuilder:
         return ev
 
     def end(self) -> list[Event]:
-        """Close everything: pending tags, open block, buffered tool calls, message_delta, message_stop."""
+        """Close everything: pending tags, open block, buffered tool calls, message_delta, message_stop.
+
+        Raises InvalidToolArgumentsError (before any of these events is returned) when a buffered tool
+        call's arguments are invalid and the stop was not ``max_tokens``."""
         if self._ended:
             return []
-        ev = self.start() + self._flush_tags() + self._close() + self._tool_blocks()
+        calls = self._checked_calls()  # raises before any state changes
+        ev = self.start() + self._flush_tags() + self._close() + self._tool_blocks(calls)
         if self._blocks == 0:
             ev += self._block_start({"type": "text", "text": ""})
             ev.append({"type": "content_block_stop", "index": self._index})

@@ -1,9 +1,14 @@
 """Opening an upstream stream with retries and failover, and reading its payloads.
 
 :func:`open_stream` tries up to ``max_attempts`` times, preferring a different replica each time. It
-retries connect errors, 429 (waiting ``Retry-After`` when given and not above ``max_retry_after_s``),
-5xx, timeouts, resets and unparsable bodies — but only until the first upstream payload has arrived;
-after that nothing is retried (the caller has started streaming to its client). Backoff between
+retries what can be transient: connect errors, 429 (waiting ``Retry-After`` when given and not above
+``max_retry_after_s``), 502/503/504/529, a 500 (out of memory, a crashed worker...), timeouts, resets and
+unparsable bodies — but only until the first upstream payload has arrived; after that nothing is retried
+(the caller has started streaming to its client). Not retried (:func:`_status_error`): a 500 whose body
+says the request itself cannot be served (llama-server's "image input is not supported", "... exceeds
+the context size", a template or parse failure: the same request fails the same way every time), and a 501
+(llama-server's ``not_supported_error``): the client gets them as a 400 ``invalid_request_error`` with
+the upstream's message. 505-511 are not retried either (an ``api_error`` 502 at once). Backoff between
 attempts: ``backoff_base_s * 2**attempt`` with full jitter, capped at ``backoff_max_s`` (the AWS
 "exponential backoff and jitter" scheme).
 """
@@ -12,8 +17,9 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -35,16 +41,28 @@ from .errors import (
 _SSE_FIELDS = ("data:", "event:", "id:", "retry:", ":")
 
 
-async def iter_payloads(resp: httpx.Response) -> AsyncIterator[Any]:
+@dataclass
+class StreamEnd:
+    """How an upstream body ended: ``done`` is True once a ``[DONE]`` frame arrived or the body was one
+    whole JSON document (complete by construction); False while, or when, a stream just stopped."""
+
+    done: bool = False
+
+
+async def iter_payloads(resp: httpx.Response, end: StreamEnd | None = None) -> AsyncIterator[Any]:
     """JSON payloads of an upstream response: each SSE ``data:`` frame (``[DONE]`` ends it), or the
-    whole body when it is plain JSON. Raises UpstreamError on anything else (garbage)."""
+    whole body when it is plain JSON. Raises UpstreamError on anything else (garbage). ``end.done`` is
+    set when the body ended properly (see :class:`StreamEnd`)."""
+    end = end if end is not None else StreamEnd()
     ctype = resp.headers.get("content-type", "")
     if "text/event-stream" not in ctype:
         raw = await resp.aread()
         try:
-            yield json.loads(raw)
+            value = json.loads(raw)
         except ValueError as exc:
             raise UpstreamError(f"upstream sent an unparsable body (content-type {ctype!r})") from exc
+        end.done = True
+        yield value
         return
     data: list[str] = []
     async for line in resp.aiter_lines():
@@ -52,6 +70,7 @@ async def iter_payloads(resp: httpx.Response) -> AsyncIterator[Any]:
             if data:
                 joined, data = "\n".join(data), []
                 if joined.strip() == "[DONE]":
+                    end.done = True
                     return
                 try:
                     yield json.loads(joined)
@@ -62,7 +81,9 @@ async def iter_payloads(resp: httpx.Response) -> AsyncIterator[Any]:
             data.append(line[5:].lstrip(" "))
         elif not line.startswith(_SSE_FIELDS):
             raise UpstreamError("upstream sent a line that is not server-sent events")
-    if data and "\n".join(data).strip() != "[DONE]":
+    if data and "\n".join(data).strip() == "[DONE]":
+        end.done = True
+    elif data:
         try:
             yield json.loads("\n".join(data))
         except ValueError as exc:
@@ -79,10 +100,18 @@ class UpstreamStream:
     rest: AsyncIterator[Any]
     attempts: int
     empty: bool = False
+    end: StreamEnd = field(default_factory=StreamEnd)
 
     async def aclose(self) -> None:
         self.replica.outstanding -= 1
         await self.response.aclose()
+
+
+#: Words in a 500's message that say the request itself cannot be served (not retried; a 400 for the client).
+_REQUEST_UNSERVABLE = re.compile(
+    r"not supported|unsupported|does not support|not implemented|exceeds? the (?:available )?context|"
+    r"context size|context length|too long|failed to parse|could not parse|cannot parse|invalid|malformed|"
+    r"chat template|no such tool|unknown (?:model|tool|parameter)", re.IGNORECASE)
 
 
 def _status_error(status: int, body: bytes, url: str) -> ProxyError:
@@ -107,7 +136,11 @@ def _status_error(status: int, body: bytes, url: str) -> ProxyError:
         return RateLimitedError(msg)
     if status in (503, 529):
         return OverloadedError(msg)
-    return UpstreamError(msg)
+    if status == 501 or (status == 500 and _REQUEST_UNSERVABLE.search(detail)):
+        return InvalidRequestError(f"upstream cannot serve this request (HTTP {status}, not retried): {detail}"[:600])
+    if status in (500, 502, 504):
+        return UpstreamError(msg)
+    return UpstreamError(msg, retryable=False)  # 505-511: the same request fails the same way
 
 
 def _retry_after(resp: httpx.Response) -> float | None:
@@ -154,11 +187,12 @@ async def open_stream(client: httpx.AsyncClient, router: Router, pool: ModelPool
                                 raise err
                             wait = ra
                             err.headers["retry-after"] = str(int(ra))
-                    elif resp.status_code < 500:
+                    elif resp.status_code < 500 or not err.retryable:
                         raise err
                     last = err
                 else:
-                    payloads = iter_payloads(resp)
+                    end = StreamEnd()
+                    payloads = iter_payloads(resp, end)
                     empty = False
                     try:
                         first = await payloads.__anext__()
@@ -167,7 +201,7 @@ async def open_stream(client: httpx.AsyncClient, router: Router, pool: ModelPool
                     router.mark_up(replica)
                     replica.served += 1
                     handed_over = True
-                    return UpstreamStream(replica, resp, first, payloads, attempt + 1, empty)
+                    return UpstreamStream(replica, resp, first, payloads, attempt + 1, empty, end)
         except TimeoutError:
             last = UpstreamTimeoutError(f"upstream {replica.url} sent no first byte within {cfg.first_byte_timeout_s:g} s")
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:

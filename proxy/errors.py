@@ -14,12 +14,14 @@ __all__ = [
     "BudgetExceededError",
     "ConfigError",
     "InvalidRequestError",
+    "InvalidToolArgumentsError",
     "NotFoundError",
     "OverloadedError",
     "PermissionDeniedError",
     "ProxyError",
     "RateLimitedError",
     "RequestTooLargeError",
+    "TruncatedStreamError",
     "UpstreamError",
     "UpstreamTimeoutError",
 ]
@@ -121,6 +123,26 @@ class UpstreamError(ProxyError):
     status = 502
     code = "upstream_error"
     retryable = True
+
+
+class TruncatedStreamError(UpstreamError):
+    """The upstream stream ended with no finish reason and no ``[DONE]`` (a dropped connection, a killed
+    server): the output may be cut anywhere, so it is an ``api_error`` (502), never ``end_turn`` or a
+    ``tool_use``. Retryable: the same request may succeed on another attempt."""
+
+    code = "upstream_truncated"
+
+
+class InvalidToolArgumentsError(UpstreamError):
+    """The model finished a tool call whose arguments are not a JSON object and no meaning-preserving
+    repair applies (see ``proxy._toolargs``). ``tool`` is the tool's (client-side) name. An ``api_error``
+    (502): sampling again usually gives valid arguments, so it is retryable."""
+
+    code = "invalid_tool_arguments"
+
+    def __init__(self, message: str, *, tool: str) -> None:
+        super().__init__(message)
+        self.tool = tool
 
 
 class UpstreamTimeoutError(UpstreamError):

@@ -90,6 +90,9 @@ class FakeUpstream:
         self.seen: list[Seen] = []
         self.closed = threading.Event()  # set when a streamed upstream body is closed (any thread)
         self.transport = httpx.MockTransport(self.handle)
+        self.models: Any = None  # GET /v1/models body (None: 404), e.g. vLLM's {"data": [{"max_model_len": ...}]}
+        self.props: Any = None  # GET /props body (None: 404), e.g. llama-server's default_generation_settings
+        self.tokenize_count: int | None = None  # POST /tokenize "count" (None: len(json) // 5; -1: 404)
 
     def script(self, url: str, *steps: Step) -> None:
         self.scripts.setdefault(url, []).extend(steps)
@@ -106,8 +109,13 @@ class FakeUpstream:
             if steps and isinstance(steps[0], ConnectFail):
                 raise httpx.ConnectError("refused", request=request)
             return httpx.Response(200, json={"status": "ok"})
+        if request.method == "GET" and request.url.path in ("/v1/models", "/props"):
+            doc = self.models if request.url.path == "/v1/models" else self.props
+            return httpx.Response(404, json={"error": "not found"}) if doc is None else httpx.Response(200, json=doc)
+        if request.url.path in ("/tokenize", "/apply-template") and self.tokenize_count == -1:
+            return httpx.Response(404, json={"error": "not found"})
         if request.url.path == "/tokenize":
-            n = len(json.dumps(body)) // 5
+            n = len(json.dumps(body)) // 5 if self.tokenize_count is None else self.tokenize_count
             return httpx.Response(200, json={"count": n, "max_model_len": 32768, "tokens": list(range(n))})
         queue = self.scripts.get(url)
         step = queue.pop(0) if queue else self.default(body)

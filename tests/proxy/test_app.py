@@ -171,6 +171,8 @@ async def test_anthropic_upstream_kind_revalidated() -> None:
     seen: list[Any] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":  # the proxy asking the served context (/v1/models, /props): none told
+            return httpx.Response(404)
         seen.append((request.url.path, json.loads(request.content), request.headers))
         body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body.encode())
@@ -204,6 +206,8 @@ async def test_count_tokens_anthropic_upstream_pass_through() -> None:
     seen: list[Any] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":  # the proxy asking the served context (/v1/models, /props): none told
+            return httpx.Response(404)
         seen.append((request.url.path, json.loads(request.content)))
         return httpx.Response(200, json={"input_tokens": 321})
 

@@ -164,17 +164,16 @@ async def test_garbage_json_in_sse_mid_stream_is_error_event() -> None:
     assert check_events(events) == [] and events[-1]["type"] == "error"
 
 
-async def test_invalid_json_in_tool_arguments_gives_valid_tool_use() -> None:
+async def test_invalid_json_in_tool_arguments_is_an_error_event() -> None:
     up = FakeUpstream(lambda b: Sse(tool_chunks("save", '{"v": ]]nope')))
     async with proxy_client(up, make_config()) as c:
         r = await c.post("/v1/messages", json=msg_body(stream=True))
         m = await c.get("/metrics")
     events = parse_sse(r.text)
     assert check_events(events) == []
-    start = next(e for e in events if e["type"] == "content_block_start")
-    assert start["content_block"]["type"] == "tool_use"
-    assert json.loads(next(e for e in events if e["type"] == "content_block_delta")["delta"]["partial_json"]) == {}
-    assert "coach_proxy_invalid_tool_arguments_total 1" in m.text
+    assert events[-1]["type"] == "error" and events[-1]["error"]["type"] == "api_error"
+    assert not any(e["type"] == "content_block_start" and e["content_block"]["type"] == "tool_use" for e in events)
+    assert 'coach_proxy_invalid_tool_arguments_total{outcome="error"} 1' in m.text
 
 
 async def test_upstream_400_not_retried_and_mapped() -> None:

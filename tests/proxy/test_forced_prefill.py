@@ -64,6 +64,8 @@ async def test_anthropic_upstream_gets_one_tool_any_and_the_prefill() -> None:
     ]
 
     def handler(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":  # the proxy asking the served context (/v1/models, /props): none told
+            return httpx.Response(404)
         seen.append(json.loads(request.content))
         body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body.encode())

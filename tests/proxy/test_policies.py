@@ -71,9 +71,10 @@ async def test_agent_max_tokens_cap_clamps_or_refuses() -> None:
 
 async def test_context_window_clamps_max_tokens() -> None:
     up = FakeUpstream()
+    up.tokenize_count = 1000  # the upstream's exact count of the prompt (/tokenize)
     async with proxy_client(up, make_config(pool={"context_window": 4096})) as c:
         await c.post("/v1/messages", json=msg_body("y" * 4000, max_tokens=128000))
-    assert 2000 < up.calls()[0].json["max_tokens"] < 4096 - 1000
+    assert up.calls()[0].json["max_tokens"] == 4096 - 1000 - 8
 
 
 async def test_force_tool_first_call_then_stop_after_tool_locally() -> None:

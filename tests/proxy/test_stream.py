@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxy._adapters import AnthropicAdapter, feed_openai
-from proxy._stream import StreamBuilder, parse_tool_arguments
-from proxy.errors import UpstreamError
+from proxy._stream import StreamBuilder
+from proxy._toolargs import parse_tool_arguments
+from proxy.errors import InvalidToolArgumentsError, UpstreamError
 from proxy.wellformed import accumulate, assert_well_formed, check_events
 
 
@@ -162,20 +163,21 @@ def test_stop_sequence_with_matched_sequence() -> None:
     assert msg["stop_reason"] == "end_turn" and msg["stop_sequence"] is None
 
 
-def test_invalid_tool_arguments_repaired_or_replaced() -> None:
-    _, msg, b = run([chunk(tool_calls=[tc(0, id="a", name="f", args='{"x": "trunc')]), chunk(finish="tool_calls")])
-    assert msg["content"][0]["input"] == {"x": "trunc"}
-    assert b.invalid_tool_arguments == 0
-    _, msg, b = run([chunk(tool_calls=[tc(0, id="a", name="f", args='{"x": ]]garbage')]), chunk(finish="tool_calls")])
-    assert msg["content"][0]["input"] == {}
-    assert b.invalid_tool_arguments == 1
+def test_invalid_tool_arguments_refuse_the_response_or_are_dropped_at_max_tokens() -> None:
+    with pytest.raises(InvalidToolArgumentsError):  # cut inside a string: never closed into a valid input
+        run([chunk(tool_calls=[tc(0, id="a", name="f", args='{"x": "trunc')]), chunk(finish="tool_calls")])
+    _, msg, b = run([chunk(tool_calls=[tc(0, id="a", name="f", args='{"x": "trunc')]), chunk(finish="length")])
+    assert msg["stop_reason"] == "max_tokens" and all(c["type"] != "tool_use" for c in msg["content"])
+    assert (b.invalid_tool_arguments, b.dropped_tool_calls) == (1, 1)
 
 
 def test_parse_tool_arguments() -> None:
-    assert parse_tool_arguments("") == ({}, True)
-    assert parse_tool_arguments('{"a": [1, 2') == ({"a": [1, 2]}, True)
-    assert parse_tool_arguments("[1]") == ({"value": [1]}, True)
-    assert parse_tool_arguments("nope") == ({}, False)
+    assert parse_tool_arguments("").input == {}
+    assert parse_tool_arguments('{"a": [1, 2]}}').input == {"a": [1, 2]}
+    cut = parse_tool_arguments('{"a": [1, 2')
+    assert cut.input is None and cut.truncated
+    assert parse_tool_arguments("[1]").input is None
+    assert parse_tool_arguments("nope").input is None and not parse_tool_arguments("nope").truncated
 
 
 def test_unique_message_ids() -> None:
