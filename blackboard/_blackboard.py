@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ._arbitration import SPECIALISTS, build_brief, validate_synthesis
+from ._barrier import Barrier
 from ._brief import Brief
 from ._keys import check_part, profile_key, session_key, turn_entry_key, turn_prefix
 from ._records import TurnRecord, UserProfile, merge_profile
@@ -57,13 +58,13 @@ class Blackboard:
         data_dir: str | os.PathLike[str] | None = None,
         *,
         store: Store | None = None,
-        sequencer: Sequencer | None = None,
+        sequencer: Barrier | None = None,
         thresholds: Thresholds | None = None,
     ) -> None:
         if data_dir is None and (store is None or sequencer is None):
             raise InvalidValueError("Blackboard needs a data_dir, or both store and sequencer")
         self.store: Store = store if store is not None else open_store(data_dir)  # type: ignore[arg-type]
-        self.sequencer = sequencer if sequencer is not None else Sequencer(data_dir)  # type: ignore[arg-type]
+        self.sequencer: Barrier = sequencer if sequencer is not None else Sequencer(data_dir)  # type: ignore[arg-type]
         self.thresholds = thresholds or Thresholds()
 
     @staticmethod
@@ -260,7 +261,7 @@ class Blackboard:
                         removed.append(f"{session}/{turn}")
                 else:
                     kept.append(f"{session}/{turn}")
-            if not self.sequencer.turn_ids(session_id):
+            if isinstance(self.sequencer, Sequencer) and not self.sequencer.turn_ids(session_id):
                 with contextlib.suppress(OSError):  # not empty: a kept turn, or one begun meanwhile
                     self.sequencer.turn_dir(session_id).rmdir()
         return PrunedTurns(tuple(removed), tuple(kept))
