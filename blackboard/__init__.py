@@ -55,6 +55,7 @@ from ._store import Entry, Store
 from .config import Thresholds
 from .errors import (
     BlackboardError,
+    BudgetExhaustedError,
     InvalidKeyError,
     InvalidValueError,
     LockTimeoutError,
@@ -78,6 +79,7 @@ __all__ = [
     "BlackboardError",
     "BlockedMove",
     "Brief",
+    "BudgetExhaustedError",
     "Citation",
     "CoachOutput",
     "Commitments",
