@@ -5,6 +5,8 @@ Reference: README "blackboard" section; rules and thresholds: ``../shared/COACHI
 """
 
 from ._arbitration import SPECIALISTS, build_brief, fallback_synthesis, validate_synthesis
+from ._backend import open_backend
+from ._barrier import Barrier
 from ._blackboard import Blackboard
 from ._brief import (
     PRECEDENCE,
@@ -18,6 +20,8 @@ from ._brief import (
 )
 from ._keys import KeyParts, parse_key, profile_key, session_key, turn_entry_key, turn_prefix
 from ._memory import MemoryStore
+from ._pg_barrier import PgBarrier
+from ._postgres import PostgresStore
 from ._records import TurnRecord, UserProfile, merge_profile
 from ._registry import AGENT_OUTPUT_SCHEMAS, validate_output
 from ._schema_agents import (
@@ -75,6 +79,7 @@ __all__ = [
     "RISK_FAMILIES",
     "SPECIALISTS",
     "TRAIT_NAMES",
+    "Barrier",
     "Blackboard",
     "BlackboardError",
     "BlockedMove",
@@ -99,7 +104,9 @@ __all__ = [
     "MoveView",
     "OceanTraits",
     "PersonaOutput",
+    "PgBarrier",
     "PlasticityOutput",
+    "PostgresStore",
     "RejectedEntry",
     "RiskAssessment",
     "RiskFamily",
@@ -130,6 +137,7 @@ __all__ = [
     "fallback_synthesis",
     "follow_through_baseline",
     "merge_profile",
+    "open_backend",
     "open_store",
     "parse_key",
     "profile_key",
