@@ -38,12 +38,16 @@ def test_url() -> str:
 @lru_cache(maxsize=4)
 def postgres_problem(url: str) -> str | None:
     """None when ``url`` accepts a connection, else one line naming the server and how to start it."""
-    from blackboard._pg_conn import connect
+    import psycopg
+
+    from blackboard._pg_conn import START_HINT, describe
 
     try:
-        connect(url).close()
-    except Exception as exc:
-        return str(exc)
+        psycopg.connect(url, connect_timeout=3).close()
+    except psycopg.Error as exc:
+        why = " ".join(str(exc).split()) or type(exc).__name__
+        return (f"PostgreSQL test skipped: no server at {describe(url)} ({why}); start it with `{START_HINT}` "
+                "or point COACH_TEST_DATABASE_URL at one")
     return None
 
 
