@@ -167,6 +167,12 @@ class PgBarrier:
         def op(conn: Any) -> WaitResult:
             wanted = list(dict.fromkeys([*self._required(conn, turn_id), *names]))
             conn.execute(f"LISTEN {CHANNEL}")  # before the first check: no mark can slip in between
+            try:
+                return wait_on(conn, wanted)
+            finally:  # the connection goes back to the pool: it must not keep listening
+                conn.execute(f"UNLISTEN {CHANNEL}")
+
+        def wait_on(conn: Any, wanted: list[str]) -> WaitResult:
             while True:
                 got = self._marked(conn, turn_id, wanted)
                 now = time.monotonic()

@@ -88,11 +88,8 @@ def open_pool(url: str, *, min_size: int = 1, max_size: int = 8, name: str = "co
     import psycopg
     from psycopg_pool import ConnectionPool, PoolTimeout
 
-    def reset(conn: Any) -> None:
-        conn.execute("UNLISTEN *")
-
     pool = ConnectionPool(check_url(url), min_size=min_size, max_size=max_size, open=False, name=name,
-                          kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S}, reset=reset)
+                          kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S})
     try:
         pool.open(wait=True, timeout=CONNECT_TIMEOUT_S + 1)
     except (PoolTimeout, psycopg.Error) as exc:
