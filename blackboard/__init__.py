@@ -1,5 +1,6 @@
 """coachboard's blackboard: versioned entries with compare-and-swap, agent output schemas,
-arbitration and a cross-process sequencer. No network, no LLM.
+arbitration and a cross-process sequencer, on SQLite and file locks (default) or PostgreSQL (``[data]
+url``; docs/postgresql.md, also the shared token budgets). No LLM; no network but PostgreSQL's.
 
 Reference: README "blackboard" section; rules and thresholds: ``../shared/COACHING.md``.
 """
