@@ -1,10 +1,13 @@
 """coachboard's blackboard: versioned entries with compare-and-swap, agent output schemas,
-arbitration and a cross-process sequencer. No network, no LLM.
+arbitration and a cross-process sequencer, on SQLite and file locks (default) or PostgreSQL (``[data]
+url``; docs/postgresql.md, also the shared token budgets). No LLM; no network but PostgreSQL's.
 
 Reference: README "blackboard" section; rules and thresholds: ``../shared/COACHING.md``.
 """
 
 from ._arbitration import SPECIALISTS, build_brief, fallback_synthesis, validate_synthesis
+from ._backend import open_backend
+from ._barrier import Barrier
 from ._blackboard import Blackboard
 from ._brief import (
     PRECEDENCE,
@@ -18,6 +21,8 @@ from ._brief import (
 )
 from ._keys import KeyParts, parse_key, profile_key, session_key, turn_entry_key, turn_prefix
 from ._memory import MemoryStore
+from ._pg_barrier import PgBarrier
+from ._postgres import PostgresStore
 from ._records import TurnRecord, UserProfile, merge_profile
 from ._registry import AGENT_OUTPUT_SCHEMAS, validate_output
 from ._schema_agents import (
@@ -55,6 +60,7 @@ from ._store import Entry, Store
 from .config import Thresholds
 from .errors import (
     BlackboardError,
+    BudgetExhaustedError,
     InvalidKeyError,
     InvalidValueError,
     LockTimeoutError,
@@ -74,10 +80,12 @@ __all__ = [
     "RISK_FAMILIES",
     "SPECIALISTS",
     "TRAIT_NAMES",
+    "Barrier",
     "Blackboard",
     "BlackboardError",
     "BlockedMove",
     "Brief",
+    "BudgetExhaustedError",
     "Citation",
     "CoachOutput",
     "Commitments",
@@ -97,7 +105,9 @@ __all__ = [
     "MoveView",
     "OceanTraits",
     "PersonaOutput",
+    "PgBarrier",
     "PlasticityOutput",
+    "PostgresStore",
     "RejectedEntry",
     "RiskAssessment",
     "RiskFamily",
@@ -128,6 +138,7 @@ __all__ = [
     "fallback_synthesis",
     "follow_through_baseline",
     "merge_profile",
+    "open_backend",
     "open_store",
     "parse_key",
     "profile_key",

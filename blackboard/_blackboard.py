@@ -9,8 +9,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ._arbitration import SPECIALISTS, build_brief, validate_synthesis
+from ._backend import open_backend
+from ._barrier import Barrier
 from ._brief import Brief
 from ._keys import check_part, profile_key, session_key, turn_entry_key, turn_prefix
+from ._pg_schema import DEFAULT_SCHEMA
 from ._records import TurnRecord, UserProfile, merge_profile
 from ._registry import validate_output
 from ._schema_agents import SynthesisOutput
@@ -48,7 +51,8 @@ class Blackboard:
     """Turns, schema-validated agent outputs and collection over a Store and a Sequencer.
 
     Construct with a data directory (``SQLiteStore`` in ``data_dir/blackboard.sqlite3`` plus a
-    ``Sequencer`` in ``data_dir/sequencer``), or pass ``store`` and ``sequencer`` explicitly.
+    ``Sequencer`` in ``data_dir/sequencer``), with ``database_url`` (``PostgresStore`` + ``PgBarrier`` in
+    ``database_schema``; ``data_dir`` is then unused here), or pass ``store`` and ``sequencer`` explicitly.
     Thread-safe if the store is. All methods are synchronous; async callers use ``anyio.to_thread``.
     """
 
@@ -57,13 +61,23 @@ class Blackboard:
         data_dir: str | os.PathLike[str] | None = None,
         *,
         store: Store | None = None,
-        sequencer: Sequencer | None = None,
+        sequencer: Barrier | None = None,
         thresholds: Thresholds | None = None,
+        database_url: str | None = None,
+        database_schema: str = DEFAULT_SCHEMA,
     ) -> None:
-        if data_dir is None and (store is None or sequencer is None):
-            raise InvalidValueError("Blackboard needs a data_dir, or both store and sequencer")
-        self.store: Store = store if store is not None else open_store(data_dir)  # type: ignore[arg-type]
-        self.sequencer = sequencer if sequencer is not None else Sequencer(data_dir)  # type: ignore[arg-type]
+        if store is not None and sequencer is not None:
+            self.store: Store = store
+            self.sequencer: Barrier = sequencer
+        elif database_url:  # PostgreSQL for both (docs/postgresql.md)
+            if store is not None or sequencer is not None:
+                raise InvalidValueError("with database_url, Blackboard opens both the store and the barrier")
+            self.store, self.sequencer = open_backend(None, url=database_url, schema=database_schema)
+        else:
+            if data_dir is None:
+                raise InvalidValueError("Blackboard needs a data_dir, or both store and sequencer")
+            self.store = store if store is not None else open_store(data_dir)
+            self.sequencer = sequencer if sequencer is not None else Sequencer(data_dir)
         self.thresholds = thresholds or Thresholds()
 
     @staticmethod
@@ -260,14 +274,17 @@ class Blackboard:
                         removed.append(f"{session}/{turn}")
                 else:
                     kept.append(f"{session}/{turn}")
-            if not self.sequencer.turn_ids(session_id):
+            if isinstance(self.sequencer, Sequencer) and not self.sequencer.turn_ids(session_id):
                 with contextlib.suppress(OSError):  # not empty: a kept turn, or one begun meanwhile
                     self.sequencer.turn_dir(session_id).rmdir()
         return PrunedTurns(tuple(removed), tuple(kept))
 
     def close(self) -> None:
-        """Close the store."""
+        """Close the store (and the barrier's connections, when it holds any)."""
         self.store.close()
+        closer = getattr(self.sequencer, "close", None)
+        if callable(closer):
+            closer()
 
 
 def _refuse_closed(user: str, session: str, record: Entry | None) -> None:

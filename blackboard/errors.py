@@ -10,6 +10,7 @@ from collections.abc import Sequence
 
 __all__ = [
     "BlackboardError",
+    "BudgetExhaustedError",
     "InvalidKeyError",
     "InvalidValueError",
     "LockTimeoutError",
@@ -146,3 +147,28 @@ class SessionClosedError(BlackboardError):
         self.user = user
         self.session = session
         self.closed_at = closed_at
+
+
+class BudgetExhaustedError(BlackboardError):
+    """A shared token budget (``blackboard._budgets.SharedBudgets``) cannot fit a request.
+
+    Attributes:
+        scope: the budget's scope (``session:{s}`` or ``agent:{s}:{agent}``); limit, spent, reserved: its
+            tokens (``reserved``: held by requests in flight, on any proxy); requested: what the request
+            needed at least (estimated input plus one output token).
+    """
+
+    code = "budget_exhausted"
+
+    def __init__(self, scope: str, *, limit: int, spent: int, reserved: int, requested: int) -> None:
+        left = max(limit - spent - reserved, 0)
+        super().__init__(
+            f"token budget {scope} is exhausted: limit {limit}, {spent} spent, {reserved} reserved by requests in "
+            f"flight, {left} left, and this request needs at least {requested}; raise the budget or start a new "
+            "session"
+        )
+        self.scope = scope
+        self.limit = limit
+        self.spent = spent
+        self.reserved = reserved
+        self.requested = requested

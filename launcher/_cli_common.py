@@ -143,7 +143,7 @@ def check_session_open(config: Any, user: str, session: str) -> None:
     from launcher.errors import DataDirError
 
     try:
-        board = open_board(config.data.dir)
+        board = open_board(config.data.dir, **config.data.board_options())
         try:
             board.check_session_open(user, session)
         finally:

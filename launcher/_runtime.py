@@ -99,7 +99,7 @@ async def coach_runtime(
 
     data_dir, home = _prepare_dirs(config.data.dir)
     registry = AgentRegistry(agents_dir or config.agents.resolved_dir())
-    board = open_board(data_dir, thresholds=config.thresholds)
+    board = open_board(data_dir, thresholds=config.thresholds, **config.data.board_options())
     directory = TurnDirectory()
     # A fresh secret per run signs the agents' MCP scope headers (x-coach-scope-token): another local
     # process that can reach the port cannot act for a user without it. A running server (--mcp-url:

@@ -51,3 +51,7 @@ from launcher.cli_replay import replay_cmd  # noqa: E402  (typer only; the stack
 app.command("replay")(replay_cmd)
 app.command("demo")(demo_cmd)
 app.add_typer(board_app, name="board")
+
+from launcher.cli_db import db_app  # noqa: E402  (typer only; psycopg loads when it runs)
+
+app.add_typer(db_app, name="db")

@@ -104,20 +104,26 @@ def show_cmd(
     from rich.markup import escape
     from rich.table import Table
 
-    from blackboard import BlackboardError, open_store
+    from blackboard import BlackboardError, PostgresStore, Store, open_store
     from launcher._cli_common import load_config_or_exit, read_only_data_dir
 
     config = load_config_or_exit(config_path)
     data_dir = Path(config.data.dir)
-    if not (data_dir / "blackboard.sqlite3").exists():
+    where = str(data_dir / "blackboard.sqlite3")
+    if config.data.url:  # PostgreSQL ([data] url / COACH_DATABASE_URL): read there, never created
+        from blackboard._pg_conn import describe
+
+        where = f"PostgreSQL {describe(config.data.url)} schema {config.data.db_schema}"
+    elif not (data_dir / "blackboard.sqlite3").exists():
         typer.echo(f"error: no blackboard in {data_dir} (run `coach demo` or `coach run` first, or set "
                    "COACH_DATA_DIR / [data] dir)", err=True)
         raise typer.Exit(2)
-    if (problem := read_only_data_dir(data_dir)) is not None:
+    elif (problem := read_only_data_dir(data_dir)) is not None:
         typer.echo(f"error: {problem}", err=True)
         raise typer.Exit(2)
     try:
-        store = open_store(data_dir)
+        store: Store = (PostgresStore(config.data.url, schema=config.data.db_schema, upgrade=False)
+                        if config.data.url else open_store(data_dir))
         try:
             doc = board_document(store, user, session)
         finally:
@@ -127,14 +133,14 @@ def show_cmd(
         raise typer.Exit(2) from None
     if not doc["sessions"] and doc["profile"] is None:
         typer.echo(f"error: nothing stored for user {user!r}{f' session {session!r}' if session else ''} "
-                   f"in {data_dir}", err=True)
+                   f"in {where}", err=True)
         raise typer.Exit(2)
     if as_json:
         typer.echo(json.dumps(doc, ensure_ascii=False, indent=2))
         return
     out = Console(highlight=False, width=None if sys.stdout.isatty() else 100)
     # paths, authors and profile values are text, not rich markup ("[/b]" in a folder name raised)
-    out.print(f"blackboard {escape(str(data_dir / 'blackboard.sqlite3'))}: user [bold]{escape(user)}[/bold]")
+    out.print(f"blackboard {escape(where)}: user [bold]{escape(user)}[/bold]")
     for s in doc["sessions"]:
         table = Table(title=f"session {escape(s['session'])} ({'closed' if s['closed'] else 'open'})",
                       title_justify="left")

@@ -65,7 +65,7 @@ def _check_blackboard_exists(config: Any, user: str, session: str) -> None:
     nothing can be closed, so refuse (exit 2) without creating the folder or an empty store. A data
     dir that is a file (or under one) is left to ``_check_data_dir``'s message."""
     directory = Path(config.data.dir)
-    if (directory / "blackboard.sqlite3").exists():
+    if config.data.url or (directory / "blackboard.sqlite3").exists():  # PostgreSQL: the database says
         return
     if any(p.exists() and not p.is_dir() for p in (directory, *directory.parents)):
         return

@@ -248,7 +248,7 @@ def serve_cmd(
         raise typer.Exit(2)
     try:
         Path(config.data.dir).mkdir(parents=True, exist_ok=True)
-        board = Blackboard(Path(config.data.dir), thresholds=config.thresholds)
+        board = Blackboard(Path(config.data.dir), thresholds=config.thresholds, **config.data.board_options())
     except (OSError, BlackboardError) as exc:
         typer.echo(f"coach serve: cannot open the blackboard in {config.data.dir}: {exc}. Fix: point [data] dir "
                    "(or COACH_DATA_DIR) at a writable folder", err=True)

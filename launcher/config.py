@@ -5,11 +5,12 @@ Sources, later wins:
 1. defaults (every field has one; ``CoachConfig()`` is a working local configuration);
 2. a TOML file: ``--config PATH``, else ``$COACH_CONFIG``, else ``./coach.toml`` if it exists;
 3. environment overrides: ``COACH_UPSTREAM_URL`` -> ``[upstream] url``, ``COACH_DATA_DIR`` ->
-   ``[data] dir``.
+   ``[data] dir``, ``COACH_DATABASE_URL`` -> ``[data] url``.
 
 Sections (each package owns its own model)::
 
     [data]        dir = ".coachboard/data"                      # blackboard.sqlite3, locks, logs
+                  url = "postgresql://..."  schema = "coachboard"   # optional: PostgreSQL instead
     [upstream]    url = "http://127.0.0.1:8000"  kind = "openai"   # vLLM / llama.cpp / Anthropic
     [proxy]       proxy.config.ProxyConfig (host, port, [[proxy.models]], [proxy.agents.<name>] ...)
     [mcp]         mcp_server.config.McpConfig (host, port, path, ...)
@@ -45,6 +46,7 @@ from .safety import SafetyConfig
 __all__ = [
     "DEFAULT_CONFIG_FILE",
     "ENV_CONFIG",
+    "ENV_DATABASE_URL",
     "ENV_DATA_DIR",
     "ENV_UPSTREAM_URL",
     "AgentsConfig",
@@ -58,6 +60,7 @@ __all__ = [
 ENV_CONFIG = "COACH_CONFIG"
 ENV_UPSTREAM_URL = "COACH_UPSTREAM_URL"
 ENV_DATA_DIR = "COACH_DATA_DIR"
+ENV_DATABASE_URL = "COACH_DATABASE_URL"
 DEFAULT_CONFIG_FILE = Path("coach.toml")
 
 
@@ -81,11 +84,36 @@ def _expand_home(value: Path) -> Path:
 
 
 class DataConfig(BaseModel):
-    """Where the blackboard lives: ``dir`` holds ``blackboard.sqlite3`` and the sequencer's locks."""
+    """Where the blackboard lives: ``dir`` holds ``blackboard.sqlite3`` and the sequencer's locks (and
+    the agents' files, logs and secrets whatever the backend); ``url`` (``postgresql://...``, or
+    ``COACH_DATABASE_URL``) puts the blackboard, the Shadow barrier and the proxy's token budgets in
+    PostgreSQL instead, in ``schema`` (docs/postgresql.md)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     dir: Path = Path(".coachboard/data")
+    url: str | None = None
+    db_schema: str = Field(default="coachboard", alias="schema")
+
+    @field_validator("url")
+    @classmethod
+    def _pg_url(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        from blackboard._pg_conn import check_url
+
+        return check_url(value)
+
+    @field_validator("db_schema")
+    @classmethod
+    def _schema_name(cls, value: str) -> str:
+        from blackboard._pg_schema import check_schema_name
+
+        return check_schema_name(value)
+
+    def board_options(self) -> dict[str, Any]:
+        """Keyword arguments of ``Blackboard`` that pick the backend (``database_url``, ``database_schema``)."""
+        return {"database_url": self.url, "database_schema": self.db_schema}
 
     @field_validator("dir")
     @classmethod
@@ -175,8 +203,12 @@ class CoachConfig(BaseModel):
     def proxy_config(self) -> ProxyConfig:
         """The proxy's configuration: ``[proxy]`` as given, plus, when it defines no models, one pool
         named ``default`` serving every model name from ``[upstream]``."""
-        if self.proxy.models:
-            return self.proxy
+        proxy = self.proxy
+        if self.data.url and proxy.shared_budgets_url is None:  # budgets shared by every instance
+            proxy = proxy.model_copy(update={"shared_budgets_url": self.data.url,
+                                             "shared_budgets_schema": self.data.db_schema})
+        if proxy.models:
+            return proxy
         pool = ModelPool(
             name="default",
             replicas=[self.upstream.url],
@@ -184,13 +216,15 @@ class CoachConfig(BaseModel):
             upstream_model=self.upstream.model,
             api_key=self.upstream.api_key,
         )
-        return self.proxy.model_copy(update={"models": [pool], "default_model": "default"})
+        return proxy.model_copy(update={"models": [pool], "default_model": "default"})
 
 
 _FIX_HINTS: dict[str, str] = {
     "upstream.url": f"an http(s) URL of the model server, e.g. http://127.0.0.1:8000 (or set {ENV_UPSTREAM_URL})",
     "upstream.kind": "openai (vLLM, llama.cpp /v1/chat/completions) or anthropic (/v1/messages)",
     "data.dir": f"a folder path (or set {ENV_DATA_DIR})",
+    "data.url": f"a postgresql://user@host:port/dbname URL (or set {ENV_DATABASE_URL}); unset for SQLite",
+    "data.schema": "a PostgreSQL schema name: 1-63 characters from a-z 0-9 _",
     "agents.warm_process_limit": "an integer 0-64 (each warm Claude Code process holds about 200 MiB)",
     "agents.retries": "an integer 0-5",
     "agents.idle_close_s": "seconds 0-604800 (0: never close idle sessions)",
@@ -294,7 +328,8 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
             ) from None
     if "source" in data:
         raise ConfigError(f"{p}: 'source' is not a configuration key. Fix: remove it")
-    for var, (section, key) in {ENV_UPSTREAM_URL: ("upstream", "url"), ENV_DATA_DIR: ("data", "dir")}.items():
+    for var, (section, key) in {ENV_UPSTREAM_URL: ("upstream", "url"), ENV_DATA_DIR: ("data", "dir"),
+                                ENV_DATABASE_URL: ("data", "url")}.items():
         value = env.get(var)
         if value:
             sect = data.setdefault(section, {})

@@ -416,7 +416,7 @@ def run_session(
     directory = Path(coach_config.data.dir)
     identity = session_identity(user=user, session=session)
     try:  # the same check and message as coach run / chat (launcher._data_dir)
-        board = open_board(directory, thresholds=coach_config.thresholds)
+        board = open_board(directory, thresholds=coach_config.thresholds, **coach_config.data.board_options())
     except DataDirError as exc:
         raise McpConfigError(f"session mode: {exc}", code=exc.code) from None
     dropped = drop_parent_session_env(os.environ)

@@ -62,6 +62,18 @@ def load_config(path: Path | None) -> tuple[McpConfig, str | None]:
     return cfg, (str(data["dir"]) if isinstance(data, dict) and data.get("dir") else None)
 
 
+def _board_options(config: Path | None) -> dict[str, Any]:
+    """The backend of the blackboard as every ``coach`` command picks it: ``[data] url`` / ``schema``,
+    ``COACH_DATABASE_URL`` winning (``launcher.config.DataConfig.board_options``). Raises McpConfigError."""
+    from launcher.config import ConfigError
+    from launcher.config import load_config as load_coach_config
+
+    try:
+        return load_coach_config(_default_config(config)).data.board_options()
+    except ConfigError as exc:
+        raise McpConfigError(str(exc)) from None
+
+
 def _check_whole_file(path: Path) -> None:
     """The rest of the file by the one coach.toml loader (``launcher.config.load_config``), without
     environment overrides: an unknown key (``[data] dirr``) or an invalid value in any section is an
@@ -198,7 +210,7 @@ def run(
         )
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        board = Blackboard(directory)
+        board = Blackboard(directory, **_board_options(config))
     except (OSError, BlackboardError) as exc:
         raise McpConfigError(f"cannot open the blackboard in {directory}: {type(exc).__name__}: {exc}") from exc
     if http:

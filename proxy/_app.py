@@ -34,6 +34,7 @@ from ._normalize import Prepared, estimate_request_tokens, prepare
 from ._openai_request import dumps, to_openai
 from ._policy import apply_policy, narrow_forced_tool
 from ._router import Router
+from ._shared_budget import SharedBudgetHook
 from ._stream import Event, StreamBuilder
 from ._tokens import count_tokens
 from ._toolnames import map_tool_names
@@ -65,6 +66,7 @@ class ProxyState:
     turn_for: TurnResolver | None = None
     turns: TurnTable | None = None
     turn_token: str = field(default="", repr=False)
+    budgets: SharedBudgetHook | None = None  # shared_budgets_url set: budgets shared across instances
 
     def set_agent_policies(self, policies: Mapping[str, AgentPolicy | Mapping[str, Any]]) -> None:
         """Replace the per-agent policy table (``ProxyConfig.agents``) of the running app, e.g. after the
@@ -197,6 +199,14 @@ async def messages(request: Request) -> Response:
     builder = StreamBuilder(model=p.model, input_tokens=est, think_tags=pool.think_tags,
                             start_in_think=pool.think_starts_open and bool(enable_thinking), tool_name=names.client)
     record.id = builder.message_id
+    if state.budgets is not None:
+        try:
+            max_tokens = await state.budgets.reserve(who, record.id, policy.token_budget if policy else None, est,
+                                                     max_tokens)
+        except ProxyError as exc:
+            record.status = f"error:{exc.error_type}"
+            state.meter.record(record)
+            raise
     if pool.kind == "openai":
         oa, warnings = to_openai(p, upstream_model=pool.upstream_name, max_tokens=max_tokens,
                                  enable_thinking=enable_thinking, chat_template_kwargs=pool.chat_template_kwargs)
@@ -357,6 +367,9 @@ def create_app(config: ProxyConfig, *, transport: httpx.AsyncBaseTransport | Non
         Route("/health", health, methods=["GET"]),
         Route("/metrics", metrics, methods=["GET"]),
     ]
+    if config.shared_budgets_url:
+        state.budgets = SharedBudgetHook(config)
+        state.meter.on_record = state.budgets.on_record
     if turn_secret:
         state.turns, state.turn_token = TurnTable(), turn_control_token(turn_secret)
         routes.append(Route(TURNS_PATH, turns_route, methods=["POST"]))
@@ -370,6 +383,8 @@ def create_app(config: ProxyConfig, *, transport: httpx.AsyncBaseTransport | Non
         finally:
             if state.health_task is not None:
                 state.health_task.cancel()
+            if state.budgets is not None:
+                await state.budgets.close()
             await client.aclose()
 
     app = Starlette(

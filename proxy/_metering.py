@@ -14,6 +14,7 @@ import json
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -88,6 +89,7 @@ class Meter:
         self.dropped_tool_calls = 0  # tool calls cut by max_tokens, dropped from the response
         self.truncated_streams: dict[str, int] = defaultdict(int)  # replica -> streams ended without a finish
         self.refused: dict[tuple[str, str], int] = defaultdict(int)  # (agent, budget kind)
+        self.on_record: Callable[[UsageRecord], None] | None = None  # e.g. settling shared budgets
         if self.log_path is not None:
             self._replay()
 
@@ -158,6 +160,8 @@ class Meter:
                     f.write(json.dumps(asdict(rec), separators=(",", ":")) + "\n")
             except OSError as exc:
                 log.error("cannot append to usage log %s: %s", self.log_path, exc)
+        if self.on_record is not None:
+            self.on_record(rec)
 
     def prometheus(self, replicas: list[tuple[str, str, int, bool]]) -> str:
         """Prometheus text exposition (format 0.0.4). ``replicas``: (pool, url, outstanding, available)."""

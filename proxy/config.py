@@ -147,6 +147,12 @@ class ProxyConfig(BaseModel):
     max_tokens_over_cap: Literal["clamp", "refuse"] = "clamp"
     usage_log: str | None = None
     """Append-only JSONL usage log path; budgets are restored from it at start-up."""
+    shared_budgets_url: str | None = None
+    """PostgreSQL URL of the token budgets shared by every proxy instance (``proxy._shared_budget``; the
+    blackboard's ``[data] url``); None: budgets are this process's own."""
+    shared_budgets_schema: str = "coachboard"
+    budget_lease_s: float = Field(default=900.0, gt=0)
+    """A shared-budget reservation never settled (its proxy was killed) stops counting after this long."""
 
     connect_timeout_s: float = Field(default=5.0, gt=0)
     first_byte_timeout_s: float = Field(default=300.0, gt=0)

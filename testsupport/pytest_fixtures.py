@@ -9,6 +9,8 @@
   set scripts with ``scripted_upstream.set_script("coach", [Text("hi")])``; stopped after the test.
 * ``scripted_upstream_factory`` - ``make(scripts, latency=..., time_scale=...)`` -> started upstream,
   all stopped after the test.
+* ``pg_target`` - a PostgreSQL URL and a schema of the test's own, dropped afterwards (skips without a
+  server, fails under ``CI=true``; ``testsupport/postgres.py``).
 """
 
 from __future__ import annotations
@@ -83,3 +85,13 @@ def scripted_upstream() -> Iterator[ScriptedUpstream]:
         yield upstream
     finally:
         upstream.stop()
+
+
+@pytest.fixture
+def pg_target() -> Iterator[Any]:
+    """A :class:`testsupport.postgres.PgTarget` (URL + a unique schema, dropped after the test); skips
+    without a reachable PostgreSQL (fails under ``CI=true``)."""
+    from .postgres import fresh_schema
+
+    with fresh_schema() as target:
+        yield target

@@ -10,8 +10,14 @@ import pytest
 from blackboard import MemoryStore, SQLiteStore, Store
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    s: Store = MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "bb.sqlite3")
+    if request.param == "postgres":
+        from blackboard._postgres import PostgresStore
+
+        target = request.getfixturevalue("pg_target")
+        s: Store = PostgresStore(target.url, schema=target.schema)
+    else:
+        s = MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "bb.sqlite3")
     yield s
     s.close()

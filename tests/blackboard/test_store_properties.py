@@ -31,6 +31,17 @@ def _open(kind: str) -> Iterator[Store]:
         yield s
         s.close()
         return
+    if kind == "postgres":
+        from blackboard._postgres import PostgresStore
+        from testsupport.postgres import fresh_schema
+
+        with fresh_schema() as target:
+            s = PostgresStore(target.url, schema=target.schema, pool_size=2)
+            try:
+                yield s
+            finally:
+                s.close()
+        return
     with tempfile.TemporaryDirectory() as d:
         s = SQLiteStore(Path(d) / "bb.sqlite3", synchronous="NORMAL")
         try:
@@ -51,7 +62,7 @@ class _Client:
 schedules = st.lists(st.tuples(st.integers(0, 3), st.integers(0, 1)), min_size=1, max_size=60)
 
 
-@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+@pytest.mark.parametrize("kind", ["memory", "sqlite", "postgres"])
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(schedule=schedules)
 def test_random_interleavings_of_cas_writes_equal_a_serial_order(

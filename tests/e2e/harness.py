@@ -117,14 +117,16 @@ async def harness(
     max_warm: int = 6,
     time_scale: float = 0.02,
     latency: str = "instant",
+    board: Blackboard | None = None,
 ) -> AsyncIterator[Harness]:
-    """Everything started; stopped on exit (processes, servers, store)."""
+    """Everything started; stopped on exit (processes, servers, store). ``board``: the blackboard to use
+    (e.g. on PostgreSQL); default a SQLite one in ``tmp_path / "data"``."""
     specs = specs or e2e_specs()
     scripts = scripts if scripts is not None else {a: agent_script(a) for a in OUTPUT_TOOLS}
     data_dir = tmp_path / "data"
     home = tmp_path / "claude-home"
     (home / ".claude").mkdir(parents=True, exist_ok=True)
-    board = Blackboard(data_dir)
+    board = board if board is not None else Blackboard(data_dir)
     directory = TurnDirectory()
     upstream = ScriptedUpstream(scripts, latency=latency, time_scale=time_scale)
     upstream.start()

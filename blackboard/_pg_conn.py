@@ -1,0 +1,102 @@
+"""Connections to PostgreSQL for the blackboard, the barrier and the budgets: URL checks, a pool, and
+errors that say which server could not be reached and how to start it (never a bare psycopg traceback).
+
+URLs are libpq URIs (``postgresql://user@host:port/dbname``). Connections are in autocommit mode; every
+multi-statement change runs in an explicit ``conn.transaction()`` at READ COMMITTED (PostgreSQL's
+default isolation).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import InvalidValueError, StoreUnavailableError
+
+__all__ = ["START_HINT", "check_url", "describe", "open_pool", "unreachable", "upgrade_schema"]
+
+#: How to start the machine's PostgreSQL (Debian's cluster tools), quoted in every "cannot reach" error.
+START_HINT = "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start"
+
+#: Seconds libpq waits for a TCP connection before giving up.
+CONNECT_TIMEOUT_S = 5
+
+
+def check_url(url: object) -> str:
+    """Return ``url`` when it is a ``postgresql://`` / ``postgres://`` URI; InvalidValueError otherwise."""
+    if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://")):
+        raise InvalidValueError(
+            f"database url {str(url)[:80]!r} is not a PostgreSQL URL: use postgresql://user@host:port/dbname "
+            "([data] url or COACH_DATABASE_URL), or leave it unset for the SQLite blackboard in [data] dir"
+        )
+    return url
+
+
+def describe(url: str) -> str:
+    """``host:port/dbname`` of ``url`` (no password), for messages."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        info = conninfo_to_dict(url)
+    except Exception:  # a malformed URL: psycopg's own error says why when connecting
+        return "(unparsable URL)"
+    host = str(info.get("host") or "localhost (socket)")
+    return f"{host}:{info.get('port') or 5432}/{info.get('dbname') or info.get('user') or ''}"
+
+
+def unreachable(url: str, exc: BaseException) -> StoreUnavailableError:
+    """The error for a server that refused or never answered: names host, port and database, and how to
+    start PostgreSQL on this machine. Retryable (the server may come up)."""
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return StoreUnavailableError(
+        f"cannot reach PostgreSQL at {describe(url)} ({first}). Fix: start it ({START_HINT}), or correct "
+        "[data] url / COACH_DATABASE_URL; unset both to use the SQLite blackboard instead",
+        code="database_unreachable",
+    )
+
+
+def connect(url: str) -> Any:
+    """One autocommit psycopg Connection. Raises StoreUnavailableError (``database_unreachable``)."""
+    import psycopg
+
+    try:
+        return psycopg.connect(check_url(url), autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+    except psycopg.Error as exc:
+        raise unreachable(url, exc) from None
+
+
+def upgrade_schema(url: str, schema: str) -> tuple[int, int]:
+    """Run :func:`blackboard._pg_schema.upgrade` on a fresh connection (``coach db upgrade`` and every
+    start). Returns ``(version_before, version_after)``. Raises StoreUnavailableError."""
+    import psycopg
+
+    from ._pg_schema import upgrade
+
+    conn = connect(url)
+    try:
+        return upgrade(conn, schema)
+    except psycopg.Error as exc:
+        raise StoreUnavailableError(
+            f"cannot create or upgrade PostgreSQL schema {schema!r} at {describe(url)}: {exc}", retryable=False
+        ) from None
+    finally:
+        conn.close()
+
+
+def open_pool(url: str, *, min_size: int = 1, max_size: int = 8, name: str = "coachboard") -> Any:
+    """An open ``psycopg_pool.ConnectionPool`` of autocommit connections (one checked at once, so an
+    unreachable server fails here). Raises StoreUnavailableError (``database_unreachable``)."""
+    import psycopg
+    from psycopg_pool import ConnectionPool, PoolTimeout
+
+    pool = ConnectionPool(check_url(url), min_size=min_size, max_size=max_size, open=False, name=name,
+                          kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S})
+    try:
+        pool.open(wait=True, timeout=CONNECT_TIMEOUT_S + 1)
+    except (PoolTimeout, psycopg.Error) as exc:
+        pool.close()
+        try:  # the pool only says "timeout": a direct connection gives the server's reason
+            connect(url).close()
+        except StoreUnavailableError as direct:
+            raise direct from None
+        raise unreachable(url, exc) from None
+    return pool
