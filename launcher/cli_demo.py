@@ -57,6 +57,7 @@ def embedded_runtime_config(config: Any, base_url: str, kind: Literal["openai", 
     pool = ModelPool(
         name="default", replicas=[base_url], kind=kind, forced_tool_prefill=FORCED_TOOL_CALL_PREFILL,
         context_window=config.embedded.ctx_per_slot, chat_template_kwargs=False, omit_tool_properties=["risk"],
+        max_string_length=240,  # strings close before the agents' output caps (proxy.config.ModelPool)
     )
     proxy = config.proxy.model_copy(update={
         "models": [pool], "default_model": "default",

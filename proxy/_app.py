@@ -170,7 +170,9 @@ async def messages(request: Request) -> Response:
                                   "(system text goes in the top-level 'system' field)")
     outcome = apply_policy(p, policy, agent=who.agent, over_cap=state.config.max_tokens_over_cap)
     if outcome.forced_tool and pool.forced_tool_prefill:
-        narrow_forced_tool(p, outcome.forced_tool, pool.forced_tool_prefill, pool.omit_tool_properties)
+        narrow_forced_tool(
+            p, outcome.forced_tool, pool.forced_tool_prefill, pool.omit_tool_properties, pool.max_string_length
+        )
     for w in p.warnings:
         log.warning("agent=%s model=%s: %s", who.agent or "-", p.model, w)
     record = UsageRecord(ts=time.time(), id="", agent=who.agent, user=who.user, session=who.session, turn=who.turn,

@@ -99,7 +99,9 @@ def apply_policy(p: Prepared, policy: AgentPolicy | None, *, agent: str,
     return out
 
 
-def narrow_forced_tool(p: Prepared, tool: str, prefill: str, omit: Sequence[str] = ()) -> None:
+def narrow_forced_tool(
+    p: Prepared, tool: str, prefill: str, omit: Sequence[str] = (), max_string_length: int | None = None
+) -> None:
     """Force ``tool`` on an upstream that ignores a named tool choice (``ModelPool.forced_tool_prefill``):
     keep only that tool, ask for *some* tool call (``{"type": "any"}`` -> OpenAI ``"required"``) and end
     the messages with an assistant ``prefill`` text that the model continues (in place).
@@ -110,16 +112,38 @@ def narrow_forced_tool(p: Prepared, tool: str, prefill: str, omit: Sequence[str]
     an independently sampled attempt usually differs, so the agent's turn budget becomes retries.
 
     ``omit`` (``ModelPool.omit_tool_properties``): top-level properties removed from the tool's schema, so
-    the grammar built from it cannot produce them (optional fields a model this small should not fill)."""
+    the grammar built from it cannot produce them (optional fields a model this small should not fill).
+    ``max_string_length`` (``ModelPool.max_string_length``): the most characters of any string in it."""
     if latest_result_of(p, tool) == "error":
         prompts = [i for i, m in enumerate(p.messages)
                    if m["role"] == "user" and not any(b.get("type") == "tool_result" for b in m["content"])]
         if prompts:
             del p.messages[prompts[-1] + 1:]
     p.tools = [t for t in p.tools if t["name"] == tool]
-    p.tools = [{**t, "input_schema": integer_bounds(without_properties(t["input_schema"], omit))} for t in p.tools]
+    p.tools = [
+        {**t, "input_schema": string_caps(integer_bounds(without_properties(t["input_schema"], omit)), max_string_length)}
+        for t in p.tools
+    ]
     p.tool_choice = {"type": "any", "disable_parallel_tool_use": True}
     p.messages.append({"role": "assistant", "content": [{"type": "text", "text": prefill}]})
+
+
+def string_caps(schema: Any, limit: int | None) -> Any:
+    """``schema`` (a copy) with every string schema's ``maxLength`` at most ``limit`` characters (and
+    ``minLength`` no higher than it); unchanged when ``limit`` is None."""
+    if limit is None:
+        return schema
+    if isinstance(schema, list):
+        return [string_caps(s, limit) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: string_caps(v, limit) for k, v in schema.items()}
+    kind = out.get("type")
+    if kind == "string" or (isinstance(kind, list) and "string" in kind):
+        out["maxLength"] = min(int(out.get("maxLength", limit)), limit)
+        if "minLength" in out:
+            out["minLength"] = min(int(out["minLength"]), out["maxLength"])
+    return out
 
 
 def integer_bounds(schema: Any) -> Any:

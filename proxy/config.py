@@ -111,6 +111,11 @@ class ModelPool(BaseModel):
     grammar cannot produce them. ``coach demo`` omits ``risk`` (the agents' optional risk assessment): a
     135M model's judgement would only be noise that can raise the safety tier, and it costs output tokens
     under the tight caps."""
+    max_string_length: int | None = Field(default=None, ge=1)
+    """With ``forced_tool_prefill``: every string in the forced tool's schema gets at most this
+    ``maxLength`` (characters), so the grammar closes each string in time. A very small model fills a
+    string until its output cap; the cut call is then refused, never repaired (a cut string's meaning is
+    unknown), so the cap must come from the grammar. ``coach demo`` sets 240. None: schemas unchanged."""
 
     @field_validator("replicas")
     @classmethod
