@@ -25,13 +25,11 @@ from typing import Any, TypeVar
 
 from ._barrier import check_turn_id
 from ._keys import check_part
-from ._pg_conn import describe, open_pool, upgrade_schema
+from ._pg_conn import call_pooled, describe, open_pool, upgrade_schema
 from ._pg_schema import CHANNEL, DEFAULT_SCHEMA, check_schema_name
 from ._sequencer import WaitResult
 from .errors import (
     InvalidValueError,
-    LockTimeoutError,
-    StoreUnavailableError,
     TurnAlreadyOpenError,
     TurnNotOpenError,
 )
@@ -73,22 +71,7 @@ class PgBarrier:
 
     # -- plumbing --------------------------------------------------------------------------------
     def _call(self, fn: Callable[[Any], T]) -> T:
-        import psycopg
-        from psycopg_pool import PoolClosed, PoolTimeout
-
-        if self._closed:
-            raise StoreUnavailableError("barrier is closed", retryable=False)
-        try:
-            with self._pool.connection() as conn:
-                return fn(conn)
-        except psycopg.errors.LockNotAvailable:
-            raise LockTimeoutError(
-                f"a turn's barrier row stayed locked by another transaction for {self.lock_timeout_s}s; retry"
-            ) from None
-        except (PoolClosed, PoolTimeout, psycopg.OperationalError) as exc:
-            raise StoreUnavailableError(
-                f"PostgreSQL barrier at {describe(self.url)} unavailable ({str(exc).strip()[:200]}); retry later"
-            ) from None
+        return call_pooled(self._pool, fn, url=self.url, what="barrier", closed=self._closed)
 
     def _required(self, conn: Any, turn_id: str) -> list[str]:
         row = conn.execute(f"SELECT required FROM {self._q}.barrier_turns WHERE turn_id = %s", (turn_id,)).fetchone()
@@ -177,12 +160,7 @@ class PgBarrier:
                 got = self._marked(conn, turn_id, wanted)
                 now = time.monotonic()
                 if len(got) == len(wanted) or now >= end:
-                    return WaitResult(
-                        arrived=tuple(a for a in wanted if a in got),
-                        missing=tuple(a for a in wanted if a not in got),
-                        timed_out=len(got) < len(wanted),
-                        waited_s=now - start,
-                    )
+                    return WaitResult.of(wanted, got, now - start)
                 pause = min(self.recheck_s, end - now)
                 for note in conn.notifies(timeout=pause):
                     if note.payload == payload:

@@ -8,11 +8,14 @@ default isolation).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from .errors import InvalidValueError, StoreUnavailableError
+from .errors import InvalidValueError, LockTimeoutError, StoreUnavailableError
 
-__all__ = ["START_HINT", "check_url", "describe", "open_pool", "unreachable", "upgrade_schema"]
+__all__ = ["START_HINT", "call_pooled", "check_url", "describe", "open_pool", "unreachable", "upgrade_schema"]
+
+T = TypeVar("T")
 
 #: How to start the machine's PostgreSQL (Debian's cluster tools), quoted in every "cannot reach" error.
 START_HINT = "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start"
@@ -100,3 +103,34 @@ def open_pool(url: str, *, min_size: int = 1, max_size: int = 8, name: str = "co
             raise direct from None
         raise unreachable(url, exc) from None
     return pool
+
+
+def call_pooled(pool: Any, fn: Callable[[Any], T], *, url: str, what: str, closed: bool) -> T:
+    """Run ``fn(conn)`` on a connection of ``pool``, with psycopg's errors as the blackboard's: a row lock
+    held past ``lock_timeout`` is :class:`~blackboard.errors.LockTimeoutError` (retryable); a closed
+    ``what`` ("store", "barrier") or pool, no free connection, a lost connection (a write in flight may or
+    may not have committed) and any other database error are
+    :class:`~blackboard.errors.StoreUnavailableError`, naming the server, never a bare traceback."""
+    import psycopg
+    from psycopg_pool import PoolClosed, PoolTimeout
+
+    if closed:
+        raise StoreUnavailableError(f"{what} is closed", retryable=False)
+    try:
+        with pool.connection() as conn:
+            return fn(conn)
+    except PoolClosed:
+        raise StoreUnavailableError(f"{what} is closed", retryable=False) from None
+    except PoolTimeout:
+        raise StoreUnavailableError(
+            f"no PostgreSQL connection to {describe(url)} became free in time; retry later"
+        ) from None
+    except psycopg.errors.LockNotAvailable:
+        raise LockTimeoutError(f"a row of the {what} stayed locked by another transaction past lock_timeout; retry") from None
+    except psycopg.OperationalError as exc:
+        raise StoreUnavailableError(
+            f"lost the PostgreSQL connection to {describe(url)} ({str(exc).strip()[:200]}); a write in "
+            "flight may or may not have committed: read it again before retrying"
+        ) from None
+    except psycopg.Error as exc:
+        raise StoreUnavailableError(f"{what} database error: {exc}", retryable=False) from None

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ._keys import check_prefix, parse_key
-from ._pg_conn import describe, open_pool, upgrade_schema
+from ._pg_conn import call_pooled, describe, open_pool, upgrade_schema
 from ._pg_schema import DEFAULT_SCHEMA, LATEST_VERSION, check_schema_name, refuse_newer, schema_version
 from ._store import Entry, check_write_args, decode_value
 from .errors import StoreUnavailableError, VersionConflictError
@@ -83,27 +83,7 @@ class PostgresStore:
 
     # -- plumbing --------------------------------------------------------------------------------
     def _call(self, fn: Callable[[Any], T]) -> T:
-        import psycopg
-        from psycopg_pool import PoolClosed, PoolTimeout
-
-        if self._closed:
-            raise StoreUnavailableError("store is closed", retryable=False)
-        try:
-            with self._pool.connection() as conn:
-                return fn(conn)
-        except PoolClosed:
-            raise StoreUnavailableError("store is closed", retryable=False) from None
-        except PoolTimeout:
-            raise StoreUnavailableError(
-                f"no PostgreSQL connection to {describe(self.url)} became free in time; retry later"
-            ) from None
-        except psycopg.OperationalError as exc:
-            raise StoreUnavailableError(
-                f"lost the PostgreSQL connection to {describe(self.url)} ({str(exc).strip()[:200]}); a write in "
-                "flight may or may not have committed: read the entry again before retrying"
-            ) from None
-        except psycopg.Error as exc:
-            raise StoreUnavailableError(f"blackboard database error: {exc}", retryable=False) from None
+        return call_pooled(self._pool, fn, url=self.url, what="store", closed=self._closed)
 
     @staticmethod
     def _row(row: tuple[Any, ...]) -> Entry:

@@ -24,7 +24,7 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,6 +54,16 @@ class WaitResult:
     missing: tuple[str, ...]
     timed_out: bool
     waited_s: float
+
+    @classmethod
+    def of(cls, wanted: Sequence[str], got: Collection[str], waited_s: float) -> WaitResult:
+        """The result for ``wanted`` agents of which ``got`` have arrived after ``waited_s`` seconds."""
+        return cls(
+            arrived=tuple(a for a in wanted if a in got),
+            missing=tuple(a for a in wanted if a not in got),
+            timed_out=len(set(got) & set(wanted)) < len(wanted),
+            waited_s=waited_s,
+        )
 
 
 _Check = Callable[[], "WaitResult | None"]
@@ -261,12 +271,7 @@ class Sequencer:
             got = set(self.arrived(turn_id, wanted))
             now = time.monotonic()
             if len(got) == len(wanted) or now >= end:
-                return WaitResult(
-                    arrived=tuple(a for a in wanted if a in got),
-                    missing=tuple(a for a in wanted if a not in got),
-                    timed_out=len(got) < len(wanted),
-                    waited_s=now - start,
-                )
+                return WaitResult.of(wanted, got, now - start)
             return None
 
         result = done()
