@@ -11,7 +11,10 @@ One PostgreSQL schema (``[data] schema``, default ``coachboard``) holds everythi
   agent's entry (a crash can never leave one without the other), and a trigger on ``barrier_marks``
   sends ``NOTIFY coachboard_barrier, '{schema} {turn_id}'``, which PostgreSQL delivers after commit;
 * ``budget_reservations``, ``budget_spent`` and ``budget_ledger``: the token budgets shared by proxy
-  instances (``blackboard._budgets.SharedBudgets``).
+  instances (``blackboard._budgets.SharedBudgets``);
+* ``turn_jobs``, ``session_leases``, ``workers`` and ``stale_refusals`` (version 2): turns run as jobs by
+  ``coach worker`` (``blackboard._pg_jobs``, ``blackboard._pg_lease``); a trigger on ``turn_jobs`` sends
+  ``NOTIFY coachboard_jobs, '{schema} {job_id}'`` on every change, for the front ends following a job.
 
 ``schema_version`` holds one row: the number of migrations applied. :func:`upgrade` applies the missing
 ones in one transaction under an advisory lock (so two processes starting at once do not race) and
@@ -25,12 +28,14 @@ from typing import Any
 
 from .errors import InvalidValueError, StoreUnavailableError
 
-__all__ = ["CHANNEL", "DEFAULT_SCHEMA", "LATEST_VERSION", "MIGRATIONS", "check_schema_name", "schema_version",
+__all__ = ["CHANNEL", "DEFAULT_SCHEMA", "JOBS_CHANNEL", "LATEST_VERSION", "MIGRATIONS", "check_schema_name", "schema_version",
            "upgrade"]
 
 DEFAULT_SCHEMA = "coachboard"
 #: The LISTEN/NOTIFY channel of every barrier; payload ``"{schema} {turn_id}"`` (< 8,000 bytes).
 CHANNEL = "coachboard_barrier"
+#: The LISTEN/NOTIFY channel of turn jobs; payload ``"{schema} {job_id}"``.
+JOBS_CHANNEL = "coachboard_jobs"
 _NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 # Each migration: a list of statements with ``{s}`` for the quoted schema and ``{schema}`` for its name.
@@ -103,6 +108,60 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             spent BIGINT NOT NULL CHECK (spent >= 0),
             holder TEXT NOT NULL,
             settled_at DOUBLE PRECISION NOT NULL)""",
+    ),
+    # 2: scale-out (docs/scale-out.md): turn jobs run by `coach worker`, session leases with an epoch,
+    # the workers' heartbeats. Times are the server's clock (``clock_timestamp()``), so machines whose
+    # clocks disagree still agree on whether a lease has expired.
+    (
+        """CREATE TABLE {s}.turn_jobs (
+            job_id TEXT PRIMARY KEY,
+            seq BIGSERIAL UNIQUE,
+            user_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            message TEXT NOT NULL,
+            state TEXT NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'running', 'done', 'failed')),
+            attempts INTEGER NOT NULL DEFAULT 0,
+            turn_id TEXT,
+            worker_id TEXT,
+            epoch BIGINT,
+            coach_reply TEXT,
+            coach_reply_at DOUBLE PRECISION,
+            synthesis TEXT,
+            result TEXT,
+            error TEXT,
+            created_at DOUBLE PRECISION NOT NULL,
+            started_at DOUBLE PRECISION,
+            finished_at DOUBLE PRECISION,
+            updated_at DOUBLE PRECISION NOT NULL)""",
+        "CREATE INDEX turn_jobs_session ON {s}.turn_jobs (user_id, session_id, seq)",
+        """CREATE TABLE {s}.session_leases (
+            user_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            worker_id TEXT NOT NULL,
+            epoch BIGINT NOT NULL CHECK (epoch >= 1),
+            expires_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (user_id, session_id))""",
+        """CREATE TABLE {s}.workers (
+            worker_id TEXT PRIMARY KEY,
+            host TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            capacity INTEGER NOT NULL,
+            started_at DOUBLE PRECISION NOT NULL,
+            heartbeat_at DOUBLE PRECISION NOT NULL)""",
+        # one row per refused write of a holder whose epoch was stale (the audit of "refused, not by luck")
+        """CREATE TABLE {s}.stale_refusals (
+            id BIGSERIAL PRIMARY KEY,
+            job_id TEXT,
+            user_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            worker_id TEXT NOT NULL,
+            epoch BIGINT NOT NULL,
+            what TEXT NOT NULL,
+            at DOUBLE PRECISION NOT NULL)""",
+        """CREATE FUNCTION {s}.notify_job() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN PERFORM pg_notify('coachboard_jobs', '{schema} ' || NEW.job_id); RETURN NULL; END $$""",
+        """CREATE TRIGGER notify_job AFTER INSERT OR UPDATE ON {s}.turn_jobs
+            FOR EACH ROW EXECUTE FUNCTION {s}.notify_job()""",
     ),
 )
 LATEST_VERSION = len(MIGRATIONS)
