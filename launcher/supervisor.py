@@ -242,8 +242,13 @@ class Supervisor:
         *,
         on_coach_reply: Callable[[str], None] | None = None,
         on_status: Callable[[AgentStatus], None] | None = None,
+        hooks: Any = None,
     ) -> TurnResult:
         """Run one turn; see the module docstring. Returns the :class:`TurnResult`.
+
+        ``hooks``: a :class:`launcher.scaleout.hooks.TurnHooks` when the turn is a job that may be a
+        redelivery (``coach worker``): resume an already begun turn without running again the agents
+        whose entries are written, record the turn id, check the worker's lease before each dispatch.
 
         ``on_coach_reply(text)`` is called once, as soon as the reply exists (before the synthesis);
         ``on_status(status)`` on every agent status change. Turns of one session run one at a time (in
@@ -252,7 +257,7 @@ class Supervisor:
         """
         lock = self._session_locks.setdefault((user, session), anyio.Lock())
         async with lock:
-            return await self._run_turn(user, session, text, on_coach_reply, _safe_status(on_status))
+            return await self._run_turn(user, session, text, on_coach_reply, _safe_status(on_status), hooks)
 
     async def _run_turn(
         self,
@@ -261,21 +266,33 @@ class Supervisor:
         text: str,
         on_coach_reply: Callable[[str], None] | None,
         on_status: Callable[[AgentStatus], None] | None,
+        hooks: Any = None,
     ) -> TurnResult:
         t0 = time.monotonic()
         started_at = time.time()
         store = self.board.store
         views = {name: view_of(spec) for name, spec in self._agents().items()}
-        ctx = await load_context(store, user, session, None, self.settings.history_turns)
+        resume = getattr(hooks, "resume_turn", None)
+        ctx = await load_context(store, user, session, resume, self.settings.history_turns)
         verdict = self._screen(text, ctx.safety_state)
-        turn: str = await anyio.to_thread.run_sync(
-            partial(self.board.begin_turn, user, session, crisis_tier=verdict.tier)
+        if resume is None:
+            turn: str = await anyio.to_thread.run_sync(
+                partial(self.board.begin_turn, user, session, crisis_tier=verdict.tier)
+            )
+            if getattr(hooks, "on_begun", None) is not None:
+                turn = await hooks.on_begun(turn)  # recorded in the job row before anything else is written
+        else:
+            turn = resume
+        # A resumed turn (a redelivered job): what is on the board already is final (create-only entries).
+        done: dict[str, Any] = (
+            await anyio.to_thread.run_sync(self.board.read_turn, user, session, turn) if resume else {}
         )
-        await write_entry(
-            store, user, session, turn, "message",
-            {"text": text, "crisis_tier": verdict.tier, "safety_reasons": list(verdict.reasons),
-             "safety_state": verdict.state},
-        )
+        if "message" not in done:
+            await write_entry(
+                store, user, session, turn, "message",
+                {"text": text, "crisis_tier": verdict.tier, "safety_reasons": list(verdict.reasons),
+                 "safety_state": verdict.state},
+            )
         safety = TurnSafety(self.board, user, session, turn, text, verdict, raise_fn_of(self._screen))
         statuses = {n: AgentStatus(n) for n in AGENT_ORDER if n in views}
 
@@ -299,7 +316,7 @@ class Supervisor:
                 turn_id=turn, coach_reply=delivered["reply"], synthesis="", synthesis_source="crisis",
                 degraded=False, crisis_tier=verdict.tier, agents=statuses, coach_reply_s=delivered["at"],
             )
-            await self._finish(user, session, turn, result, [], None, started_at)
+            await self._finish(user, session, turn, result, [], None, started_at, resumed=bool(done))
             return result
 
         if verdict.tier == 2:
@@ -314,7 +331,7 @@ class Supervisor:
             await self.directory.synced()  # an external proxy knows the turn before the agents' first call
             return await self._agents_turn(
                 user, session, turn, text, views, statuses, ctx, safety, launch, deliver, delivered,
-                t0, started_at, on_status,
+                t0, started_at, on_status, done, hooks,
             )
         finally:
             self.directory.close(user, session, turn)
@@ -335,7 +352,11 @@ class Supervisor:
         t0: float,
         started_at: float,
         on_status: Callable[[AgentStatus], None] | None,
+        done: Mapping[str, Any] | None = None,
+        hooks: Any = None,
     ) -> TurnResult:
+        done = done or {}
+        check = getattr(hooks, "before_dispatch", None)
         # Moves blocked in earlier turns of the session stay blocked (checked on every final text).
         earlier_blocks = [build_brief({"stability": e}) for e in ctx.earlier_stability]
         screened = safety.screened.tier
@@ -426,6 +447,14 @@ class Supervisor:
         async def one(name: str) -> None:
             v = views[name]
             try:
+                if name in done:  # a redelivered turn: this agent's entry is written, it is not run again
+                    statuses[name].status = "ok"
+                    if name == "coach":
+                        candidate.setdefault("reply", str(done[name].value.get("reply", "")).strip())
+                        reply_ready.set()
+                    return
+                if check is not None:
+                    await check(name)  # the worker's lease on the session is still held (else: stop here)
                 with anyio.CancelScope() if name == "coach" else stop.scope(name):  # a crisis stops the others
                     if name != "coach":
                         with anyio.move_on_after(self.settings.coach_head_start_s):
@@ -484,7 +513,8 @@ class Supervisor:
                 statuses["pineal"].error = f"not started: Stability's risk assessment raised the tier to {safety.tier}"
         elif "pineal" in views and shadow_ok:
             synthesis, source = await self._run_pineal(
-                user, session, turn, views, statuses, brief, earlier_blocks, packs, t0, invocation, on_status
+                user, session, turn, views, statuses, brief, earlier_blocks, packs, t0, invocation, on_status,
+                "pineal" in done, check,
             )
         elif "pineal" in statuses:
             statuses["pineal"].status = "skipped"
@@ -511,7 +541,7 @@ class Supervisor:
             safety_raises=list(safety.raises), safety_refused=list(safety.refused),
         )
         versions = {name: e.version for name, e in entries.items() if name in statuses}
-        await self._finish(user, session, turn, result, launch, (waited, versions), started_at)
+        await self._finish(user, session, turn, result, launch, (waited, versions), started_at, resumed=bool(done))
         return result
 
     async def _stopped_turn(
@@ -545,7 +575,7 @@ class Supervisor:
         )
         versions = {name: e.version for name, e in entries.items() if name in statuses}
         waited = WaitResult(arrived=arrived, missing=(), timed_out=False, waited_s=0.0)
-        await self._finish(user, session, turn, result, launch, (waited, versions), started_at)
+        await self._finish(user, session, turn, result, launch, (waited, versions), started_at, resumed=True)
         return result
 
     async def _run_pineal(
@@ -561,6 +591,8 @@ class Supervisor:
         t0: float,
         invocation: Callable[[str, str, str], AgentInvocation],
         on_status: Callable[[AgentStatus], None] | None,
+        written: bool = False,
+        check: Callable[[str], Any] | None = None,
     ) -> tuple[SynthesisOutput | None, str]:
         v = views["pineal"]
         deadline_at = time.monotonic() + v.deadline_s
@@ -584,15 +616,21 @@ class Supervisor:
                     f"{v.output_tool} again with the whole object:\n" + "\n".join(f"- {p}" for p in problems)
                 )
             tail = _tail(v, turn, extra)
-            self.directory.arm(user, session, turn, "pineal")
-            try:
-                await self.directory.synced()
-                outcome = await run_agent(
-                    self.runner, invocation("pineal", shared + tail, tail), v.output_tool, statuses["pineal"],
-                    t0=t0, deadline_at=deadline_at, on_change=on_status,
-                )
-            finally:
-                self.directory.disarm(user, session, turn, "pineal")
+            outcome = None
+            if written and attempt == 1:  # a redelivered turn whose synthesis is written: not run again
+                statuses["pineal"].status = "ok"
+            else:
+                if check is not None:
+                    await check("pineal")
+                self.directory.arm(user, session, turn, "pineal")
+                try:
+                    await self.directory.synced()
+                    outcome = await run_agent(
+                        self.runner, invocation("pineal", shared + tail, tail), v.output_tool, statuses["pineal"],
+                        t0=t0, deadline_at=deadline_at, on_change=on_status,
+                    )
+                finally:
+                    self.directory.disarm(user, session, turn, "pineal")
             entry = (await anyio.to_thread.run_sync(self.board.read_turn, user, session, turn)).get("pineal")
             calls = outcome.tool_calls if outcome is not None else []
             if entry is not None:
@@ -638,8 +676,16 @@ class Supervisor:
         launched: Sequence[str],
         waited_versions: tuple[Any, dict[str, int]] | None,
         started_at: float,
+        *,
+        resumed: bool = False,
     ) -> None:
         store = self.board.store
+        if resumed:  # a redelivered turn: the delivery and record are written only if missing
+            have = await anyio.to_thread.run_sync(self.board.read_turn, user, session, turn)
+            if "record" in have:
+                return
+            if "delivery" in have:
+                return await self._write_record(user, session, turn, result, launched, waited_versions, started_at)
         await write_entry(
             store, user, session, turn, "delivery",
             {
@@ -649,6 +695,18 @@ class Supervisor:
                 "agents": {n: s.to_json() for n, s in result.agents.items()},
             },
         )
+        await self._write_record(user, session, turn, result, launched, waited_versions, started_at)
+
+    async def _write_record(
+        self,
+        user: str,
+        session: str,
+        turn: str,
+        result: TurnResult,
+        launched: Sequence[str],
+        waited_versions: tuple[Any, dict[str, int]] | None,
+        started_at: float,
+    ) -> None:
         required = [n for n in launched if n in AGENT_ORDER]
         arrived: list[str] = []
         timed_out = False
