@@ -44,6 +44,10 @@ from launcher.cli_serve import serve_cmd  # noqa: E402  (typer only; the servers
 
 app.command("serve")(serve_cmd)
 
+from launcher.cli_worker import worker_cmd  # noqa: E402  (typer only; the stack and aio-pika load when it runs)
+
+app.command("worker")(worker_cmd)
+
 from launcher.cli_board import board_app  # noqa: E402  (typer only; the blackboard loads when it runs)
 from launcher.cli_demo import demo_cmd  # noqa: E402  (typer only; the stack loads when it runs)
 from launcher.cli_replay import replay_cmd  # noqa: E402  (typer only; the stack loads when it runs)

@@ -125,6 +125,8 @@ def run_cmd(
     config_path: _ConfigOpt = None,
     proxy_url: Annotated[str | None, typer.Option("--proxy-url", help="use a running proxy")] = None,
     mcp_url: Annotated[str | None, typer.Option("--mcp-url", help="use a running MCP HTTP server")] = None,
+    broker: Annotated[str | None, typer.Option("--broker", help="publish the turn as a job for `coach worker` (RabbitMQ URL; default \\[broker] url)")] = None,
+    job_id: Annotated[str | None, typer.Option("--job-id", help="with --broker: the job's id (the same id again follows that job, never a second one)")] = None,
 ) -> None:
     """Run one coaching turn through the six agents and print the result."""
     from rich.console import Console
@@ -148,8 +150,16 @@ def run_cmd(
             out.print("[bold]Coach:[/bold]", escape(text))  # model text is not rich markup
             out.file.flush()
 
+    broker_url = broker or config.broker.url
+
     async def main() -> Any:
         from launcher._runtime import coach_runtime
+
+        if broker_url:  # a front end: the turn runs on a `coach worker` (docs/scale-out.md)
+            from launcher.scaleout.frontend import run_turn_via_broker
+
+            return await run_turn_via_broker(config, broker_url, user, session, message, on_reply=on_reply,
+                                             job_id=job_id, on_note=lambda line: err.print(line, markup=False))
 
         async with coach_runtime(config, proxy_url=proxy_url, mcp_url=mcp_url) as rt:
             return await rt.supervisor.run_turn(user, session, message, on_coach_reply=on_reply)

@@ -5,7 +5,7 @@ Sources, later wins:
 1. defaults (every field has one; ``CoachConfig()`` is a working local configuration);
 2. a TOML file: ``--config PATH``, else ``$COACH_CONFIG``, else ``./coach.toml`` if it exists;
 3. environment overrides: ``COACH_UPSTREAM_URL`` -> ``[upstream] url``, ``COACH_DATA_DIR`` ->
-   ``[data] dir``, ``COACH_DATABASE_URL`` -> ``[data] url``.
+   ``[data] dir``, ``COACH_DATABASE_URL`` -> ``[data] url``, ``COACH_BROKER_URL`` -> ``[broker] url``.
 
 Sections (each package owns its own model)::
 
@@ -19,6 +19,7 @@ Sections (each package owns its own model)::
     [agents]      dir = "agents"  warm_process_limit = 6  retries = 1  watch = true  idle_close_s = 1800
                   keep_claude_transcripts = false
     [embedded]    launcher.embedded.EmbeddedConfig (llama-server for the no-GPU default)
+    [broker]      launcher.scaleout.config.BrokerConfig (url = "amqp://...": turns as jobs for `coach worker`)
 
 Relative paths are relative to the current directory. Errors: :class:`ConfigError` naming the file,
 the field (``[agents] warm_process_limit``), what was wrong and the fix.
@@ -42,6 +43,7 @@ from proxy.config import ModelPool, ProxyConfig
 from .embedded import EmbeddedConfig
 from .errors import LauncherError
 from .safety import SafetyConfig
+from .scaleout.config import ENV_BROKER_URL, BrokerConfig
 
 __all__ = [
     "DEFAULT_CONFIG_FILE",
@@ -198,6 +200,7 @@ class CoachConfig(BaseModel):
     safety: SafetyConfig = Field(default_factory=SafetyConfig)
     agents: AgentsConfig = Field(default_factory=AgentsConfig)
     embedded: EmbeddedConfig = Field(default_factory=EmbeddedConfig)
+    broker: BrokerConfig = Field(default_factory=BrokerConfig)
     source: Path | None = None
 
     def proxy_config(self) -> ProxyConfig:
@@ -229,6 +232,7 @@ _FIX_HINTS: dict[str, str] = {
     "agents.retries": "an integer 0-5",
     "agents.idle_close_s": "seconds 0-604800 (0: never close idle sessions)",
     "safety.locale": 'a locale such as "en-US" or "en-GB"',
+    "broker.url": f"an amqp://user:password@host:5672/vhost URL (or set {ENV_BROKER_URL}); unset: turns run in-process",
 }
 
 
@@ -329,7 +333,7 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
     if "source" in data:
         raise ConfigError(f"{p}: 'source' is not a configuration key. Fix: remove it")
     for var, (section, key) in {ENV_UPSTREAM_URL: ("upstream", "url"), ENV_DATA_DIR: ("data", "dir"),
-                                ENV_DATABASE_URL: ("data", "url")}.items():
+                                ENV_DATABASE_URL: ("data", "url"), ENV_BROKER_URL: ("broker", "url")}.items():
         value = env.get(var)
         if value:
             sect = data.setdefault(section, {})
