@@ -91,9 +91,12 @@ async def _main(config: Any, url: str, sessions: int, ttl: float, port: int, wor
     from launcher.scaleout.worker import Worker
     from launcher.stack import _start
 
+    from launcher.scaleout.worker import new_worker_id
+
+    worker_id = worker_id or new_worker_id()
     bcfg = config.broker
     topology = BrokerTopology(prefix=bcfg.prefix, delivery_limit=bcfg.delivery_limit)
-    amqp = AmqpBroker(url, topology)
+    amqp = AmqpBroker(url, topology, name=f"coach worker {worker_id}")
     await amqp.check()  # BrokerError: which URL, how to start RabbitMQ
     jobs = await anyio.to_thread.run_sync(lambda: TurnJobs(config.data.url, schema=config.data.db_schema))
     leases = Leases(config.data.url, schema=config.data.db_schema, ttl_s=ttl)

@@ -114,8 +114,10 @@ class AmqpBroker:
     """One AMQP connection for publishing (opened on first use, re-opened after a drop) and, with
     :meth:`consume_forever`, a consuming connection that reconnects by itself."""
 
-    def __init__(self, url: str, topology: BrokerTopology | None = None, *, connect_timeout_s: float = 5.0) -> None:
+    def __init__(self, url: str, topology: BrokerTopology | None = None, *, connect_timeout_s: float = 5.0,
+                 name: str = "coach") -> None:
         self.url = url
+        self.name = name  # the connections' connection_name (rabbitmqctl list_connections client_properties)
         self.topology = topology or BrokerTopology()
         self.connect_timeout_s = connect_timeout_s
         self._pub: Any = None
@@ -128,7 +130,8 @@ class AmqpBroker:
         import aio_pika
 
         try:
-            return await aio_pika.connect(self.url, timeout=self.connect_timeout_s)
+            return await aio_pika.connect(self.url, timeout=self.connect_timeout_s,
+                                          client_properties={"connection_name": self.name})
         except (OSError, asyncio.TimeoutError, Exception) as exc:  # aiormq raises its own types too
             raise unreachable(self.url, exc) from None
 
