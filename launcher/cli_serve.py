@@ -180,19 +180,26 @@ async def _serve(config: Any, registry: Any, sync: Any, ports: tuple[int | None,
     proxy_app = create_app(pcfg, turn_secret=secret)  # POST /coach/turns: the turns of warm agents
     sync.attach(proxy_app.state.proxy.set_agent_policies, written)  # edited agent files reach the proxy
     servers = [_uvicorn_server(proxy_app), _uvicorn_server(mcp_app)]
+    socks = [proxy_sock, mcp_sock]
     proxy_url = f"http://{pcfg.host}:{proxy_sock.getsockname()[1]}"
     mcp_url = f"http://{mcfg.host}:{mcp_sock.getsockname()[1]}{mcfg.path}"
+    from launcher.scaleout.http import open_turns_endpoint
+
+    turns = open_turns_endpoint(config, str(secret), _bind, typer.echo)  # [broker] url: POST /v1/turns (SSE)
+    if turns is not None:
+        servers.append(_uvicorn_server(turns[0]))
+        socks.append(turns[1])
     try:
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with anyio.create_task_group() as outer:
                 async with anyio.create_task_group() as inner:
-                    for server, sock in zip(servers, (proxy_sock, mcp_sock), strict=True):
+                    for server, sock in zip(servers, socks, strict=True):
                         inner.start_soon(_run_server, server, sock)
                     with anyio.fail_after(30):
                         while not all(s.started for s in servers):  # noqa: ASYNC110 (uvicorn has no started event)
                             await anyio.sleep(0.02)
                     typer.echo(f"{READY_PREFIX}: proxy {proxy_url}  mcp {mcp_url}  data {data_dir}"
-                               "  (MCP scope tokens required)")
+                               "  (MCP scope tokens required)" + (f"  turns {turns[3]}" if turns else ""))
                     typer.echo(f"coach serve: agents use: coach run MESSAGE --user U --session S "
                                f"--proxy-url {proxy_url} --mcp-url {mcp_url}   (Ctrl-C stops)")
                     sys.stdout.flush()
@@ -211,9 +218,11 @@ async def _serve(config: Any, registry: Any, sync: Any, ports: tuple[int | None,
                     inner.cancel_scope.deadline = anyio.current_time() + GRACE_S + 3
                 outer.cancel_scope.cancel()
     finally:
-        for sock in (proxy_sock, mcp_sock):
+        for sock in socks:
             with contextlib.suppress(OSError):
                 sock.close()
+        if turns is not None:
+            turns[2]()
     typer.echo("coach serve: stopped")
 
 

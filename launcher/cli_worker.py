@@ -88,10 +88,8 @@ async def _main(config: Any, url: str, sessions: int, ttl: float, port: int, wor
     from launcher._runtime import coach_runtime
     from launcher.scaleout.broker import AmqpBroker, BrokerTopology, describe_url
     from launcher.scaleout.metrics import metrics_app
-    from launcher.scaleout.worker import Worker
+    from launcher.scaleout.worker import Worker, new_worker_id
     from launcher.stack import _start
-
-    from launcher.scaleout.worker import new_worker_id
 
     worker_id = worker_id or new_worker_id()
     bcfg = config.broker
@@ -163,6 +161,6 @@ async def _serve_on(tg: Any, app: Any, host: str, port: int) -> int:
 
     tg.start_soon(serve)
     deadline = time.monotonic() + 15
-    while not server.started and time.monotonic() < deadline:
+    while not server.started and time.monotonic() < deadline:  # noqa: ASYNC110 (uvicorn has no started event)
         await anyio.sleep(0.01)
     return int(sock.getsockname()[1])

@@ -92,10 +92,7 @@ class BrokerTopology:
 class Broker(Protocol):
     """What front ends and workers need of the broker."""
 
-    async def check(self) -> None:
-        """Connect and declare the topology now; raises BrokerError (which URL, how to start RabbitMQ)."""
-        async with self._pub_lock:
-            await self._publisher()
+    async def check(self) -> None: ...
 
     async def publish(self, msg: JobMessage) -> None: ...
 
@@ -132,7 +129,7 @@ class AmqpBroker:
         try:
             return await aio_pika.connect(self.url, timeout=self.connect_timeout_s,
                                           client_properties={"connection_name": self.name})
-        except (OSError, asyncio.TimeoutError, Exception) as exc:  # aiormq raises its own types too
+        except (TimeoutError, OSError, Exception) as exc:  # aiormq raises its own types too
             raise unreachable(self.url, exc) from None
 
     async def declare(self, channel: Any) -> tuple[Any, Any, Any]:
@@ -237,7 +234,7 @@ class AmqpBroker:
                     continue
                 warned = False
                 closed = asyncio.Event()
-                conn.close_callbacks.add(lambda *_a: closed.set())
+                conn.close_callbacks.add(lambda *_a, ev=closed: ev.set())
                 try:
                     jobs_ch = await conn.channel()
                     await jobs_ch.set_qos(prefetch_count=max(1, prefetch))

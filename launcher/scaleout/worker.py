@@ -253,7 +253,7 @@ class Worker:
                 await ack(incoming)
                 return
             holder = await self._db(self.leases.holder, job.user, job.session)
-            if holder is None or job.state == "queued" and holder.worker_id != job.worker_id:
+            if holder is None or (job.state == "queued" and holder.worker_id != job.worker_id):
                 why = (f"dead-lettered by RabbitMQ after {self.broker.topology.delivery_limit + 1} deliveries "
                        f"(x-delivery-limit {self.broker.topology.delivery_limit}): every worker that took it "
                        "stopped before finishing it")

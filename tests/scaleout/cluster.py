@@ -57,7 +57,7 @@ class WorkerProc:
     def start(self, timeout: float = 90) -> WorkerProc:
         env = {**os.environ, "COACH_DATA_DIR": str(self.data_dir), "PYTHONPATH": str(REPO), **self.env}
         self.lines = []
-        errf = open(self.log, "a")  # noqa: SIM115
+        errf = open(self.log, "a")
         self.proc = subprocess.Popen(coach("worker", "--config", str(self.cfg), "--worker-id", self.name), cwd=REPO,
                                      stdout=subprocess.PIPE, stderr=errf, text=True, env=env)
         errf.close()
