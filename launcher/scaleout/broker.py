@@ -153,7 +153,7 @@ class AmqpBroker:
                 with contextlib.suppress(Exception):
                     await self._pub.close()
             self._pub = await self._connect()
-            self._pub_channel = await self._pub.channel(publisher_confirms=True)
+            self._pub_channel = await self._pub.channel(publisher_confirms=True, on_return_raises=True)
             ex, _q, _d = await self.declare(self._pub_channel)
             self._pub_exchange = ex
         return self._pub_exchange

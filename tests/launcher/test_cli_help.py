@@ -48,4 +48,4 @@ def test_help_shows_every_option_help_in_full(path: list[str], cmd: Any) -> None
 
 def test_every_command_is_covered() -> None:
     names = {" ".join(p) for p, _ in COMMANDS}
-    assert {"serve", "agents check", "run", "mcp", "proxy", "board show", "session close"} <= names
+    assert {"serve", "agents check", "run", "mcp", "proxy", "board show", "session close", "worker"} <= names
