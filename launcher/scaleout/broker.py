@@ -296,7 +296,11 @@ async def _guarded(handler: Handler, msg: JobMessage, incoming: Any) -> None:
     except asyncio.CancelledError:
         raise
     except Exception:
-        log.exception("handling %s %s failed; the broker will deliver it again", msg.kind, msg.job_id)
+        log.exception("handling %s %s failed; returning it to the queue (its delivery count goes up)",
+                      msg.kind, msg.job_id)
+        await asyncio.sleep(1.0)  # no hot loop on a store that is down
+        with contextlib.suppress(Exception):
+            await incoming.nack(requeue=True)
 
 
 async def ack(incoming: Any) -> bool:
