@@ -61,6 +61,8 @@ log = logging.getLogger(__name__)
 CRASH_ENV = "COACH_WORKER_CRASH_ON"
 #: Seconds between re-sent hints while a job waits for its session's holder.
 HINT_EVERY_S = 5.0
+#: A dead-lettered job whose row has not changed for this long is failed even if its session is held.
+STUCK_S = 600.0
 
 
 def new_worker_id() -> str:
@@ -247,13 +249,17 @@ class Worker:
             with contextlib.suppress(Exception):
                 deaths = max(deaths, int(d.get("count", 0)))
         delivery_count = (getattr(incoming, "headers", None) or {}).get("x-delivery-count")
+        last_change: tuple[float, float] | None = None
         while True:
             job = await self._db(self.jobs.get, msg.job_id)
             if job is None or job.terminal:
                 await ack(incoming)
                 return
+            if last_change is None or last_change[0] != job.updated_at:
+                last_change = (job.updated_at, time.monotonic())
+            stuck = time.monotonic() - last_change[1] > STUCK_S  # held, but nothing happens to it
             holder = await self._db(self.leases.holder, job.user, job.session)
-            if holder is None or (job.state == "queued" and holder.worker_id != job.worker_id):
+            if holder is None or stuck or job.state == "queued" or holder.worker_id != job.worker_id:
                 why = (f"dead-lettered by RabbitMQ after {self.broker.topology.delivery_limit + 1} deliveries "
                        f"(x-delivery-limit {self.broker.topology.delivery_limit}): every worker that took it "
                        "stopped before finishing it")
@@ -284,6 +290,13 @@ class Worker:
                     log.warning("stopped session %s/%s: %s", user, session, exc)
                     self._held.pop((user, session), None)
                     return
+                except Exception:
+                    # not the turn's agents (they never raise): let the session go, so the job's next delivery
+                    # can run anywhere and the delivery limit applies
+                    self._held.pop((user, session), None)
+                    with contextlib.suppress(Exception):
+                        await self._db(self.leases.release, current)
+                    raise
 
     async def run_job(self, job: Job, lease: Lease) -> None:
         claimed = await self._db(self.jobs.claim, job.job_id, lease)
