@@ -296,6 +296,10 @@ def distributed(args: argparse.Namespace, tmp: Path, upstream_url: str) -> dict[
         refused = Leases(pg.url, schema=pg.schema).refusals()
         docs = [j for j in jobs.all() if j.job_id in set(ids)]
         degraded = sum(1 for j in docs if j.result and json.loads(j.result).get("degraded"))
+        missing: dict[str, int] = {}
+        for j in docs:
+            for name in (json.loads(j.result).get("missing", []) if j.result else []):
+                missing[name] = missing.get(name, 0) + 1
         figures = audit(pg, jobs, sessions, user)
         for w in workers:
             w.stop()
@@ -303,7 +307,7 @@ def distributed(args: argparse.Namespace, tmp: Path, upstream_url: str) -> dict[
             kill_agents(w.data_dir)
         jobs.close()
         return {**figures, "elapsed": elapsed, "total": total, "recoveries": recoveries, "hops": hops,
-                "stale_refused": len(refused), "degraded": degraded, "events": events}
+                "stale_refused": len(refused), "degraded": degraded, "events": events, "missing": missing}
 
 
 async def in_process(args: argparse.Namespace, tmp: Path, total_sessions: int) -> tuple[float, int, int]:
@@ -376,6 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         log(f"event: {line}")
     for tag, rec in r["recoveries"]:
         log(f"recovery: {tag}: {rec:.1f} s")
+    log(f"missing agents in the workers' turns: {r['missing'] or 'none'}")
     log(f"stale_refused={r['stale_refused']} degraded_turns={r['degraded']} broker_hops_ms="
         + ",".join(f"{h:.1f}" for h in r["hops"]))
     max_rec = max((rec for _, rec in r["recoveries"]), default=0.0)
