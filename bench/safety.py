@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from launcher.eval_safety import evaluate, turns_from_file  # noqa: E402
+from launcher.cli.eval import evaluate, turns_from_file  # noqa: E402
 from launcher.safety import SafetyConfig, SafetyState, screen  # noqa: E402
 from launcher.safety._evaluation import LAYERS, evaluate_labelled, read_labelled  # noqa: E402
 

@@ -265,7 +265,7 @@ def seed_runner_class() -> type:
     """The runner's own seed's-way mode (``RunnerConfig(seed_way=True)``: Claude Code's default system
     prompt with the agent prompt appended, default tools, thinking on), minus the per-agent output-token
     cap: the seed did not cap its agents, and thinking tokens count against the cap."""
-    from launcher._agent_runner import ClaudeAgentRunner
+    from launcher.runner._agent_runner import ClaudeAgentRunner
 
     class SeedWayRunner(ClaudeAgentRunner):
         def options(self, inv: Any, *, one_shot: bool, stderr: Callable[[str], None]) -> Any:
@@ -289,10 +289,10 @@ class Stack:
 @contextlib.asynccontextmanager
 async def stack(upstream_url: str, specs: dict[str, Any], work: Path, *, seed_way: bool) -> AsyncIterator[Stack]:
     from blackboard import Blackboard
-    from launcher._agent_runner import ClaudeAgentRunner, RunnerConfig
-    from launcher._turn_scope import TurnDirectory
-    from launcher.stack import running_stack
-    from launcher.supervisor import Supervisor, SupervisorSettings
+    from launcher.pipeline._turn_scope import TurnDirectory
+    from launcher.pipeline.stack import running_stack
+    from launcher.pipeline.supervisor import Supervisor, SupervisorSettings
+    from launcher.runner._agent_runner import ClaudeAgentRunner, RunnerConfig
     from proxy import ModelPool, ProxyConfig
 
     home = work / "home"

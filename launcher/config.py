@@ -36,12 +36,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from blackboard.config import Thresholds
+from launcher.embedded import EmbeddedConfig
+from launcher.errors import LauncherError
+from launcher.safety import SafetyConfig
 from mcp_server.config import McpConfig
 from proxy.config import ModelPool, ProxyConfig
-
-from .embedded import EmbeddedConfig
-from .errors import LauncherError
-from .safety import SafetyConfig
 
 __all__ = [
     "DEFAULT_CONFIG_FILE",
@@ -157,7 +156,7 @@ class AgentsConfig(BaseModel):
     into the profile; issue 5's idle timeout); 0 turns it off. ``keep_claude_transcripts``: let the
     agents' Claude Code processes save their conversations (the user's messages) under
     ``<data dir>/claude-home/.claude/projects/``, never pruned: for debugging only (default off:
-    ``--no-session-persistence``; see ``launcher._agent_runner.RunnerConfig``). ``dir`` defaults to
+    ``--no-session-persistence``; see ``launcher.runner._agent_runner.RunnerConfig``). ``dir`` defaults to
     ``./agents``, or, when the current folder has none, to the checkout's ``agents/`` (:meth:`resolved_dir`).
     """
 

@@ -49,7 +49,7 @@ SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 TurnResolver = Callable[[str, str, str], str | None]
 """``(user, session, agent) -> the turn that agent is running in now, or None`` (the supervisor's
-``launcher._turn_scope.TurnDirectory.turn_for``: the same source the MCP server resolves turns from)."""
+``launcher.pipeline._turn_scope.TurnDirectory.turn_for``: the same source the MCP server resolves turns from)."""
 
 
 @dataclass

@@ -15,7 +15,7 @@ instead, which the supervisor fills through ``POST /coach/turns`` (``create_app(
 ``op`` is ``open`` (the session's open turn, replacing any earlier one, with ``agents`` armed), ``arm`` /
 ``disarm`` (agents of that turn; ignored when it is no longer open) or ``close`` (the turn is over);
 changes apply in order, all or none (the body is validated first). The semantics are those of
-``launcher._turn_scope.TurnDirectory``: a request gets a turn only while its agent is armed in it, so a
+``launcher.pipeline._turn_scope.TurnDirectory``: a request gets a turn only while its agent is armed in it, so a
 late call of an agent whose run ended is never metered under a later turn; a request that carries
 ``x-coach-turn`` keeps it.
 

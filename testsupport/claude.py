@@ -4,7 +4,7 @@ Verified with the bundled CLI 2.1.332 (claude-agent-sdk 0.2.189): ``claude -p PR
 --system-prompt S --tools "" --strict-mcp-config --mcp-config JSON --allowedTools ... --permission-mode
 bypassPermissions --max-turns N --no-session-persistence`` works offline against
 ``ANTHROPIC_BASE_URL``; as root, ``bypassPermissions`` needs ``IS_SANDBOX=1``. The environment below
-makes requests plain (DESIGN.md, "Verified facts"; the settings come from ``launcher.claude_env``, which
+makes requests plain (DESIGN.md, "Verified facts"; the settings come from ``launcher.runner.claude_env``, which
 the agent runner uses too).
 
 Usage::
@@ -30,7 +30,7 @@ from typing import Any
 
 import anyio
 
-from launcher.claude_env import PLAIN_REQUEST_ENV
+from launcher.runner.claude_env import PLAIN_REQUEST_ENV
 
 from .errors import ClaudeRunError
 

@@ -15,8 +15,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult
 
 from blackboard import Blackboard
-from mcp_server._pipeline_tool import TurnSummary, display_text
-from mcp_server._session import (
+from launcher.claude_code._pipeline_tool import TurnSummary, display_text
+from launcher.claude_code.session import (
     DEFAULT_SESSION,
     SessionTurns,
     build_session_server,
@@ -195,8 +195,8 @@ def test_parent_session_variables_do_not_reach_the_agents() -> None:
 def test_plugin_server_reads_the_repositorys_agents_when_the_project_has_none(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from launcher.claude_code.session import _with_agents_dir
     from launcher.config import CoachConfig
-    from mcp_server._session import _with_agents_dir
 
     repo, project = tmp_path / "repo", tmp_path / "project"
     (repo / "agents").mkdir(parents=True)
@@ -210,8 +210,8 @@ def test_plugin_server_reads_the_repositorys_agents_when_the_project_has_none(
 
 
 async def test_hosted_pipeline_start_failure_is_a_tool_error_and_the_server_stays_up(tmp_path: Path) -> None:
+    from launcher.claude_code._pipeline_tool import HostedPipeline
     from launcher.config import CoachConfig
-    from mcp_server._pipeline_tool import HostedPipeline
 
     config = CoachConfig.model_validate({"data": {"dir": str(tmp_path / "data")}, "agents": {"dir": str(tmp_path / "none")}})
     board = Blackboard(tmp_path / "data")

@@ -2,7 +2,7 @@
 are still running, ``coach_synthesis`` returns the synthesis; the safety screen's tiers 2 and 3; unknown
 turns, timeouts and failures; and the idle close that moves new turns to a new session.
 
-The pipeline is the real :class:`mcp_server._pipeline_tool.HostedPipeline` with the real supervisor,
+The pipeline is the real :class:`launcher.claude_code._pipeline_tool.HostedPipeline` with the real supervisor,
 safety screen and blackboard (SQLite); the agent runner is the test double at the runner boundary
 (``tests.launcher.fakes.FakeRunner``), gated by events so the order is fixed without sleeping.
 """
@@ -21,11 +21,11 @@ from mcp import Client
 from mcp_types import CallToolResult
 
 from blackboard import Blackboard, profile_key, session_key, turn_entry_key
-from launcher._agent_runner import AgentEvents, AgentInvocation, AgentOutcome
-from launcher._screen import SafetyScreen
-from launcher.supervisor import Supervisor
-from mcp_server._pipeline_tool import EarlyReply, HostedPipeline, TurnSummary
-from mcp_server._session import build_session_server, session_identity
+from launcher.claude_code._pipeline_tool import EarlyReply, HostedPipeline, TurnSummary
+from launcher.claude_code.session import build_session_server, session_identity
+from launcher.pipeline._screen import SafetyScreen
+from launcher.pipeline.supervisor import Supervisor
+from launcher.runner._agent_runner import AgentEvents, AgentInvocation, AgentOutcome
 from tests.launcher.fakes import FakeRunner, specs
 from tests.launcher.payloads import payload_for
 
@@ -232,7 +232,7 @@ async def test_idle_session_is_closed_into_the_profile_and_the_next_turn_starts_
 
 
 async def test_closed_session_at_start_moves_to_the_next_open_one(board: Blackboard) -> None:
-    from launcher.sessions import close_session
+    from launcher.pipeline.sessions import close_session
 
     board.begin_turn(USER, SESSION)
     await close_session(board, USER, SESSION)

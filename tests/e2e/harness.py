@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from blackboard import Blackboard
-from launcher._agent_runner import ClaudeAgentRunner, RunnerConfig
-from launcher._turn_scope import TurnDirectory
 from launcher.agents import load_agents
-from launcher.stack import running_stack
-from launcher.supervisor import Supervisor
+from launcher.pipeline._turn_scope import TurnDirectory
+from launcher.pipeline.stack import running_stack
+from launcher.pipeline.supervisor import Supervisor
+from launcher.runner._agent_runner import ClaudeAgentRunner, RunnerConfig
 from proxy import ModelPool, ProxyConfig
 from tests.launcher.fakes import OUTPUT_TOOLS
 from tests.launcher.payloads import payload_for, synthesis_citing

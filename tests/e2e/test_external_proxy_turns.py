@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from launcher._runtime import coach_runtime
 from launcher.config import load_config
+from launcher.pipeline._runtime import coach_runtime
 from tests.e2e.harness import REPO, agent_script
 from tests.launcher.fakes import OUTPUT_TOOLS
 from testsupport.child_output import OutputLines, interrupt, start_coach_serve

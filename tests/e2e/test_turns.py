@@ -19,11 +19,11 @@ import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from blackboard import turn_entry_key
-from launcher._fallbacks import FALLBACK_COACH_REPLY
-from launcher._screen import SafetyScreen
+from launcher.pipeline._fallbacks import FALLBACK_COACH_REPLY
+from launcher.pipeline._screen import SafetyScreen
+from launcher.pipeline.sessions import close_session
+from launcher.pipeline.supervisor import TurnResult
 from launcher.safety import crisis_response
-from launcher.sessions import close_session
-from launcher.supervisor import TurnResult
 from tests.e2e.harness import (
     Harness,
     agent_script,

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from blackboard import Blackboard
-from launcher._agent_runner import ClaudeAgentRunner, RunnerConfig
-from launcher._turn_scope import TurnDirectory
-from launcher.stack import running_stack
-from launcher.supervisor import Supervisor
+from launcher.pipeline._turn_scope import TurnDirectory
+from launcher.pipeline.stack import running_stack
+from launcher.pipeline.supervisor import Supervisor
+from launcher.runner._agent_runner import ClaudeAgentRunner, RunnerConfig
 from proxy import ModelPool, ProxyConfig
 from tests.e2e.harness import agent_script, e2e_specs
 from tests.launcher.fakes import OUTPUT_TOOLS

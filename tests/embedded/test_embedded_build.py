@@ -1,4 +1,4 @@
-"""launcher.embedded_build: spec checking, the CPU flags and cache keys of the builds, the inference check
+"""launcher.embedded.build: spec checking, the CPU flags and cache keys of the builds, the inference check
 that rejects a build which traps at its first completion (a fake llama-server that dies by SIGILL after
 --version and /health work), the skip path on an installed build, and a failing build (an in-tree PEP
 517 backend that prints ninja-style steps and then fails; no download, no compiler)."""
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from launcher import _build_flags, _build_verify
-from launcher._build_progress import pip_run
-from launcher._exit_status import describe_exit
-from launcher.embedded_build import BuildError, ensure_llama_server, main, plans
+from launcher.embedded import _build_flags, _build_verify
+from launcher.embedded._build_progress import pip_run
+from launcher.embedded._exit_status import describe_exit
+from launcher.embedded.build import BuildError, ensure_llama_server, main, plans
 
 FAKE = Path(__file__).with_name("fake_llama_server.py")
 MAKEFILE = Path(__file__).resolve().parents[2] / "Makefile"
@@ -80,7 +80,7 @@ def _fake_binary(tmp_path: Path) -> tuple[Path, Path]:
 def test_makefile_never_builds_for_the_build_machine_alone() -> None:
     text = MAKEFILE.read_text()
     assert "march=native" not in text and "GGML_NATIVE=ON" not in text
-    assert "launcher.embedded_build" in text  # the flags are chosen there (plans), not in CMAKE_ARGS
+    assert "launcher.embedded.build" in text  # the flags are chosen there (plans), not in CMAKE_ARGS
 
 
 def test_default_build_is_runtime_dispatch_on_x86_and_baseline_on_arm(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -26,7 +26,7 @@ import pytest
 
 from blackboard import AGENT_OUTPUT_SCHEMAS
 from launcher.agents import AgentRegistry
-from launcher.cli_demo import (
+from launcher.cli.demo import (
     demo_embedded_config,
     demo_supervisor_settings,
     embedded_runtime_config,
@@ -62,9 +62,9 @@ def model_server() -> Iterator[EmbeddedModelServer]:
 
 
 async def _one_turn(config: CoachConfig, user: str, session: str) -> tuple[Any, dict[str, Any], float]:
-    from launcher._runtime import coach_runtime
-    from launcher._screen import SafetyScreen
-    from launcher.supervisor import Supervisor
+    from launcher.pipeline._runtime import coach_runtime
+    from launcher.pipeline._screen import SafetyScreen
+    from launcher.pipeline.supervisor import Supervisor
 
     async with coach_runtime(config) as rt:
         agents = scaled_agents(rt.registry.current, DEADLINE_SCALE, config.embedded.agent_output_caps)

@@ -11,9 +11,9 @@ import anyio
 import anyio.to_thread
 
 from blackboard import Blackboard, SchemaValidationError
-from launcher._agent_runner import AgentEvents, AgentInvocation, AgentOutcome, ToolCallRecord
 from launcher.errors import AgentFailedError
-from launcher.supervisor import ScreenOutcome
+from launcher.pipeline.supervisor import ScreenOutcome
+from launcher.runner._agent_runner import AgentEvents, AgentInvocation, AgentOutcome, ToolCallRecord
 from mcp_server import WRITE_TOOL_NAMES
 from tests.launcher.payloads import payload_for, synthesis_citing
 

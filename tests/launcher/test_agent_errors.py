@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from launcher._agent_runner import AgentInvocation, ClaudeAgentRunner, RunnerConfig, _result_error
 from launcher.errors import AgentFailedError
+from launcher.runner._agent_runner import AgentInvocation, ClaudeAgentRunner, RunnerConfig, _result_error
 from testsupport.script import Error
 from testsupport.upstream import ScriptedUpstream
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from launcher._agent_runner import ClaudeAgentRunner, RunnerConfig
-from launcher._spec_view import view_of
-from launcher._turn_scope import DirectoryScope, TurnDirectory
 from launcher.agents import load_agents
-from launcher.policies import policies_from_agents
-from launcher.supervisor import _tail
+from launcher.agents._spec_view import view_of
+from launcher.agents.policies import policies_from_agents
+from launcher.pipeline._turn_scope import DirectoryScope, TurnDirectory
+from launcher.pipeline.supervisor import _tail
+from launcher.runner._agent_runner import ClaudeAgentRunner, RunnerConfig
 from mcp_server import SCOPE_TOKEN_HEADER, Scope, scope_token
 from mcp_server.errors import ScopeError
 
@@ -46,7 +46,7 @@ def test_duplicate_agent_names_are_refused(specs: dict) -> None:
 
 
 def _invocation(specs: dict, agent: str = "persona"):
-    from launcher._agent_runner import AgentInvocation
+    from launcher.runner._agent_runner import AgentInvocation
 
     v = view_of(specs[agent])
     return AgentInvocation(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from launcher._agent_runner import AgentInvocation, ClaudeAgentRunner, RunnerConfig, ToolCallRecord
+from launcher.runner._agent_runner import AgentInvocation, ClaudeAgentRunner, RunnerConfig, ToolCallRecord
 from testsupport import Text
 from testsupport.upstream import ScriptedUpstream
 

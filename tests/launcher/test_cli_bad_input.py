@@ -25,7 +25,7 @@ def no_runtime(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
         raise AssertionError("the runtime must not start")
         yield  # pragma: no cover
 
-    monkeypatch.setattr("launcher._runtime.coach_runtime", fake_runtime)
+    monkeypatch.setattr("launcher.pipeline._runtime.coach_runtime", fake_runtime)
     return started
 
 
@@ -73,7 +73,7 @@ def test_corrupt_blackboard_is_a_clear_error_and_left_in_place(tmp_path: Path, m
         finally:
             board.close()
 
-    monkeypatch.setattr("launcher._runtime.coach_runtime", real_board_runtime)
+    monkeypatch.setattr("launcher.pipeline._runtime.coach_runtime", real_board_runtime)
     res = CliRunner().invoke(app, [*command, "-u", "u1", "-s", "s1", "--config", str(_config(tmp_path, data))])
     assert res.exit_code == 2, res.output
     assert isinstance(res.exception, SystemExit), res.exception
@@ -88,7 +88,7 @@ def test_model_text_with_rich_markup_is_printed_verbatim(tmp_path: Path, monkeyp
     """A model reply or synthesis is text: brackets must be shown as written, and a stray closing tag
     ("[/x]") must not crash the command after the turn (rich raised MarkupError)."""
     from blackboard import Blackboard
-    from launcher.supervisor import Supervisor
+    from launcher.pipeline.supervisor import Supervisor
     from tests.launcher.fakes import FakeRunner, fake_screen, specs
 
     @contextlib.asynccontextmanager
@@ -100,7 +100,7 @@ def test_model_text_with_rich_markup_is_printed_verbatim(tmp_path: Path, monkeyp
         finally:
             board.close()
 
-    monkeypatch.setattr("launcher._runtime.coach_runtime", fake_runtime)
+    monkeypatch.setattr("launcher.pipeline._runtime.coach_runtime", fake_runtime)
     res = CliRunner().invoke(app, ["run", "hello", "-u", "u1", "-s", "s1", "--config", str(_config(tmp_path, tmp_path / "d"))],
                              env={"COLUMNS": "400"})
     assert res.exit_code == 0, (res.output, res.exception)
@@ -121,7 +121,7 @@ def test_a_turn_where_no_agent_reached_the_model_says_so(tmp_path: Path, monkeyp
     """Model server down: the fallback reply and synthesis look like coaching; stderr must say they are
     fallbacks and name the upstream URL (it used to exit 0 with only 'HTTP 529' in a table cell)."""
     from blackboard import Blackboard
-    from launcher.supervisor import Supervisor
+    from launcher.pipeline.supervisor import Supervisor
     from tests.launcher.fakes import FakeRunner, fake_screen, specs
 
     @contextlib.asynccontextmanager
@@ -134,7 +134,7 @@ def test_a_turn_where_no_agent_reached_the_model_says_so(tmp_path: Path, monkeyp
         finally:
             board.close()
 
-    monkeypatch.setattr("launcher._runtime.coach_runtime", fake_runtime)
+    monkeypatch.setattr("launcher.pipeline._runtime.coach_runtime", fake_runtime)
     cfg = tmp_path / "coach.toml"
     cfg.write_text(f'[data]\ndir = "{tmp_path / "d"}"\n[upstream]\nurl = "http://127.0.0.1:1"\n')
     res = CliRunner().invoke(app, ["run", "hello", "-u", "u1", "-s", "s1", "--json", "--config", str(cfg)],

@@ -103,7 +103,7 @@ def failing_runtime(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
                                            "set [agents] dir in coach.toml")])
         yield  # pragma: no cover
 
-    monkeypatch.setattr("launcher._runtime.coach_runtime", fake_runtime)
+    monkeypatch.setattr("launcher.pipeline._runtime.coach_runtime", fake_runtime)
     return started
 
 

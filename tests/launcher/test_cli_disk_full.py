@@ -19,9 +19,9 @@ import pytest
 from typer.testing import CliRunner
 
 from blackboard import Blackboard, StoreUnavailableError, session_key
-from launcher._data_dir import LOW_SPACE_BYTES
 from launcher.cli import app
 from launcher.errors import SessionError
+from launcher.pipeline._data_dir import LOW_SPACE_BYTES
 
 
 def _store_with_a_turn(tmp_path: Path) -> tuple[Path, Path]:
@@ -95,7 +95,7 @@ def test_session_close_whose_write_fails_on_a_full_disk_says_disk_full(tmp_path:
         cause = StoreUnavailableError("blackboard database error: database or disk is full")
         raise SessionError(f"cannot close session {session!r} of user {user!r}: {cause}") from cause
 
-    monkeypatch.setattr("launcher.sessions.close_session", failing_close)
+    monkeypatch.setattr("launcher.pipeline.sessions.close_session", failing_close)
     _free_space(monkeypatch, 0)
     res = _cli(cfg, "session", "close", "-u", "u1", "-s", "s1")
     assert res.exit_code == 2, (res.output, res.exception)

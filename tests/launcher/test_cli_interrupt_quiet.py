@@ -27,8 +27,8 @@ signal.signal(signal.SIGINT, signal.default_int_handler)
 import anyio
 from starlette.applications import Starlette
 from starlette.routing import Route
-from launcher._cli_common import Terminated, run_async
-from launcher.stack import _start
+from launcher.cli._common import Terminated, run_async
+from launcher.pipeline.stack import _start
 
 MODE = sys.argv[1]
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from blackboard import Blackboard
 from launcher.cli import app
-from launcher.supervisor import Supervisor
+from launcher.pipeline.supervisor import Supervisor
 from tests.launcher.fakes import FakeRunner, fake_screen, specs
 
 
@@ -34,7 +34,7 @@ def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         finally:
             board.close()
 
-    monkeypatch.setattr("launcher._runtime.coach_runtime", fake_runtime)
+    monkeypatch.setattr("launcher.pipeline._runtime.coach_runtime", fake_runtime)
     return cfg
 
 

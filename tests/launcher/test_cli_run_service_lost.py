@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from blackboard import Blackboard
 from launcher.cli import app
 from launcher.errors import AgentFailedError
-from launcher.supervisor import Supervisor
+from launcher.pipeline.supervisor import Supervisor
 from tests.launcher.fakes import FakeRunner, fake_screen, specs
 
 REFUSED = ("Claude Code ended with an error (success): API Error: Connection refused — a firewall or proxy may be "
@@ -50,7 +50,7 @@ def cfg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         finally:
             board.close()
 
-    monkeypatch.setattr("launcher._runtime.coach_runtime", fake_runtime)
+    monkeypatch.setattr("launcher.pipeline._runtime.coach_runtime", fake_runtime)
     return path
 
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from launcher._context_pack import (
+from launcher.pipeline._context_pack import (
     AgentPackSpec,
     HistoryItem,
     PackInputs,

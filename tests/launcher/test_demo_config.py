@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from launcher.agents import AgentRegistry
 from launcher.cli import app
-from launcher.cli_demo import demo_embedded_config, embedded_runtime_config, scaled_agents
+from launcher.cli.demo import demo_embedded_config, embedded_runtime_config, scaled_agents
 from launcher.config import CoachConfig
 from launcher.embedded import FORCED_TOOL_CALL_PREFILL, EmbeddedConfig
 
@@ -68,7 +68,7 @@ def test_closing_summary_counts_what_each_turn_delivered(tmp_path: Path) -> None
 
     from rich.console import Console
 
-    from launcher.cli_demo import _epilogue
+    from launcher.cli.demo import _epilogue
 
     def turn(session: str, source: str, failed: tuple[str, ...] = ()) -> Any:
         agents = {n: SimpleNamespace(status="error" if n in failed else "ok")

@@ -12,8 +12,8 @@ import anyio
 import httpx
 import pytest
 
-from launcher._runtime import coach_runtime
 from launcher.config import CoachConfig, DataConfig, UpstreamConfig
+from launcher.pipeline._runtime import coach_runtime
 from testsupport.script import Text
 from testsupport.upstream import ScriptedUpstream
 

@@ -14,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from blackboard import Blackboard, turn_entry_key
-from launcher._screen import SafetyScreen
 from launcher.cli import app
+from launcher.pipeline._screen import SafetyScreen
+from launcher.pipeline.supervisor import Supervisor
 from launcher.safety import crisis_response
-from launcher.supervisor import Supervisor
 from tests.launcher.fakes import FakeRunner, fake_screen, specs
 from tests.launcher.payloads import payload_for
 
@@ -154,7 +154,7 @@ async def test_no_risk_claimed_records_nothing(board: Blackboard) -> None:
 
 async def test_a_model_never_lowers_the_screens_tier(board: Blackboard) -> None:
     def tier2(text: str, state: Any) -> Any:
-        from launcher.supervisor import ScreenOutcome
+        from launcher.pipeline.supervisor import ScreenOutcome
 
         return ScreenOutcome(2, "SUPPORT")
 
@@ -165,7 +165,7 @@ async def test_a_model_never_lowers_the_screens_tier(board: Blackboard) -> None:
 
 
 def test_chat_labels_a_raised_first_reply_by_the_raised_tier() -> None:
-    from launcher.cli_chat import _RecordingScreen
+    from launcher.cli.chat import _RecordingScreen
     from launcher.safety import judge_raise
 
     screen = _RecordingScreen(SafetyScreen())
@@ -191,7 +191,7 @@ def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         finally:
             board.close()
 
-    monkeypatch.setattr("launcher._runtime.coach_runtime", fake_runtime)
+    monkeypatch.setattr("launcher.pipeline._runtime.coach_runtime", fake_runtime)
     return cfg
 
 

@@ -12,9 +12,15 @@ import pytest
 from claude_agent_sdk.types import ResultMessage
 
 from blackboard import Blackboard
-from launcher._agent_runner import AgentEvents, AgentInvocation, AgentOutcome, ClaudeAgentRunner, RunnerConfig
-from launcher._spec_view import view_of
-from launcher.supervisor import Supervisor, _invocation
+from launcher.agents._spec_view import view_of
+from launcher.pipeline.supervisor import Supervisor, _invocation
+from launcher.runner._agent_runner import (
+    AgentEvents,
+    AgentInvocation,
+    AgentOutcome,
+    ClaudeAgentRunner,
+    RunnerConfig,
+)
 from tests.launcher.fakes import FakeRunner, fake_screen, specs
 
 pytestmark = pytest.mark.anyio

@@ -17,8 +17,8 @@ from claude_agent_sdk.types import (
     UserMessage,
 )
 
-from launcher._agent_runner import AgentInvocation, ClaudeAgentRunner, RunnerConfig, ToolCallRecord
 from launcher.errors import AgentFailedError
+from launcher.runner._agent_runner import AgentInvocation, ClaudeAgentRunner, RunnerConfig, ToolCallRecord
 
 pytestmark = pytest.mark.anyio
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-import launcher.sessions as sessions
+import launcher.pipeline.sessions as sessions
 from blackboard import Blackboard, SessionClosedError, StoreUnavailableError, session_key
 from launcher.errors import SessionError
-from launcher.sessions import close_session
-from launcher.supervisor import Supervisor
+from launcher.pipeline.sessions import close_session
+from launcher.pipeline.supervisor import Supervisor
 from tests.launcher.fakes import FakeRunner, fake_screen, specs
 
 pytestmark = pytest.mark.anyio

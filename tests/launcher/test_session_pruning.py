@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from blackboard import Blackboard, TurnRecord
-from launcher.sessions import close_session
-from launcher.supervisor import Supervisor
+from launcher.pipeline.sessions import close_session
+from launcher.pipeline.supervisor import Supervisor
 from tests.launcher.fakes import FakeRunner, fake_screen, specs
 
 pytestmark = pytest.mark.anyio
@@ -64,7 +64,7 @@ async def test_a_pruning_failure_never_fails_the_close(board: Blackboard, monkey
         raise PermissionError(13, "Permission denied", "sequencer/ana/s1")
 
     monkeypatch.setattr(board, "prune_turn_barriers", broken)
-    with caplog.at_level(logging.WARNING, logger="launcher.sessions"):
+    with caplog.at_level(logging.WARNING, logger="launcher.pipeline.sessions"):
         res = await close_session(board, "ana", "s1")
     assert not res.already_closed and res.profile_version == 1 and res.pruned_turns == ()
     assert "next session close retries" in caplog.text and "run more" not in caplog.text

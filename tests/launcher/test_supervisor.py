@@ -12,8 +12,8 @@ import anyio
 import pytest
 
 from blackboard import Blackboard, turn_entry_key
-from launcher._fallbacks import FALLBACK_COACH_REPLY
-from launcher.supervisor import Supervisor
+from launcher.pipeline._fallbacks import FALLBACK_COACH_REPLY
+from launcher.pipeline.supervisor import Supervisor
 from tests.launcher.fakes import CRISIS_TEXT, FakeRunner, fake_screen, specs
 from tests.launcher.payloads import BLOCKED_MOVE, stability_blocking
 
@@ -194,7 +194,7 @@ async def test_real_screen_crisis_then_post_crisis_window_pauses(board: Blackboa
 
 
 async def test_close_session_compacts_profile_once_and_next_session_starts_from_it(board: Blackboard) -> None:
-    from launcher.sessions import close_session
+    from launcher.pipeline.sessions import close_session
 
     runner = FakeRunner(board)
     sup = make(board, runner)
@@ -211,7 +211,7 @@ async def test_close_session_compacts_profile_once_and_next_session_starts_from_
 
 
 async def test_idle_sessions_close_after_timeout() -> None:
-    from launcher.sessions import IdleSessions
+    from launcher.pipeline.sessions import IdleSessions
 
     now = [0.0]
     closed: list[tuple[str, str]] = []
@@ -313,7 +313,7 @@ async def test_coach_reply_is_checked_against_this_turns_stability_if_already_wr
 
     runner.run = ordered  # type: ignore[method-assign]
     shown: list[str] = []
-    from launcher.supervisor import SupervisorSettings
+    from launcher.pipeline.supervisor import SupervisorSettings
 
     s = specs()
     sup = Supervisor(board, runner, lambda: s, screen=fake_screen, settings=SupervisorSettings(coach_head_start_s=0))
@@ -322,7 +322,7 @@ async def test_coach_reply_is_checked_against_this_turns_stability_if_already_wr
 
 
 async def test_sequential_mode_runs_one_agent_at_a_time(board: Blackboard) -> None:
-    from launcher.supervisor import SupervisorSettings
+    from launcher.pipeline.supervisor import SupervisorSettings
 
     runner = FakeRunner(board)
     s = specs()
@@ -362,7 +362,7 @@ class _SlowFirstToken(FakeRunner):
 async def test_specialists_can_wait_for_the_coachs_first_token(
     board: Blackboard, until: str, specialists_first: bool
 ) -> None:
-    from launcher.supervisor import SupervisorSettings
+    from launcher.pipeline.supervisor import SupervisorSettings
 
     runner = _SlowFirstToken(board)
     settings = SupervisorSettings(coach_head_start_s=30.0, coach_head_start_until=until)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""Real processes for the MCP e2e tests: the HTTP server (``python -m mcp_server --http``), mcp clients
+"""Real processes for the MCP e2e tests: the HTTP server (``coach mcp --http``, run as ``python -m launcher.cli mcp``), mcp clients
 over streamable HTTP with scope headers, and a one-shot tool call from a separate process."""
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ class ServerProcess:
 def http_server(
     data_dir: Path, *, timeout_s: float = 30.0, args: tuple[str, ...] = (), env: Mapping[str, str] | None = None
 ) -> Iterator[ServerProcess]:
-    """Start ``python -m mcp_server --http --port 0`` and wait for its ready line (it names the port)."""
-    cmd = [sys.executable, "-m", "mcp_server", "--http", "--port", "0", "--data-dir", str(data_dir), *args]
+    """Start ``python -m launcher.cli mcp --http --port 0`` (``coach mcp``) and wait for its ready line (it names the port)."""
+    cmd = [sys.executable, "-m", "launcher.cli", "mcp", "--http", "--port", "0", "--data-dir", str(data_dir), *args]
     proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=child_env(env), stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     server = ServerProcess(proc)

@@ -18,10 +18,10 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from blackboard import Blackboard, profile_key, session_key
-from launcher._replay import default_user, plan_sessions
-from launcher._turn_status import AgentStatus, TurnResult
 from launcher.cli import app
-from launcher.cli_replay import load_transcript, run_replay
+from launcher.cli.replay import load_transcript, run_replay
+from launcher.pipeline._replay import default_user, plan_sessions
+from launcher.pipeline._turn_status import AgentStatus, TurnResult
 from launcher.transcripts import TranscriptError, read_annomi
 from tests.launcher.payloads import payload_for
 
