@@ -51,8 +51,11 @@ embedded-rebuild: | $(DEPS)
 install: $(DEPS)
 embedded: $(EMBED)
 
+# ruff (including complexity <= 15), the formatter's check, and the import contracts (docs/layout.md).
 lint: $(DEPS)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: $(DEPS)
 	$(BIN)/mypy
@@ -62,6 +65,8 @@ unit: $(DEPS)
 
 test: $(DEPS) $(EMBED)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 	$(BIN)/mypy
 	$(BIN)/pytest
 
