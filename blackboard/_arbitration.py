@@ -18,17 +18,15 @@ from ._keys import parse_key
 from ._matching import PhraseMatcher, normalise
 from ._prose import quotable
 from ._registry import validate_output
+from ._roster import AGENT_NAMES, SYNTHESIS_INPUTS
 from ._schema_agents import CoachOutput, PersonaOutput, PlasticityOutput, SynthesisOutput
-from ._schema_common import AGENT_NAMES
 from ._schema_stability import StabilityOutput
 from ._store import Entry
 from .config import Thresholds
 from .errors import InvalidKeyError, InvalidValueError, SchemaValidationError
 
-__all__ = ["SPECIALISTS", "build_brief", "fallback_synthesis", "validate_synthesis"]
+__all__ = ["build_brief", "fallback_synthesis", "validate_synthesis"]
 
-#: Agents whose entries a brief expects (Pineal consumes the brief, so it is not expected).
-SPECIALISTS: tuple[str, ...] = ("shadow", "persona", "plasticity", "stability", "coach")
 CAUTION_NOTE = "offer only as a small, reversible first step and suggest consulting a professional"
 _STRETCH = PhraseMatcher(
     ["stretch goal", "stretch", "challenge", "push yourself", "push harder", "ambitious", "bold"]
@@ -63,7 +61,7 @@ def build_brief(
     *,
     crisis_tier: int = 0,
     thresholds: Thresholds | None = None,
-    expected: Sequence[str] = SPECIALISTS,
+    expected: Sequence[str] = SYNTHESIS_INPUTS,
 ) -> Brief:
     """Build the arbitrated brief for one turn. Pure and deterministic (order of ``entries`` is
     irrelevant; same entries -> byte-identical ``Brief.to_json()``).
@@ -87,7 +85,7 @@ def build_brief(
     by_agent: dict[str, Entry] = {}
     for name in sorted(entries):
         agent = _agent_of(name, entries[name])
-        if agent is not None and agent != "pineal":
+        if agent in SYNTHESIS_INPUTS:  # Pineal consumes the brief
             prev = by_agent.get(agent)
             e = entries[name]
             if prev is None or (e.version, e.seq) > (prev.version, prev.seq):

@@ -8,7 +8,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ._arbitration import SPECIALISTS, build_brief, validate_synthesis
+from ._arbitration import build_brief, validate_synthesis
 from ._backend import open_backend
 from ._barrier import Barrier
 from ._brief import Brief
@@ -16,6 +16,7 @@ from ._keys import check_part, profile_key, session_key, turn_entry_key, turn_pr
 from ._pg_schema import DEFAULT_SCHEMA
 from ._records import TurnRecord, UserProfile, merge_profile
 from ._registry import validate_output
+from ._roster import SYNTHESIS_INPUTS
 from ._schema_agents import SynthesisOutput
 from ._sequencer import Sequencer, WaitResult
 from ._sqlite import open_store
@@ -188,7 +189,7 @@ class Blackboard:
         prefix = turn_prefix(user, session, turn)
         return {e.key[len(prefix) :]: e for e in self.store.list(prefix)}
 
-    def brief(self, user: str, session: str, turn: str, *, expected: Sequence[str] = SPECIALISTS) -> Brief:
+    def brief(self, user: str, session: str, turn: str, *, expected: Sequence[str] = SYNTHESIS_INPUTS) -> Brief:
         """The arbitrated brief of a turn as it stands now (no waiting)."""
         entries = self.read_turn(user, session, turn)
         tier = int(entries["meta"].value.get("crisis_tier", 0)) if "meta" in entries else 0

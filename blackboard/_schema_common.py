@@ -23,7 +23,6 @@ from pydantic import (
 from .config import Thresholds
 
 __all__ = [
-    "AGENT_NAMES",
     "READ_ONLY",
     "TRAIT_NAMES",
     "AgentName",
@@ -42,7 +41,6 @@ __all__ = [
     "thresholds_of",
 ]
 
-AGENT_NAMES: tuple[str, ...] = ("shadow", "persona", "plasticity", "stability", "coach", "pineal")
 AgentName = Literal["shadow", "persona", "plasticity", "stability", "coach", "pineal"]
 TRAIT_NAMES: tuple[str, ...] = (
     "openness",

@@ -26,7 +26,6 @@ from mcp_server._client_config import (
     claude_mcp_stdio_config,
 )
 from mcp_server._scope import (
-    AGENT_NAMES,
     ENV_VARS,
     HEADERS,
     SCOPE_TOKEN_HEADER,
@@ -48,6 +47,7 @@ from mcp_server.errors import (
 )
 
 if TYPE_CHECKING:
+    from blackboard import AGENT_NAMES
     from mcp_server._descriptions import WRITE_TOOL_NAMES
     from mcp_server._problems import Problem, error_result, ok_result
     from mcp_server._server import (
@@ -63,6 +63,7 @@ if TYPE_CHECKING:
 
 # The server side (mcp, blackboard) is imported on first use, so `coach --help` stays fast.
 _LAZY = {
+    "AGENT_NAMES": "blackboard",
     "WRITE_TOOL_NAMES": "mcp_server._descriptions",
     "Problem": "mcp_server._problems",
     "SERVER_NAME": "mcp_server._server",

@@ -3,17 +3,11 @@ what to do on error). Kept in one place so the agents engineer can review the wo
 
 from __future__ import annotations
 
+from blackboard import WRITE_TOOL_NAMES
+
 __all__ = ["READ_DESCRIPTIONS", "WRITE_DESCRIPTIONS", "WRITE_TOOL_NAMES"]
 
-#: agent -> its write tool (Pineal writes the synthesis).
-WRITE_TOOL_NAMES: dict[str, str] = {
-    "shadow": "write_shadow",
-    "persona": "write_persona",
-    "plasticity": "write_plasticity",
-    "stability": "write_stability",
-    "coach": "write_coach",
-    "pineal": "write_synthesis",
-}
+# WRITE_TOOL_NAMES (agent -> its write tool) comes from the roster (blackboard/_roster.py).
 
 _WRITE_COMMON = (
     " Pass your output as the tool arguments: one JSON object with exactly the fields of the input "

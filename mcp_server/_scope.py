@@ -20,7 +20,6 @@ from typing import Protocol
 from mcp_server.errors import OutOfScopeError, ScopeError
 
 __all__ = [
-    "AGENT_NAMES",
     "ENV_VARS",
     "HEADERS",
     "SCOPE_TOKEN_HEADER",
@@ -31,9 +30,6 @@ __all__ = [
     "scope_from_env",
     "scope_token",
 ]
-
-#: The six agents (TEAM_BRIEF.md): lowercase everywhere.
-AGENT_NAMES: tuple[str, ...] = ("shadow", "persona", "plasticity", "stability", "coach", "pineal")
 
 #: HTTP header per scope field (TEAM_BRIEF.md "Shared interface contracts").
 HEADERS: dict[str, str] = {
@@ -85,7 +81,7 @@ class Scope:
 
         Raises:
             ScopeError: listing each missing or malformed part (user and session are required; agent
-                must be one of :data:`AGENT_NAMES`).
+                must be one of ``blackboard.AGENT_NAMES``).
         """
         problems: list[str] = []
         for name, value, required in (("user", user, True), ("session", session, True), ("turn", turn, False)):
@@ -97,6 +93,8 @@ class Scope:
             if why:
                 problems.append(f"{name} {why}")
         if agent:
+            from blackboard import AGENT_NAMES  # imported here: `coach --help` does not load the blackboard
+
             if agent not in AGENT_NAMES:
                 problems.append(f"agent must be one of {', '.join(AGENT_NAMES)}")
         if problems:

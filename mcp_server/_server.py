@@ -15,7 +15,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, ListToolsResult
 
-from blackboard import Blackboard
+from blackboard import STAGE_OF, Blackboard, Stage
 from blackboard.errors import (
     BlackboardError,
     InvalidKeyError,
@@ -113,7 +113,7 @@ def _tools_list_filter(scopes: ScopeSource) -> Any:
             return result
         if scope.agent is None:
             return result
-        hidden = hidden_all - {own_by_agent[scope.agent]} - ({"collect_turn"} if scope.agent == "pineal" else set())
+        hidden = hidden_all - {own_by_agent[scope.agent]} - ({"collect_turn"} if STAGE_OF.get(scope.agent) is Stage.SYNTHESIS else set())
         # The runner hands middleware the wire form (a dict); a model object is handled too.
         if isinstance(result, dict) and isinstance(result.get("tools"), list):
             return {**result, "tools": [t for t in result["tools"] if not (isinstance(t, dict) and t.get("name") in hidden)]}

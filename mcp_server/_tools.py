@@ -18,9 +18,13 @@ from mcp_types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field
 
 from blackboard import (
+    AGENT_NAMES,
     AGENT_OUTPUT_SCHEMAS,
+    STAGE_OF,
+    SYNTHESIS_INPUTS,
     Blackboard,
     Entry,
+    Stage,
     SynthesisProblem,
     VersionConflictError,
     fallback_synthesis,
@@ -29,7 +33,7 @@ from blackboard import (
 )
 from mcp_server._descriptions import READ_DESCRIPTIONS, WRITE_DESCRIPTIONS, WRITE_TOOL_NAMES
 from mcp_server._problems import Problem, error_result, ok_result
-from mcp_server._scope import AGENT_NAMES, Scope
+from mcp_server._scope import Scope
 from mcp_server._toolkit import ToolSpec
 from mcp_server.config import McpConfig
 
@@ -197,7 +201,7 @@ def write_spec(agent: str, tc: ToolContext) -> ToolSpec:
 
     async def handler(scope: Scope, payload: BaseModel, raw: dict[str, Any]) -> CallToolResult:
         turn = scope.require_turn()
-        if agent == "pineal":
+        if STAGE_OF[agent] is Stage.SYNTHESIS:
             refused = await check_synthesis(scope, turn, payload)
             if refused is not None:
                 return refused
@@ -331,7 +335,7 @@ def _read_specs(tc: ToolContext) -> list[ToolSpec]:
     async def collect_turn(scope: Scope, args: CollectTurnArgs, raw: dict[str, Any]) -> CallToolResult:
         turn = scope.require_turn()
         deadline = min(args.deadline_s or tc.config.collect_deadline_s, tc.config.collect_deadline_max_s)
-        agents = [a for a in tc.config.collect_agents if a in AGENT_NAMES and a != "pineal"]
+        agents = [a for a in tc.config.collect_agents if a in SYNTHESIS_INPUTS]
         brief, waited = await anyio.to_thread.run_sync(
             partial(tc.board.collect, scope.user, scope.session, turn, agents, deadline),
             abandon_on_cancel=True,

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["DEFAULT_COLLECT_AGENTS", "McpConfig"]
+__all__ = ["McpConfig"]
 
-#: Agents whose entries ``collect_turn`` waits for by default (everyone but Pineal itself).
-DEFAULT_COLLECT_AGENTS: tuple[str, ...] = ("shadow", "persona", "plasticity", "stability", "coach")
+
+def _collect_agents() -> tuple[str, ...]:
+    """Agents whose entries ``collect_turn`` waits for by default: everyone but Pineal itself
+    (``blackboard.SYNTHESIS_INPUTS``; imported here, so reading the config does not load the blackboard)."""
+    from blackboard import SYNTHESIS_INPUTS
+
+    return SYNTHESIS_INPUTS
 
 
 class McpConfig(BaseModel):
@@ -45,7 +50,7 @@ class McpConfig(BaseModel):
     max_argument_bytes: int = Field(default=64 * 1024, ge=1024, le=16 * 1024 * 1024)
     collect_deadline_s: float = Field(default=60.0, gt=0, le=3600)
     collect_deadline_max_s: float = Field(default=300.0, gt=0, le=3600)
-    collect_agents: tuple[str, ...] = DEFAULT_COLLECT_AGENTS
+    collect_agents: tuple[str, ...] = Field(default_factory=_collect_agents)
     history_limit: int = Field(default=20, ge=1, le=1000)
     hide_other_agents_tools: bool = True
     synthesis_attempts: int = Field(default=2, ge=0, le=10)

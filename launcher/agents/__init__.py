@@ -7,7 +7,7 @@ inherit), plus this pipeline's fields ``stage`` (early_reply | specialist | synt
 ``force_output_tool``; then the prompt body.
 
 Every problem names the file, the line and the fix (:class:`AgentSpecError`, ``problems``). The MCP
-server is named ``coachboard``; tools are ``mcp__coachboard__<tool>`` (:data:`WRITE_TOOLS`,
+server is named ``coachboard``; tools are ``mcp__coachboard__<tool>`` (``blackboard.WRITE_TOOL_NAMES``,
 :data:`READ_TOOLS`).
 
 Hot reload: :class:`AgentRegistry` keeps the last valid set; ``await registry.watch()`` (watchfiles)
@@ -32,6 +32,7 @@ from typing import Any, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from blackboard import AGENT_NAMES, ROSTER, WRITE_TOOL_NAMES, AgentName
 from launcher.agents._agent_file import AgentProblem, ParsedFile, parse_agent_file
 from launcher.errors import LauncherError
 
@@ -41,7 +42,6 @@ __all__ = [
     "KNOWN_TOOLS",
     "MCP_SERVER",
     "READ_TOOLS",
-    "WRITE_TOOLS",
     "AgentProblem",
     "AgentRegistry",
     "AgentSpec",
@@ -52,14 +52,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-AGENT_NAMES: tuple[str, ...] = ("shadow", "persona", "plasticity", "stability", "coach", "pineal")
 MCP_SERVER = "coachboard"
 _PREFIX = f"mcp__{MCP_SERVER}__"
-#: Each agent's one write tool (the blackboard schema it is validated against).
-WRITE_TOOLS: dict[str, str] = {
-    "shadow": "write_shadow", "persona": "write_persona", "plasticity": "write_plasticity",
-    "stability": "write_stability", "coach": "write_coach", "pineal": "write_synthesis",
-}  # fmt: skip
 READ_TOOLS: tuple[str, ...] = (
     "read_entry",
     "list_entries",
@@ -67,7 +61,7 @@ READ_TOOLS: tuple[str, ...] = (
     "get_session_history",
     "collect_turn",
 )
-KNOWN_TOOLS: frozenset[str] = frozenset(_PREFIX + t for t in (*WRITE_TOOLS.values(), *READ_TOOLS))
+KNOWN_TOOLS: frozenset[str] = frozenset(_PREFIX + t for t in (*WRITE_TOOL_NAMES.values(), *READ_TOOLS))
 #: The same tools when the repository is loaded as a Claude Code plugin: Claude Code names a plugin's
 #: server ``plugin_<plugin>_<server>``. Agent files list both names so their ``tools:`` resolve as
 #: project subagents and in the plugin (unresolved names are ignored by Claude Code).
@@ -77,10 +71,7 @@ PLUGIN_PREFIX = f"mcp__plugin_{MCP_SERVER}_{MCP_SERVER}__"
 def canonical_tool(tool: str) -> str:
     """``mcp__plugin_coachboard_coachboard__X`` -> ``mcp__coachboard__X``; other names unchanged."""
     return _PREFIX + tool.removeprefix(PLUGIN_PREFIX) if tool.startswith(PLUGIN_PREFIX) else tool
-EXPECTED_STAGE: dict[str, str] = {
-    "coach": "early_reply", "pineal": "synthesis",
-    "shadow": "specialist", "persona": "specialist", "plasticity": "specialist", "stability": "specialist",
-}  # fmt: skip
+EXPECTED_STAGE: dict[str, str] = {a.name: a.stage.value for a in ROSTER}
 CLAUDE_MODELS = ("sonnet", "opus", "haiku", "inherit")
 #: The prompt may use at most this share of the agent's context budget (the rest is the context
 #: pack). Tokens are estimated as characters / 4 (a common rule of thumb for English BPE tokenisers).
@@ -118,7 +109,7 @@ class AgentSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    name: Literal["shadow", "persona", "plasticity", "stability", "coach", "pineal"]
+    name: AgentName
     description: str = Field(min_length=1, max_length=1000)
     tools: tuple[str, ...] = Field(min_length=1)
     model: str
@@ -216,7 +207,7 @@ def _semantic_problems(spec: AgentSpec, parsed: ParsedFile) -> list[AgentProblem
                     "use only the coachboard MCP tools: " + ", ".join(sorted(KNOWN_TOOLS)),
                 )
             )
-    others = {_PREFIX + w for n, w in WRITE_TOOLS.items() if n != spec.name}
+    others = {_PREFIX + w for n, w in WRITE_TOOL_NAMES.items() if n != spec.name}
     for tool in spec.tools:
         if canonical_tool(tool) in others:
             out.append(
@@ -225,10 +216,10 @@ def _semantic_problems(spec: AgentSpec, parsed: ParsedFile) -> list[AgentProblem
                     ln.get("tools", 1),
                     "tools",
                     f"{tool} is another agent's write tool",
-                    f"remove it; {spec.name} writes only through {_PREFIX}{WRITE_TOOLS[spec.name]}",
+                    f"remove it; {spec.name} writes only through {_PREFIX}{WRITE_TOOL_NAMES[spec.name]}",
                 )
             )
-    expected = _PREFIX + WRITE_TOOLS[spec.name]
+    expected = _PREFIX + WRITE_TOOL_NAMES[spec.name]
     if spec.output_tool not in KNOWN_TOOLS:
         out.append(
             AgentProblem(

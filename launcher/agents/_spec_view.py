@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mcp_server import WRITE_TOOL_NAMES
+from blackboard import STAGE_OF, WRITE_TOOL_NAMES, Stage
 
 __all__ = ["AgentView", "view_of"]
 
@@ -51,7 +51,7 @@ def view_of(spec: Any) -> AgentView:
         raw_tools = [t.strip() for t in raw_tools.split(",") if t.strip()]
     tools = tuple(dict.fromkeys([output_tool, *(_bare(str(t)) for t in raw_tools if "__" in str(t) or t)]))
     stage = str(_first(spec, "stage", default="specialist")).replace("-", "_").replace(" ", "_")
-    if name == "pineal" and "collect_turn" not in tools:
+    if STAGE_OF.get(name) is Stage.SYNTHESIS and "collect_turn" not in tools:  # it waits on the barrier
         tools = (*tools, "collect_turn")
     return AgentView(
         name=name,

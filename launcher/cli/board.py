@@ -23,11 +23,12 @@ __all__ = ["board_app", "board_document"]
 
 board_app = typer.Typer(help="Inspect the blackboard.", no_args_is_help=True)
 
-_AGENTS = ("coach", "shadow", "persona", "plasticity", "stability", "pineal")
 
 
 def _kind_order(kind: str) -> tuple[int, str]:
-    return (_AGENTS.index(kind), kind) if kind in _AGENTS else (len(_AGENTS), kind)
+    from blackboard import AGENT_ORDER
+
+    return (AGENT_ORDER.index(kind), kind) if kind in AGENT_ORDER else (len(AGENT_ORDER), kind)
 
 
 def _entry_order(entry: dict[str, Any]) -> tuple[int, str]:
@@ -138,6 +139,8 @@ def show_cmd(
     if as_json:
         typer.echo(json.dumps(doc, ensure_ascii=False, indent=2))
         return
+    from blackboard import AGENT_ORDER
+
     out = Console(highlight=False, width=None if sys.stdout.isatty() else 100)
     # paths, authors and profile values are text, not rich markup ("[/b]" in a folder name raised)
     out.print(f"blackboard {escape(where)}: user [bold]{escape(user)}[/bold]")
@@ -148,13 +151,13 @@ def show_cmd(
         for col in ("turn", "entry", "version", "author", "seq", "time"):
             table.add_column(col, justify="right" if col in ("version", "seq") else "left", no_wrap=True)
         for t in s["turns"]:
-            agents = [e for e in t["entries"] if e["kind"] in _AGENTS]
+            agents = [e for e in t["entries"] if e["kind"] in AGENT_ORDER]
             for i, e in enumerate(t["entries"]):
-                style = "" if e["kind"] in _AGENTS else "dim"
+                style = "" if e["kind"] in AGENT_ORDER else "dim"
                 kind = escape(e["kind"])
                 table.add_row(escape(t["turn"]) if i == 0 else "", f"[{style}]{kind}[/{style}]" if style else kind,
                               str(e["version"]), escape(e["author"]), str(e["seq"]), _when(e["updated_at"]))
-            missing = [a for a in _AGENTS if a not in {e["kind"] for e in agents}]
+            missing = [a for a in AGENT_ORDER if a not in {e["kind"] for e in agents}]
             raises, refused = t.get("safety_raises") or [], t.get("safety_refused") or []
             if raises:
                 notes.append(f"[yellow]turn {t['turn']}: safety tier raised to {t['crisis_tier']} by an agent's risk "

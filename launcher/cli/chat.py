@@ -42,7 +42,6 @@ QUIT_COMMANDS = frozenset({"/quit", "/exit", "/q"})
 
 _ICON = {"pending": "·", "running": "…", "ok": "✓", "error": "✗", "timeout": "⌛", "crashed": "✗", "skipped": "-"}
 _DONE = frozenset({"ok", "error", "timeout", "crashed", "skipped"})
-_ORDER = ("coach", "shadow", "persona", "plasticity", "stability", "pineal")  # launcher.pipeline._turn_status.AGENT_ORDER
 
 
 def default_session_id(now: datetime | None = None) -> str:
@@ -79,7 +78,9 @@ class _StatusView:
         self.console = console
         self.t0 = t0
         # every agent shown from the start, in display order, as pending until its first status change
-        self.states: dict[str, Any] = {n: SimpleNamespace(agent=n, status="pending") for n in _ORDER}
+        from blackboard import AGENT_ORDER
+
+        self.states: dict[str, Any] = {n: SimpleNamespace(agent=n, status="pending") for n in AGENT_ORDER}
         self.live: Any = None
         self._printed: set[str] = set()
 

@@ -249,7 +249,7 @@ def _secs(v: float | None) -> str:
 
 
 def _epilogue(console: Any, turns: list[Any], user: str, data_dir: Path, elapsed: float) -> None:
-    writers = ("coach", "shadow", "persona", "plasticity", "stability")
+    from blackboard import SYNTHESIS_INPUTS as writers
     written = sum(1 for t in turns if all(
         (a := t.result.agents.get(n)) is not None and a.status == "ok" for n in writers))
     model_synth = sum(1 for t in turns if t.result.synthesis_source in ("model", "repaired"))

@@ -28,7 +28,8 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from launcher.pipeline._turn_status import AGENT_ORDER, AgentStatus, TurnResult
+from blackboard import AGENT_ORDER
+from launcher.pipeline._turn_status import AgentStatus, TurnResult
 from launcher.pipeline.sessions import CloseResult, close_session
 from launcher.transcripts import Transcript, Utterance
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from blackboard import Entry, profile_key, session_key, turn_entry_key
+from blackboard import AGENT_NAMES, Entry, profile_key, session_key, turn_entry_key
 from launcher.pipeline._context_pack import HistoryItem
 
 __all__ = ["SUPERVISOR_AUTHOR", "SessionContext", "load_context", "write_entry"]
@@ -30,7 +30,7 @@ __all__ = ["SUPERVISOR_AUTHOR", "SessionContext", "load_context", "write_entry"]
 #: Author recorded on the entries the supervisor writes.
 SUPERVISOR_AUTHOR = "supervisor"
 
-_AGENT_KINDS = ("shadow", "persona", "plasticity", "stability", "coach", "pineal")
+#: Specialists whose latest entries go into the context packs, Stability (the gate) first.
 _RELEVANT = ("stability", "shadow", "persona", "plasticity")
 
 
@@ -92,7 +92,7 @@ def _load(store: Any, user: str, session: str, turn: str | None, history_turns: 
             )
         )
     for t in reversed(order):
-        agents = {k: e for k, e in by_turn[t].items() if k in _AGENT_KINDS}
+        agents = {k: e for k, e in by_turn[t].items() if k in AGENT_NAMES}
         if agents:
             ctx.previous_entries = agents
             for k in _RELEVANT:

@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-__all__ = ["AGENT_ORDER", "AgentStatus", "Status", "TurnResult"]
+from blackboard import AGENT_ORDER
+
+__all__ = ["AgentStatus", "Status", "TurnResult"]
 
 #: Status of one agent in a turn. ``skipped``: not launched (crisis turn, or Pineal without Shadow).
 Status = Literal["pending", "running", "ok", "error", "timeout", "crashed", "skipped"]
 
-#: Display order: the early reply, the specialists, the synthesis.
-AGENT_ORDER: tuple[str, ...] = ("coach", "shadow", "persona", "plasticity", "stability", "pineal")
 
 
 @dataclass

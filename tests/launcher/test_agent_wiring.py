@@ -12,7 +12,7 @@ from launcher.agents import load_agents
 from launcher.agents._spec_view import view_of
 from launcher.agents.policies import policies_from_agents
 from launcher.pipeline._turn_scope import DirectoryScope, TurnDirectory
-from launcher.pipeline.supervisor import _tail
+from launcher.pipeline.turn import _tail
 from launcher.runner._agent_runner import ClaudeAgentRunner, RunnerConfig
 from mcp_server import SCOPE_TOKEN_HEADER, Scope, scope_token
 from mcp_server.errors import ScopeError

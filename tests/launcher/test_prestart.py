@@ -13,7 +13,8 @@ from claude_agent_sdk.types import ResultMessage
 
 from blackboard import Blackboard
 from launcher.agents._spec_view import view_of
-from launcher.pipeline.supervisor import Supervisor, _invocation
+from launcher.pipeline.supervisor import Supervisor
+from launcher.pipeline.turn import _invocation
 from launcher.runner._agent_runner import (
     AgentEvents,
     AgentInvocation,
