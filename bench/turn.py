@@ -1,9 +1,9 @@
-"""Turn benchmark: one coaching turn through the six agents, under each latency model of DESIGN.md.
+"""Turn benchmark: one coaching turn through the six agents, under each latency model of docs/latency.md.
 
 Everything is real except the model: the supervisor, real ``claude`` processes (claude-agent-sdk), the
 proxy and the streamable-HTTP MCP server (in this process), SQLite; the model is the scripted upstream
 (``testsupport.ScriptedUpstream`` on a loopback port, in its own thread and event loop) playing a named
-latency model at time_scale 1 (assumptions from DESIGN.md, not measurements of any GPU). Scripts write schema-valid outputs of realistic lengths
+latency model at time_scale 1 (assumptions from docs/latency.md, not measurements of any GPU). Scripts write schema-valid outputs of realistic lengths
 (token counts printed). The proxy talks OpenAI ``/v1/chat/completions`` to it, as it would to vLLM.
 
 Per latency model, one run of each:

@@ -2,7 +2,7 @@
 arbitration and a cross-process sequencer, on SQLite and file locks (default) or PostgreSQL (``[data]
 url``; docs/postgresql.md, also the shared token budgets). No LLM; no network but PostgreSQL's.
 
-Reference: README "blackboard" section; rules and thresholds: ``../shared/COACHING.md``.
+Reference: ``docs/blackboard.md``; rules and thresholds: ``docs/coaching.md``.
 """
 
 from ._arbitration import build_brief, fallback_synthesis, validate_synthesis

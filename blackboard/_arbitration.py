@@ -1,7 +1,7 @@
 """Arbitration (pure): build Pineal's brief from a turn's entries, validate a synthesis against it,
 and build the deterministic fallback synthesis.
 
-Precedence (COACHING.md, Pineal; DESIGN.md): safety > Stability's blocks > everything else. When Persona
+Precedence (docs/coaching.md, Pineal; docs/blackboard.md, Arbitration): safety > Stability's blocks > everything else. When Persona
 or Plasticity disagree with Stability, Stability wins and the losing claim is kept with a reason code.
 """
 
@@ -73,7 +73,7 @@ def build_brief(
             and treated as missing.
         crisis_tier: 0-3 from the safety screen; 2 pauses coaching ("pause"), 3 replaces it ("crisis");
             in both every move is withheld (``safety_tier_N``).
-        thresholds: COACHING.md defaults when None.
+        thresholds: docs/coaching.md defaults when None.
         expected: agents whose absence is reported in ``missing_agents``.
 
     Raises:

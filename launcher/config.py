@@ -14,7 +14,7 @@ Sections (each package owns its own model)::
     [upstream]    url = "http://127.0.0.1:8000"  kind = "openai"   # vLLM / llama.cpp / Anthropic
     [proxy]       proxy.config.ProxyConfig (host, port, [[proxy.models]], [proxy.agents.<name>] ...)
     [mcp]         mcp_server.config.McpConfig (host, port, path, ...)
-    [thresholds]  blackboard.config.Thresholds (COACHING.md defaults)
+    [thresholds]  blackboard.config.Thresholds (docs/coaching.md defaults)
     [safety]      launcher.safety.SafetyConfig (locale, [safety.resources.<REGION>], windows)
     [agents]      dir = "agents"  warm_process_limit = 6  retries = 1  watch = true  idle_close_s = 1800
                   keep_claude_transcripts = false
@@ -149,7 +149,7 @@ CHECKOUT_AGENTS_DIR = Path(__file__).resolve().parent.parent / "agents"
 class AgentsConfig(BaseModel):
     """The agent files and their processes.
 
-    ``warm_process_limit``: Claude Code processes kept warm across turns (about 200 MiB each; DESIGN.md);
+    ``warm_process_limit``: Claude Code processes kept warm across turns (about 200 MiB each; docs/claude-code.md);
     beyond it agents start cold. ``retries``: retries of an agent after a transient failure (issue 5:
     one). ``watch``: reload edited agent files in long-running modes. ``idle_close_s``: seconds without a
     turn after which a long-running mode (``coach chat``, ``coach serve``) closes a session (compacts it

@@ -31,7 +31,7 @@ __all__ = [
     "scope_token",
 ]
 
-#: HTTP header per scope field (TEAM_BRIEF.md "Shared interface contracts").
+#: HTTP header per scope field (docs/mcp.md, Scope).
 HEADERS: dict[str, str] = {
     "user": "x-coach-user",
     "session": "x-coach-session",
@@ -50,7 +50,7 @@ ENV_VARS: dict[str, str] = {
 #: HTTP header carrying :func:`scope_token` when the server has a secret (``COACH_MCP_SECRET``).
 SCOPE_TOKEN_HEADER = "x-coach-scope-token"
 
-# Same rule as blackboard keys (TEAM_BRIEF.md): parts match [A-Za-z0-9_.-]{1,64}, not "." or "..".
+# Same rule as blackboard keys (docs/blackboard.md, Keys): parts match [A-Za-z0-9_.-]{1,64}, not "." or "..".
 _PART = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 

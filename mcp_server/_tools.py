@@ -132,7 +132,7 @@ def write_spec(agent: str, tc: ToolContext) -> ToolSpec:
 
     Pineal's synthesis is first checked against the turn's brief (``validate_synthesis``); after
     ``config.synthesis_attempts`` rejected attempts the deterministic ``fallback_synthesis`` is stored
-    instead (COACHING.md, PINEAL: "rejected and repaired once, then replaced by a deterministic fallback").
+    instead (docs/coaching.md, PINEAL: "rejected and repaired once, then replaced by a deterministic fallback").
     """
     model = AGENT_OUTPUT_SCHEMAS[agent]
     tool = WRITE_TOOL_NAMES[agent]

@@ -36,7 +36,7 @@ class McpConfig(BaseModel):
         hide_other_agents_tools: when the connection's agent is known, ``tools/list`` shows only that
             agent's own write tool (fewer prompt tokens; the call check is enforced either way).
         synthesis_attempts: rejected ``write_synthesis`` attempts per turn after which the server stores
-            ``blackboard.fallback_synthesis(brief)`` instead (COACHING.md, PINEAL: rejected, repaired once,
+            ``blackboard.fallback_synthesis(brief)`` instead (docs/coaching.md, PINEAL: rejected, repaired once,
             then a deterministic fallback). 0 = never store the fallback (the supervisor does).
         max_concurrent_collects: ``collect_turn`` calls waiting at once (each holds a thread on its own
             limiter, apart from the threads reads and writes use); more wait for a slot.

@@ -2,7 +2,7 @@
 
 For each agent: ``force_tool`` = ``mcp__coachboard__<output tool>`` when the agent file sets
 ``force_output_tool`` (a forced tool call on the agent's first model call gives one schema-valid call
-even from a very small model: DESIGN.md "Embedded default"); ``stop_after_tool`` likewise (once that
+even from a very small model: docs/embedded.md "Embedded default"); ``stop_after_tool`` likewise (once that
 tool succeeded the proxy ends the agent's turn locally instead of paying for another model call);
 ``max_tokens`` = the agent's max output tokens; ``model_alias`` = the agent's model alias.
 """

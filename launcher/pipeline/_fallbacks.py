@@ -1,11 +1,11 @@
 """Deterministic text the supervisor falls back on, and the final-text safety check.
 
 * :data:`FALLBACK_COACH_REPLY` — shown when the Coach failed, timed out, or its reply named a blocked
-  move. A motivational-interviewing reflection plus one open question (COACHING.md, Coach: OARS, at most
+  move. A motivational-interviewing reflection plus one open question (docs/coaching.md, Coach: OARS, at most
   one question, no righting reflex), with no advice, so it can never contain a blocked move.
 * :func:`blocked_problems` — runs ``blackboard.validate_synthesis`` on any text and keeps the
   blocked-move problems: the Coach's reply and the synthesis are both checked on the final text
-  (COACHING.md, "Rules the code enforces": STABILITY).
+  (docs/coaching.md, "Rules the code enforces": STABILITY).
 * :func:`degraded_note` — the line appended to a synthesis that lacked some agents.
 """
 
@@ -28,7 +28,7 @@ _BLOCK_CODES = frozenset({"blocked_move"})
 def blocked_problems(text: str, *briefs: Brief | None) -> list[str]:
     """Blocked moves of any of ``briefs`` that ``text`` suggests, as ``"move_id: detail"`` lines
     ([] = clean). Pass this turn's brief and the earlier turns' blocks: a move blocked once in a session
-    stays blocked (COACHING.md: no later agent unblocks a move).
+    stays blocked (docs/coaching.md: no later agent unblocks a move).
 
     Citations are not checked here (a reply cites nothing); only blocked-move problems count.
     """

@@ -36,7 +36,7 @@ class ScreenOutcome:
     """The safety screen's verdict.
 
     Attributes:
-        tier: 0-3 (COACHING.md, SAFETY).
+        tier: 0-3 (docs/coaching.md, SAFETY).
         response: tier 3: the crisis response (replaces everything); tier 2: the support response
             (reflect, ask directly, offer resources; shown instead of a coaching reply); else None.
         reasons: rule ids (never user text; safe to log).

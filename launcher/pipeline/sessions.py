@@ -2,7 +2,7 @@
 
 ``close_session`` folds the session's latest Persona and Shadow outputs into ``users/{u}/profile``
 with ``Blackboard.update_profile`` (``blackboard.merge_profile`` under compare-and-swap: traits move at
-most ±10 POMP per session (COACHING.md, Persona), goals merged by description with mention counts,
+most ±10 POMP per session (docs/coaching.md, Persona), goals merged by description with mention counts,
 follow-through counts and outcomes, pattern class and follow-through probability), marks the session
 record closed (CAS, so a second close is a no-op and never merges twice) and stops the session's warm
 agent processes. The record says ``compacted: false`` from the close until the profile is written, so a

@@ -1,4 +1,4 @@
-"""The supervisor: one coaching turn through six agents (DESIGN.md "One coaching turn, as data").
+"""The supervisor: one coaching turn through six agents (docs/architecture.md "One coaching turn, as data").
 
 ``Supervisor.run_turn(user, session, text)``:
 

@@ -7,7 +7,7 @@
   ``tools=[]`` (no built-in tools) and only its own MCP tools allowed (``mcp__coachboard__<tool>``);
 * ``permission_mode="bypassPermissions"`` (``IS_SANDBOX=1``: we run as root);
 * env: ``ANTHROPIC_BASE_URL`` = the proxy, ``ANTHROPIC_API_KEY``, ``ANTHROPIC_CUSTOM_HEADERS`` naming
-  agent/user/session (and the turn for one-shot processes), the settings DESIGN.md lists that make the
+  agent/user/session (and the turn for one-shot processes), the settings docs/claude-code.md lists ("Verified facts") that make the
   request plain, ``CLAUDE_CODE_MAX_OUTPUT_TOKENS`` from the agent file, ``CLAUDE_CODE_MAX_RETRIES=0``
   (the supervisor retries once itself, within the deadline);
 * a strict MCP config (``--strict-mcp-config``) naming only the shared streamable-HTTP MCP server, with
@@ -17,7 +17,7 @@
 
 Processes are kept warm per (user, session, agent) through the session (a persistent
 ``ClaudeSDKClient`` whose conversation holds that agent's session history), at most ``max_warm`` at a
-time (about 200 MiB RSS each, DESIGN.md); beyond the limit a one-shot process is used. A warm process
+time (about 200 MiB RSS each, docs/claude-code.md); beyond the limit a one-shot process is used. A warm process
 whose conversation outgrew the agent's context budget, or whose agent file changed, is replaced.
 :meth:`ClaudeAgentRunner.prestart` starts (connects) a warm process ahead of its first run, off the
 critical path (a session opening, Pineal while the specialists work): the run then only sends its query

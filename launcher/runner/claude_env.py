@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __all__ = ["PLAIN_REQUEST_ENV"]
 
-#: DESIGN.md "Verified facts": these make Claude Code's requests plain (model, messages, system, tools,
+#: docs/claude-code.md "Verified facts": these make Claude Code's requests plain (model, messages, system, tools,
 #: metadata, max_tokens, stream) and cacheable (no per-request billing header, no thinking, no betas).
 PLAIN_REQUEST_ENV: dict[str, str] = {
     "CLAUDE_CODE_MODEL_CAPABILITIES": "-mid_conv_system,-effort",
