@@ -143,12 +143,18 @@ class Blackboard:
             if stored >= tier:
                 return stored
             try:
-                self.store.write(key, {**current.value, "crisis_tier": tier}, expected_version=current.version,
-                                 author="blackboard")
+                self.store.write(
+                    key,
+                    {**current.value, "crisis_tier": tier},
+                    expected_version=current.version,
+                    author="blackboard",
+                )
             except VersionConflictError:
                 continue
             return tier
-        raise InvalidValueError(f"could not raise the crisis tier after {_CAS_ATTEMPTS} attempts")  # pragma: no cover
+        raise InvalidValueError(
+            f"could not raise the crisis tier after {_CAS_ATTEMPTS} attempts"
+        )  # pragma: no cover
 
     def check_session_open(self, user: str, session: str) -> None:
         """Raise SessionClosedError when ``session`` was closed (``begin_turn`` refuses it the same way;
@@ -167,8 +173,10 @@ class Blackboard:
         tid = self.turn_id(user, session, turn)
         model = validate_output(agent, payload, self.thresholds)
         if not self.sequencer.is_open(tid):
-            raise TurnNotOpenError(f"turn {turn} of session {session} is not open (never begun, or over and its "
-                                   "session closed); call begin_turn first")
+            raise TurnNotOpenError(
+                f"turn {turn} of session {session} is not open (never begun, or over and its "
+                "session closed); call begin_turn first"
+            )
         if isinstance(model, SynthesisOutput):
             problems = validate_synthesis(model, self.brief(user, session, turn))
             if problems:
@@ -189,7 +197,9 @@ class Blackboard:
         prefix = turn_prefix(user, session, turn)
         return {e.key[len(prefix) :]: e for e in self.store.list(prefix)}
 
-    def brief(self, user: str, session: str, turn: str, *, expected: Sequence[str] = SYNTHESIS_INPUTS) -> Brief:
+    def brief(
+        self, user: str, session: str, turn: str, *, expected: Sequence[str] = SYNTHESIS_INPUTS
+    ) -> Brief:
         """The arbitrated brief of a turn as it stands now (no waiting)."""
         entries = self.read_turn(user, session, turn)
         tier = int(entries["meta"].value.get("crisis_tier", 0)) if "meta" in entries else 0

@@ -65,6 +65,7 @@ def coerced_field() -> Any:
         json_schema_extra=READ_ONLY,
     )
 
+
 #: A key part: 1-64 of A-Z a-z 0-9 _ . - (same rule as blackboard keys).
 Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.\-]{1,64}$")]
 #: Keyword or short phrase, 1-80 characters.

@@ -54,8 +54,12 @@ class Thresholds(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    band_low: float = Field(default=35.0, ge=0, le=100, description="POMP <= this is 'low' (docs/coaching.md)")
-    band_high: float = Field(default=65.0, ge=0, le=100, description="POMP >= this is 'high' (docs/coaching.md)")
+    band_low: float = Field(
+        default=35.0, ge=0, le=100, description="POMP <= this is 'low' (docs/coaching.md)"
+    )
+    band_high: float = Field(
+        default=65.0, ge=0, le=100, description="POMP >= this is 'high' (docs/coaching.md)"
+    )
     follow_through_min_due: int = Field(default=3, ge=1, description="due < this => 'not enough data'")
     shadow_min_due: int = Field(default=3, ge=1, description="due commitments for a non-insufficient class")
     shadow_min_sessions: int = Field(default=2, ge=1, description="sessions for a non-insufficient class")

@@ -204,8 +204,9 @@ class CoachConfig(BaseModel):
         named ``default`` serving every model name from ``[upstream]``."""
         proxy = self.proxy
         if self.data.url and proxy.shared_budgets_url is None:  # budgets shared by every instance
-            proxy = proxy.model_copy(update={"shared_budgets_url": self.data.url,
-                                             "shared_budgets_schema": self.data.db_schema})
+            proxy = proxy.model_copy(
+                update={"shared_budgets_url": self.data.url, "shared_budgets_schema": self.data.db_schema}
+            )
         if proxy.models:
             return proxy
         pool = ModelPool(
@@ -327,8 +328,11 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
             ) from None
     if "source" in data:
         raise ConfigError(f"{p}: 'source' is not a configuration key. Fix: remove it")
-    for var, (section, key) in {ENV_UPSTREAM_URL: ("upstream", "url"), ENV_DATA_DIR: ("data", "dir"),
-                                ENV_DATABASE_URL: ("data", "url")}.items():
+    for var, (section, key) in {
+        ENV_UPSTREAM_URL: ("upstream", "url"),
+        ENV_DATA_DIR: ("data", "dir"),
+        ENV_DATABASE_URL: ("data", "url"),
+    }.items():
         value = env.get(var)
         if value:
             sect = data.setdefault(section, {})

@@ -70,6 +70,11 @@ def claude_mcp_stdio_config(
         env[ENV_VARS["agent"]] = scope.agent
     return {
         "mcpServers": {
-            name: {"type": "stdio", "command": python or sys.executable, "args": ["-m", "mcp_server"], "env": env}
+            name: {
+                "type": "stdio",
+                "command": python or sys.executable,
+                "args": ["-m", "mcp_server"],
+                "env": env,
+            }
         }
     }

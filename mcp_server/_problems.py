@@ -205,7 +205,9 @@ def problems_from_validation(exc: ValidationError, schema: Mapping[str, Any]) ->
             fields = _describe(parent, schema).replace("an object with fields ", "only the fields ")
             problem = Problem(field, "is not a known field (remove it)", fields)
         elif kind == "missing":
-            problem = Problem(field, "is required but missing", _describe(_subschema(schema, path_loc), schema))
+            problem = Problem(
+                field, "is required but missing", _describe(_subschema(schema, path_loc), schema)
+            )
         else:
             what = _PLAIN.get(kind, str(err.get("msg", "is invalid")).rstrip(".").lower())
             if "input" in err and kind not in ("missing",):
@@ -270,4 +272,6 @@ def error_result(
         "what_to_do": advice,
         "retryable": retryable,
     }
-    return CallToolResult(content=[TextContent(type="text", text="\n".join(lines))], structured_content=data, is_error=True)
+    return CallToolResult(
+        content=[TextContent(type="text", text="\n".join(lines))], structured_content=data, is_error=True
+    )

@@ -84,7 +84,11 @@ class Scope:
                 must be one of ``blackboard.AGENT_NAMES``).
         """
         problems: list[str] = []
-        for name, value, required in (("user", user, True), ("session", session, True), ("turn", turn, False)):
+        for name, value, required in (
+            ("user", user, True),
+            ("session", session, True),
+            ("turn", turn, False),
+        ):
             if value is None or value == "":
                 if required:
                     problems.append(f"{name} is missing")
@@ -196,7 +200,8 @@ class Scope:
         parts = full.split("/")
         if any(not _PART.fullmatch(p) or p in (".", "..") for p in parts):
             raise OutOfScopeError(
-                "key parts must be 1-64 letters, digits, '_', '.' or '-' (not '.' or '..')", code="invalid_key"
+                "key parts must be 1-64 letters, digits, '_', '.' or '-' (not '.' or '..')",
+                code="invalid_key",
             )
 
 

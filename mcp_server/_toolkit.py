@@ -159,7 +159,13 @@ def build_tool(
                 return error_result(
                     spec.name,
                     "NOT DONE. The arguments are too large or not plain JSON.",
-                    [Problem("", f"arguments are {size or 'unmeasurable'} bytes", f"at most {max_argument_bytes} bytes of JSON")],
+                    [
+                        Problem(
+                            "",
+                            f"arguments are {size or 'unmeasurable'} bytes",
+                            f"at most {max_argument_bytes} bytes of JSON",
+                        )
+                    ],
                     code="too_large",
                     advice="shorten the text fields and call again.",
                 )
@@ -206,7 +212,11 @@ def build_tool(
             )
         finally:
             logger.info(
-                "tool=%s agent=%s outcome=%s ms=%.1f", spec.name, agent, outcome, (time.monotonic() - started) * 1000
+                "tool=%s agent=%s outcome=%s ms=%.1f",
+                spec.name,
+                agent,
+                outcome,
+                (time.monotonic() - started) * 1000,
             )
 
     return Tool(

@@ -170,8 +170,13 @@ def write_spec(agent: str, tc: ToolContext) -> ToolSpec:
         attempts = repairs.bump((scope.user, scope.session, turn))
         limit = tc.config.synthesis_attempts
         # Rule codes only (never the text): what operators need to see why Pineal's syntheses fail.
-        log.info("write_synthesis rejected (session %s turn %s, attempt %d): %s", scope.session, turn, attempts,
-                 ", ".join(sorted({p.code for p in problems})))
+        log.info(
+            "write_synthesis rejected (session %s turn %s, attempt %d): %s",
+            scope.session,
+            turn,
+            attempts,
+            ", ".join(sorted({p.code for p in problems})),
+        )
         if limit and attempts >= limit:
             fallback = fallback_synthesis(brief).model_dump(mode="json")
             entry, _ = await anyio.to_thread.run_sync(write_or_same, scope, turn, fallback, None)

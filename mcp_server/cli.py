@@ -86,7 +86,9 @@ class ConfigHooks:
     session: Callable[..., bool] | None = None
 
 
-def load_config(path: Path | None, check_file: Callable[[Path], None] = _no_check) -> tuple[McpConfig, str | None]:
+def load_config(
+    path: Path | None, check_file: Callable[[Path], None] = _no_check
+) -> tuple[McpConfig, str | None]:
     """Read ``[mcp]`` and ``[data] dir`` from a ``coach.toml``; defaults when ``path`` is None.
 
     Raises:
@@ -98,13 +100,16 @@ def load_config(path: Path | None, check_file: Callable[[Path], None] = _no_chec
     try:
         doc: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise McpConfigError(f"cannot read config {path}: {type(exc).__name__}: {exc}. Fix: pass a readable UTF-8 "
-                             "TOML file") from exc
+        raise McpConfigError(
+            f"cannot read config {path}: {type(exc).__name__}: {exc}. Fix: pass a readable UTF-8 TOML file"
+        ) from exc
     try:
         cfg = McpConfig.model_validate(doc.get("mcp", {}))
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'mcp'}: {e['msg']} (got {e.get('input')!r})"
-                             for e in exc.errors())
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'mcp'}: {e['msg']} (got {e.get('input')!r})"
+            for e in exc.errors()
+        )
         raise McpConfigError(f"invalid [mcp] section in {path}: {problems}") from exc
     check_file(path)
     data = doc.get("data", {})
@@ -130,24 +135,52 @@ def mcp_command(hooks: ConfigHooks | None = None) -> Callable[..., None]:
         host: Annotated[str | None, typer.Option(help="HTTP bind address (default 127.0.0.1).")] = None,
         port: Annotated[int | None, typer.Option(help="HTTP port (default 8765; 0 = any free port).")] = None,
         path: Annotated[str | None, typer.Option(help="HTTP endpoint path (default /mcp).")] = None,
-        data_dir: Annotated[str | None, typer.Option(help="Blackboard data directory (env COACH_DATA_DIR).")] = None,
-        config: Annotated[Path | None, typer.Option(help="coach.toml to read the \\[mcp] and \\[data] sections from (default "
-                                                                        "$COACH_CONFIG, else ./coach.toml if present).")] = None,
+        data_dir: Annotated[
+            str | None, typer.Option(help="Blackboard data directory (env COACH_DATA_DIR).")
+        ] = None,
+        config: Annotated[
+            Path | None,
+            typer.Option(
+                help="coach.toml to read the \\[mcp] and \\[data] sections from (default "
+                "$COACH_CONFIG, else ./coach.toml if present)."
+            ),
+        ] = None,
         user: Annotated[str | None, typer.Option(help="stdio scope: user id (env COACH_USER).")] = None,
-        session: Annotated[str | None, typer.Option(help="stdio scope: session id (env COACH_SESSION).")] = None,
+        session: Annotated[
+            str | None, typer.Option(help="stdio scope: session id (env COACH_SESSION).")
+        ] = None,
         turn: Annotated[str | None, typer.Option(help="stdio scope: turn id (env COACH_TURN).")] = None,
         agent: Annotated[str | None, typer.Option(help="stdio scope: agent name (env COACH_AGENT).")] = None,
-        log_level: Annotated[str, typer.Option(help="Log level (stderr). INFO logs no user text.")] = "WARNING",
+        log_level: Annotated[
+            str, typer.Option(help="Log level (stderr). INFO logs no user text.")
+        ] = "WARNING",
     ) -> None:
         """Serve the coachboard blackboard as MCP tools (stdio, or streamable HTTP with --http)."""
         if log_level.upper() not in _LOG_LEVELS:
-            typer.echo(f"coach mcp: --log-level {log_level!r} is not a log level. Fix: one of {', '.join(_LOG_LEVELS)}",
-                       err=True)
+            typer.echo(
+                f"coach mcp: --log-level {log_level!r} is not a log level. Fix: one of {', '.join(_LOG_LEVELS)}",
+                err=True,
+            )
             raise typer.Exit(code=2)
-        logging.basicConfig(level=log_level.upper(), stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        logging.basicConfig(
+            level=log_level.upper(),
+            stream=sys.stderr,
+            format="%(asctime)s %(name)s %(levelname)s %(message)s",
+        )
         try:
-            run(http=http, host=host, port=port, path=path, data_dir=data_dir, config=config,
-                user=user, session=session, turn=turn, agent=agent, hooks=hooks)
+            run(
+                http=http,
+                host=host,
+                port=port,
+                path=path,
+                data_dir=data_dir,
+                config=config,
+                user=user,
+                session=session,
+                turn=turn,
+                agent=agent,
+                hooks=hooks,
+            )
         except McpServerError as exc:
             typer.echo(f"coach mcp: {exc.message}", err=True)
             # exit codes as README: 1 a port is taken (as coach proxy / coach serve), 2 bad input
@@ -201,7 +234,11 @@ def run(
     from mcp_server._server import build_server, serve_http, serve_stdio
 
     hooks = hooks or ConfigHooks()
-    if not http and hooks.session is not None and hooks.session(data_dir=data_dir, config=config, user=user, session=session):
+    if (
+        not http
+        and hooks.session is not None
+        and hooks.session(data_dir=data_dir, config=config, user=user, session=session)
+    ):
         return
     cfg, cfg_data_dir = load_config(hooks.find_config(config), hooks.check_file)
     overrides = {k: v for k, v in (("host", host), ("port", port), ("path", path)) if v is not None}
@@ -209,7 +246,9 @@ def run(
         try:
             cfg = McpConfig.model_validate({**cfg.model_dump(), **overrides})
         except ValidationError as exc:
-            raise McpConfigError(f"invalid option {_option_problems(exc)}. Fix: correct it (coach mcp --help)") from None
+            raise McpConfigError(
+                f"invalid option {_option_problems(exc)}. Fix: correct it (coach mcp --help)"
+            ) from None
     scopes: ScopeSource
     if http:
         if any((user, session, turn, agent)):
@@ -230,7 +269,9 @@ def run(
         directory.mkdir(parents=True, exist_ok=True)
         board = Blackboard(directory, **hooks.board_options(hooks.find_config(config)))
     except (OSError, BlackboardError) as exc:
-        raise McpConfigError(f"cannot open the blackboard in {directory}: {type(exc).__name__}: {exc}") from exc
+        raise McpConfigError(
+            f"cannot open the blackboard in {directory}: {type(exc).__name__}: {exc}"
+        ) from exc
     if http:
         # Always signed: every request must carry x-coach-scope-token (COACH_MCP_SECRET, else the
         # data dir's mcp_secret file, created if missing).

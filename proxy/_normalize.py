@@ -51,7 +51,9 @@ def _blocks(content: Any, where: str) -> list[dict[str, Any]]:
             if isinstance(b, str):
                 b = {"type": "text", "text": b}
             if not isinstance(b, dict) or not isinstance(b.get("type"), str):
-                raise InvalidRequestError(f"{where}.content[{i}]: each content block must be an object with a 'type'")
+                raise InvalidRequestError(
+                    f"{where}.content[{i}]: each content block must be an object with a 'type'"
+                )
             out.append(b)
         return out
     if content is None:
@@ -161,7 +163,12 @@ def prepare(body: Any, *, system_mode: Literal["fold", "keep"] = "fold") -> Prep
 
     tool_choice = body.get("tool_choice")
     if tool_choice is not None:
-        if not isinstance(tool_choice, dict) or tool_choice.get("type") not in ("auto", "any", "none", "tool"):
+        if not isinstance(tool_choice, dict) or tool_choice.get("type") not in (
+            "auto",
+            "any",
+            "none",
+            "tool",
+        ):
             raise InvalidRequestError("tool_choice.type must be one of auto, any, none, tool")
         if tool_choice["type"] == "tool":
             name = tool_choice.get("name")
@@ -187,9 +194,17 @@ def prepare(body: Any, *, system_mode: Literal["fold", "keep"] = "fold") -> Prep
 
     sampling = {k: body[k] for k in ("temperature", "top_p", "top_k") if body.get(k) is not None}
     return Prepared(
-        model=model, system=system, messages=messages, tools=tools, tool_choice=tool_choice,
-        max_tokens=max_tokens, stop_sequences=list(stop), stream=bool(body.get("stream", False)),
-        thinking=thinking, sampling=sampling, warnings=warnings,
+        model=model,
+        system=system,
+        messages=messages,
+        tools=tools,
+        tool_choice=tool_choice,
+        max_tokens=max_tokens,
+        stop_sequences=list(stop),
+        stream=bool(body.get("stream", False)),
+        thinking=thinking,
+        sampling=sampling,
+        warnings=warnings,
     )
 
 
@@ -205,7 +220,11 @@ def estimate_tokens(text: str) -> int:
 
 
 def _prompt_text(p: Prepared) -> str:
-    parts = ["\n".join(p.system), json.dumps(p.messages, ensure_ascii=False), json.dumps(p.tools, ensure_ascii=False)]
+    parts = [
+        "\n".join(p.system),
+        json.dumps(p.messages, ensure_ascii=False),
+        json.dumps(p.tools, ensure_ascii=False),
+    ]
     return "".join(parts)
 
 
@@ -224,12 +243,20 @@ def prompt_token_bound(p: Prepared) -> int:
     """An upper bound on the prompt's tokens: its UTF-8 bytes (a byte-level or byte-fallback tokenizer
     never makes more tokens than bytes) plus the template slack. Used to skip exact counting when even
     this many tokens leave room for max_tokens."""
-    return (len(_prompt_text(p).encode("utf-8")) + TEMPLATE_TOKENS_PER_MESSAGE * len(p.messages)
-            + TEMPLATE_TOKENS_FIXED)
+    return (
+        len(_prompt_text(p).encode("utf-8"))
+        + TEMPLATE_TOKENS_PER_MESSAGE * len(p.messages)
+        + TEMPLATE_TOKENS_FIXED
+    )
 
 
-def clamp_max_tokens(p: Prepared, *, context_window: int | None, max_output_tokens: int | None,
-                     prompt_tokens: int | None = None) -> int:
+def clamp_max_tokens(
+    p: Prepared,
+    *,
+    context_window: int | None,
+    max_output_tokens: int | None,
+    prompt_tokens: int | None = None,
+) -> int:
     """max_tokens clamped to the output cap and to what fits in ``context_window`` after the prompt:
     ``prompt_tokens`` when counted exactly, else the estimate padded by 10%; never below 1."""
     mt = p.max_tokens

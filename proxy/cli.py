@@ -23,15 +23,31 @@ def proxy_command(find_config: Callable[[Path | None], Path | None] = _given) ->
     raises ``proxy.errors.ConfigError`` with the message to print (default: ``--config`` only)."""
 
     def proxy_cmd(
-        config: Annotated[Path | None, typer.Option("--config", "-c", help="coach.toml (its \\[proxy] and \\[upstream] tables) or a proxy-only TOML file; default $COACH_CONFIG, "
-                                                                        "else ./coach.toml if present.")] = None,
-        upstream: Annotated[str | None, typer.Option(help="One OpenAI-compatible upstream URL serving every model name "
-                                                      "(default: $COACH_UPSTREAM_URL when the config has no models).")] = None,
-        kind: Annotated[str, typer.Option(help="Upstream kind for --upstream: openai or anthropic.")] = "openai",
+        config: Annotated[
+            Path | None,
+            typer.Option(
+                "--config",
+                "-c",
+                help="coach.toml (its \\[proxy] and \\[upstream] tables) or a proxy-only TOML file; default $COACH_CONFIG, "
+                "else ./coach.toml if present.",
+            ),
+        ] = None,
+        upstream: Annotated[
+            str | None,
+            typer.Option(
+                help="One OpenAI-compatible upstream URL serving every model name "
+                "(default: $COACH_UPSTREAM_URL when the config has no models)."
+            ),
+        ] = None,
+        kind: Annotated[
+            str, typer.Option(help="Upstream kind for --upstream: openai or anthropic.")
+        ] = "openai",
         upstream_model: Annotated[str | None, typer.Option(help="Model name sent to --upstream.")] = None,
         host: Annotated[str | None, typer.Option(help="Bind address (default 127.0.0.1).")] = None,
         port: Annotated[int | None, typer.Option(help="Port (default 8082).")] = None,
-        api_key: Annotated[str | None, typer.Option(help="Require this API key (x-api-key or Bearer).")] = None,
+        api_key: Annotated[
+            str | None, typer.Option(help="Require this API key (x-api-key or Bearer).")
+        ] = None,
         log_level: Annotated[str, typer.Option(help="uvicorn/proxy log level.")] = "info",
     ) -> None:
         """Serve the Anthropic Messages API in front of vLLM / OpenAI-compatible or Anthropic upstreams."""
@@ -44,8 +60,10 @@ def proxy_command(find_config: Callable[[Path | None], Path | None] = _given) ->
         from .errors import ConfigError
 
         if log_level.lower() not in _LOG_LEVELS:
-            typer.echo(f"coach proxy: --log-level {log_level!r} is not a log level. Fix: one of {', '.join(_LOG_LEVELS)}",
-                       err=True)
+            typer.echo(
+                f"coach proxy: --log-level {log_level!r} is not a log level. Fix: one of {', '.join(_LOG_LEVELS)}",
+                err=True,
+            )
             raise typer.Exit(2)
         try:
             config = find_config(config)
@@ -69,13 +87,18 @@ def proxy_command(find_config: Callable[[Path | None], Path | None] = _given) ->
             typer.echo(f"coach proxy: {exc}", err=True)
             raise typer.Exit(2) from None
         if not cfg.models:
-            typer.echo("coach proxy: no upstream configured; pass --config FILE with [[proxy.models]], --upstream URL, "
-                       "or set COACH_UPSTREAM_URL", err=True)
+            typer.echo(
+                "coach proxy: no upstream configured; pass --config FILE with [[proxy.models]], --upstream URL, "
+                "or set COACH_UPSTREAM_URL",
+                err=True,
+            )
             raise typer.Exit(2)
         logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
         sock = _listen(cfg.host, cfg.port)
-        typer.echo(f"coach proxy: serving on http://{cfg.host}:{sock.getsockname()[1]} -> "
-                   + ", ".join(f"{p.name}={p.kind}:{'|'.join(p.replicas)}" for p in cfg.models))
+        typer.echo(
+            f"coach proxy: serving on http://{cfg.host}:{sock.getsockname()[1]} -> "
+            + ", ".join(f"{p.name}={p.kind}:{'|'.join(p.replicas)}" for p in cfg.models)
+        )
         # With the data directory's scope secret in COACH_MCP_SECRET (as coach run/chat --proxy-url read it), the
         # supervisors may post the turns of their warm agent processes (POST /coach/turns) for metering.
         app = create_app(cfg, turn_secret=os.environ.get("COACH_MCP_SECRET") or None)
@@ -91,8 +114,14 @@ def proxy_command(find_config: Callable[[Path | None], Path | None] = _given) ->
 _LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 
 #: Which command-line option sets each ProxyConfig / ModelPool field (for error messages).
-_OPTION_OF = {"port": "--port", "host": "--host", "api_key": "--api-key", "replicas": "--upstream",
-              "upstream_model": "--upstream-model", "kind": "--kind"}
+_OPTION_OF = {
+    "port": "--port",
+    "host": "--host",
+    "api_key": "--api-key",
+    "replicas": "--upstream",
+    "upstream_model": "--upstream-model",
+    "kind": "--kind",
+}
 
 
 def _options_problem(exc: Any) -> str:
@@ -122,7 +151,9 @@ def _listen(host: str, port: int) -> socket.socket:
             fix = f"stop whatever uses port {port}, or pass another --port (--port 0 picks a free one)"
         else:  # not a port problem: an unknown host name or an address this machine does not have
             fix = "pass a --host this machine can bind, such as 127.0.0.1 or 0.0.0.0 ([proxy] host)"
-        typer.echo(f"coach proxy: cannot listen on {host}:{port}: {exc.strerror or exc}. Fix: {fix}", err=True)
+        typer.echo(
+            f"coach proxy: cannot listen on {host}:{port}: {exc.strerror or exc}. Fix: {fix}", err=True
+        )
         raise typer.Exit(1) from None
     sock.listen(2048)
     return sock

@@ -17,8 +17,11 @@ from typing import Any
 __all__ = ["accumulate", "assert_well_formed", "check_events", "encode_sse", "parse_sse"]
 
 _STOP_REASONS = {"end_turn", "max_tokens", "tool_use", "stop_sequence", "refusal", "pause_turn"}
-_DELTA_FOR = {"text": {"text_delta"}, "thinking": {"thinking_delta", "signature_delta"},
-              "tool_use": {"input_json_delta"}}
+_DELTA_FOR = {
+    "text": {"text_delta"},
+    "thinking": {"thinking_delta", "signature_delta"},
+    "tool_use": {"input_json_delta"},
+}
 _MESSAGE_FIELDS = ("id", "type", "role", "model", "content", "stop_reason", "stop_sequence", "usage")
 
 

@@ -20,8 +20,14 @@ PACKAGES = ("blackboard", "mcp_server", "proxy", "launcher", "testsupport")
 
 def _lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(root)}
-    command = [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())",
-               "--config", str(root / "pyproject.toml"), "--no-cache"]
+    command = [
+        sys.executable,
+        "-c",
+        "import sys; from importlinter.cli import lint_imports_command; sys.exit(lint_imports_command())",
+        "--config",
+        str(root / "pyproject.toml"),
+        "--no-cache",
+    ]
     return subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=240)
 
 
@@ -50,7 +56,9 @@ def test_the_repository_keeps_every_import_contract() -> None:
         ("launcher/agents/_upward.py", "launcher.pipeline.supervisor", "launcher:"),
     ],
 )
-def test_an_upward_import_breaks_the_contract(tmp_path: Path, module: str, upward: str, contract: str) -> None:
+def test_an_upward_import_breaks_the_contract(
+    tmp_path: Path, module: str, upward: str, contract: str
+) -> None:
     root = _copy(tmp_path)
     (root / module).write_text(f"import {upward}  # an upward import\n", encoding="utf-8")
     result = _lint_imports(root)

@@ -71,6 +71,8 @@ PLUGIN_PREFIX = f"mcp__plugin_{MCP_SERVER}_{MCP_SERVER}__"
 def canonical_tool(tool: str) -> str:
     """``mcp__plugin_coachboard_coachboard__X`` -> ``mcp__coachboard__X``; other names unchanged."""
     return _PREFIX + tool.removeprefix(PLUGIN_PREFIX) if tool.startswith(PLUGIN_PREFIX) else tool
+
+
 EXPECTED_STAGE: dict[str, str] = {a.name: a.stage.value for a in ROSTER}
 CLAUDE_MODELS = ("sonnet", "opus", "haiku", "inherit")
 #: The prompt may use at most this share of the agent's context budget (the rest is the context
@@ -193,9 +195,13 @@ def _semantic_problems(spec: AgentSpec, parsed: ParsedFile) -> list[AgentProblem
         # suggest wrong fixes (another agent's tools and stage), so they wait for the name.
         return [
             AgentProblem(
-                f, ln.get("name", 1), "name", f"name {spec.name!r} does not match the file name {spec.path.name!r}", fix
+                f,
+                ln.get("name", 1),
+                "name",
+                f"name {spec.name!r} does not match the file name {spec.path.name!r}",
+                fix,
             )
-        ]  # fmt: skip
+        ]
     for tool in spec.tools:
         if canonical_tool(tool) not in KNOWN_TOOLS:
             out.append(
@@ -350,14 +356,19 @@ def _missing_problem(directory: Path, name: str) -> AgentProblem:
         near = []
     if near:
         return AgentProblem(
-            str(directory / f"{name}.md"), 0, None,
+            str(directory / f"{name}.md"),
+            0,
+            None,
             f"agent file is missing (found {', '.join(near)}; only {name}.md is read)",
             f"rename {'it' if len(near) == 1 else 'the right one'} to {name}.md",
-        )  # fmt: skip
+        )
     return AgentProblem(
-        str(directory / f"{name}.md"), 0, None, "agent file is missing",
+        str(directory / f"{name}.md"),
+        0,
+        None,
+        "agent file is missing",
         f"create {name}.md (all six agents are required)",
-    )  # fmt: skip
+    )
 
 
 def _stray_problem(path: Path, present: set[str]) -> AgentProblem:
@@ -369,10 +380,14 @@ def _stray_problem(path: Path, present: set[str]) -> AgentProblem:
     close = difflib.get_close_matches(lower, AGENT_NAMES, n=1)
     hint = f" (a copy of {close[0]}.md?)" if close and close[0] in present else ""
     return AgentProblem(
-        str(path), 0, None, f"{path.stem!r} is not one of the six agents{hint}",
-        "move it out of the agents folder (it may hold only " + ", ".join(f"{n}.md" for n in AGENT_NAMES)
+        str(path),
+        0,
+        None,
+        f"{path.stem!r} is not one of the six agents{hint}",
+        "move it out of the agents folder (it may hold only "
+        + ", ".join(f"{n}.md" for n in AGENT_NAMES)
         + ", a README.md and hidden files), or rename it to the agent file it replaces",
-    )  # fmt: skip
+    )
 
 
 def load_agents(directory: str | Path) -> dict[str, AgentSpec]:
@@ -471,7 +486,9 @@ class AgentRegistry:
             try:
                 self._on_change(self.version, error)
             except Exception:  # a failing listener must not end the watcher (and with it hot reload)
-                log.exception("the agent-reload listener failed; the watcher goes on (version %d)", self.version)
+                log.exception(
+                    "the agent-reload listener failed; the watcher goes on (version %d)", self.version
+                )
         self._changed.set()
         self._changed = anyio.Event()
 
@@ -527,9 +544,14 @@ class AgentRegistry:
                 continue
             try:
                 async for _changes in awatch(
-                    self.directory, stop_event=stop_event, debounce=debounce_ms, step=20, rust_timeout=100,
-                    yield_on_timeout=True, force_polling=force_polling,
-                ):  # fmt: skip
+                    self.directory,
+                    stop_event=stop_event,
+                    debounce=debounce_ms,
+                    step=20,
+                    rust_timeout=100,
+                    yield_on_timeout=True,
+                    force_polling=force_polling,
+                ):
                     tick()
                 return
             except FileNotFoundError:  # gone between the check and watchfiles' start

@@ -50,15 +50,21 @@ class AgentPolicySync:
 
     def __call__(self, version: int, error: Exception | None) -> None:
         if error is not None:
-            self._echo(f"coach serve: the edited agent files are invalid; the proxy keeps the policies of "
-                       f"version {version}:\n{error}", err=True)
+            self._echo(
+                f"coach serve: the edited agent files are invalid; the proxy keeps the policies of "
+                f"version {version}:\n{error}",
+                err=True,
+            )
             return
         if self.registry is None or self._set is None:
             return
         try:
             self._set({**policies_from_agents(self.registry.current()), **self._written})
         except ValueError as exc:  # pydantic ValidationError included: nothing changed
-            self._echo(f"coach serve: agent files version {version} give invalid proxy policies ({exc}); "
-                       "the proxy keeps the previous ones", err=True)
+            self._echo(
+                f"coach serve: agent files version {version} give invalid proxy policies ({exc}); "
+                "the proxy keeps the previous ones",
+                err=True,
+            )
             return
         self._echo(f"{RELOADED_PREFIX}: version {version}; the proxy's per-agent policies are updated")

@@ -13,6 +13,7 @@ from blackboard import STAGE_OF, WRITE_TOOL_NAMES, Stage
 
 __all__ = ["AgentView", "view_of"]
 
+
 @dataclass(frozen=True)
 class AgentView:
     """What the supervisor needs of one agent file. Times in seconds, sizes in tokens."""

@@ -37,7 +37,7 @@ def message_turn(store: Any, user: str, session: str, message: str) -> tuple[str
     index: dict[str, int] = {}
     found: dict[str, int] = {}
     for entry in store.list(prefix):
-        turn, _, kind = entry.key[len(prefix):].partition("/")
+        turn, _, kind = entry.key[len(prefix) :].partition("/")
         if kind == "meta" and isinstance(entry.value.get("index"), int):
             index[turn] = int(entry.value["index"])
         elif kind == "message" and entry.author == "supervisor" and entry.value.get("text") == message:
@@ -71,7 +71,9 @@ class HostedPipeline:
     ``SessionClosedError``).
     """
 
-    def __init__(self, config: Any, *, runtime: Callable[[Any], AbstractAsyncContextManager[Any]] | None = None) -> None:
+    def __init__(
+        self, config: Any, *, runtime: Callable[[Any], AbstractAsyncContextManager[Any]] | None = None
+    ) -> None:
         self.config = config
         self._factory = runtime
         self._tg: TaskGroup | None = None
@@ -107,7 +109,9 @@ class HostedPipeline:
         except Exception:
             if not started:
                 raise  # reaches the caller of tg.start (the turn that tried to start it)
-            log.error("the pipeline runtime stopped with an error; the next turn starts a new one", exc_info=True)
+            log.error(
+                "the pipeline runtime stopped with an error; the next turn starts a new one", exc_info=True
+            )
         finally:
             self._runtime = None
 
@@ -152,7 +156,9 @@ async def _run(
         await replied.wait()
         if not texts or on_reply is None:
             return
-        found = await anyio.to_thread.run_sync(partial(message_turn, runtime.board.store, user, session, message))
+        found = await anyio.to_thread.run_sync(
+            partial(message_turn, runtime.board.store, user, session, message)
+        )
         if found is None:  # cannot name the turn: the caller gets the reply with the whole result
             log.warning("first reply of a turn of session %s: its message entry was not found", session)
             return

@@ -114,18 +114,24 @@ class CoachSynthesisArgs(BaseModel):
         pattern=r"^[A-Za-z0-9_.-]{1,64}$", description="The `turn` returned by coach_turn, e.g. t000003."
     )
     wait_s: float = Field(
-        default=DEFAULT_WAIT_S, ge=0, le=MAX_WAIT_S,
+        default=DEFAULT_WAIT_S,
+        ge=0,
+        le=MAX_WAIT_S,
         description="Longest wait in seconds for the specialists and the synthesis (default 300).",
-    )  # fmt: skip
+    )
 
 
 def _safety_note(tier: int) -> str:
     if tier >= 3:
-        return ("crisis response from the safety screen: no coaching agent runs this turn and there is no "
-                "synthesis. Show it unchanged and add nothing.")  # fmt: skip
+        return (
+            "crisis response from the safety screen: no coaching agent runs this turn and there is no "
+            "synthesis. Show it unchanged and add nothing."
+        )
     if tier == 2:
-        return ("the safety screen paused coaching: this support response replaces the Coach's reply. Show it "
-                "unchanged; the synthesis that follows stays in pause mode.")  # fmt: skip
+        return (
+            "the safety screen paused coaching: this support response replaces the Coach's reply. Show it "
+            "unchanged; the synthesis that follows stays in pause mode."
+        )
     return ""
 
 
@@ -136,8 +142,10 @@ def reply_text(reply: EarlyReply) -> str:
     if reply.crisis_tier >= 3:
         parts.append(f"(turn {reply.turn}: crisis response only; no synthesis this turn)")
     else:
-        parts.append(f"(turn {reply.turn}: the specialists are still working; the synthesis follows from "
-                     f'coach_synthesis with turn="{reply.turn}")')  # fmt: skip
+        parts.append(
+            f"(turn {reply.turn}: the specialists are still working; the synthesis follows from "
+            f'coach_synthesis with turn="{reply.turn}")'
+        )
     return "\n\n".join(parts)
 
 

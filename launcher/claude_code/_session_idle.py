@@ -83,5 +83,7 @@ class SessionIdleClose:
             return
         log.info(
             "session %s idle for %gs: closed (profile v%s); the next turn starts a new session",
-            session, self.idle.timeout_s, getattr(result, "profile_version", "?"),
-        )  # fmt: skip
+            session,
+            self.idle.timeout_s,
+            getattr(result, "profile_version", "?"),
+        )

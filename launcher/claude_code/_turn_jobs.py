@@ -183,13 +183,19 @@ class TurnJobs:
         if self._running == 1 and self._on_busy is not None:
             self._on_busy(True)
         try:
-            summary = await self._run(job.user, job.session, message, on_reply=lambda r: self._register(job, r))
+            summary = await self._run(
+                job.user, job.session, message, on_reply=lambda r: self._register(job, r)
+            )
             job.summary = summary
             self._register(job, EarlyReply(summary.turn, summary.coach_reply, summary.crisis_tier))
             log.info(
-                "turn %s done: source=%s degraded=%s reply_s=%s synthesis_s=%s", summary.turn,
-                summary.synthesis_source, summary.degraded, summary.coach_reply_s, summary.synthesis_s,
-            )  # fmt: skip
+                "turn %s done: source=%s degraded=%s reply_s=%s synthesis_s=%s",
+                summary.turn,
+                summary.synthesis_source,
+                summary.degraded,
+                summary.coach_reply_s,
+                summary.synthesis_s,
+            )
         except Exception as exc:  # reported to the caller of start (before a reply) or of coach_synthesis
             job.error = exc
             log.error("turn %s failed: %s", job.turn or "(not begun)", type(exc).__name__)

@@ -119,8 +119,12 @@ _MAX_ROLLOVER = 10000
 #: credentials (``ANTHROPIC_AUTH_TOKEN``, ``CLAUDE_CODE_OAUTH_TOKEN``) to the local proxy. The runner
 #: sets what the agents need (proxy URL, key, headers, plain-request settings) itself.
 PARENT_SESSION_ENV_PREFIXES: tuple[str, ...] = (
-    "ANTHROPIC_", "CLAUDE_CODE_", "CLAUDECODE", "CLAUDE_AGENT_SDK", "CLAUDE_CONFIG_DIR",
-)  # fmt: skip
+    "ANTHROPIC_",
+    "CLAUDE_CODE_",
+    "CLAUDECODE",
+    "CLAUDE_AGENT_SDK",
+    "CLAUDE_CONFIG_DIR",
+)
 
 
 def drop_parent_session_env(env: MutableMapping[str, str]) -> list[str]:
@@ -222,7 +226,7 @@ class SessionTurns:
         for entry in self.board.store.list(prefix):
             if not entry.key.endswith("/meta"):
                 continue
-            turn = entry.key[len(prefix):].split("/", 1)[0]
+            turn = entry.key[len(prefix) :].split("/", 1)[0]
             index = entry.value.get("index")
             rank = int(index) if isinstance(index, int) else -1
             if best is None or (rank, turn) > best:
@@ -235,9 +239,10 @@ class SessionTurns:
         with self._lock:
             self._open_session()
             turn = self._manual
-            if turn is not None and self.board.store.read(
-                turn_entry_key(self.user, self.session, turn, agent)
-            ) is None:
+            if (
+                turn is not None
+                and self.board.store.read(turn_entry_key(self.user, self.session, turn, agent)) is None
+            ):
                 return turn
             turn = self.board.begin_turn(self.user, self.session)
             self._manual = turn
@@ -296,11 +301,15 @@ def stored_summary(board: Blackboard, user: str, session: str, turn: str) -> Tur
     tier = message.value.get("crisis_tier") if message is not None else 0
     v = delivery.value
     return TurnSummary(
-        turn=turn, coach_reply=str(v.get("coach_reply", "")), synthesis=str(v.get("synthesis", "")),
-        synthesis_source=str(v.get("synthesis_source", "")), degraded=bool(v.get("degraded")),
-        crisis_tier=int(tier) if isinstance(tier, int) else 0, missing=list(v.get("missing") or []),
+        turn=turn,
+        coach_reply=str(v.get("coach_reply", "")),
+        synthesis=str(v.get("synthesis", "")),
+        synthesis_source=str(v.get("synthesis_source", "")),
+        degraded=bool(v.get("degraded")),
+        crisis_tier=int(tier) if isinstance(tier, int) else 0,
+        missing=list(v.get("missing") or []),
         agents=dict(v.get("agents") or {}),
-    )  # fmt: skip
+    )
 
 
 def build_session_server(
@@ -353,7 +362,12 @@ def build_session_server(
         coach_synthesis_spec(jobs, stored=partial(stored_summary, board)),
     ]
     tools = [
-        build_tool(s, _scope_source(s, turns), max_argument_bytes=cfg.max_argument_bytes, map_error=map_blackboard_error)
+        build_tool(
+            s,
+            _scope_source(s, turns),
+            max_argument_bytes=cfg.max_argument_bytes,
+            map_error=map_blackboard_error,
+        )
         for s in specs
     ]
 
@@ -374,9 +388,13 @@ def build_session_server(
                     tg.cancel_scope.cancel()
 
     server: MCPServer = MCPServer(
-        SERVER_NAME, instructions=_INSTRUCTIONS, version="0.1.0", tools=tools, log_level="WARNING",
+        SERVER_NAME,
+        instructions=_INSTRUCTIONS,
+        version="0.1.0",
+        tools=tools,
+        log_level="WARNING",
         lifespan=server_lifespan,
-    )  # fmt: skip
+    )
     return server, turns
 
 
@@ -430,9 +448,14 @@ def run_session(
         log.info("not passed to the pipeline's agents: %s", ", ".join(dropped))
     pipeline = HostedPipeline(coach_config)
     server, _ = build_session_server(
-        board, identity, pipeline, coach_config.mcp, lifespan=pipeline.lifespan,
-        idle_close_s=coach_config.agents.idle_close_s, close_session=partial(pipeline.close_session, board),
-    )  # fmt: skip
+        board,
+        identity,
+        pipeline,
+        coach_config.mcp,
+        lifespan=pipeline.lifespan,
+        idle_close_s=coach_config.agents.idle_close_s,
+        close_session=partial(pipeline.close_session, board),
+    )
     log.info("session mode: user=%s session=%s data=%s", identity.user, identity.session, directory)
     try:
         server.run("stdio")

@@ -89,16 +89,21 @@ def check_service_urls(proxy_url: str | None, mcp_url: str | None, *, connect_ti
         except ValueError:
             parts, port = None, 0
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-            typer.echo(f"error: {option} {url!r} is not an http(s) URL. Fix: pass e.g. "
-                       f"{'http://127.0.0.1:8082' if option == '--proxy-url' else 'http://127.0.0.1:8765/mcp'} "
-                       "(what `coach serve` prints), or omit it to run one in-process", err=True)
+            typer.echo(
+                f"error: {option} {url!r} is not an http(s) URL. Fix: pass e.g. "
+                f"{'http://127.0.0.1:8082' if option == '--proxy-url' else 'http://127.0.0.1:8765/mcp'} "
+                "(what `coach serve` prints), or omit it to run one in-process",
+                err=True,
+            )
             raise typer.Exit(2)
         try:
             socket.create_connection((parts.hostname, port), timeout=connect_timeout_s).close()
         except OSError as exc:
-            typer.echo(f"error: {option} {url}: nothing answers there ({exc.strerror or type(exc).__name__}). "
-                       "Fix: start `coach serve` (or the server) first, or omit the option to run one in-process",
-                       err=True)
+            typer.echo(
+                f"error: {option} {url}: nothing answers there ({exc.strerror or type(exc).__name__}). "
+                "Fix: start `coach serve` (or the server) first, or omit the option to run one in-process",
+                err=True,
+            )
             raise typer.Exit(2) from None
 
 
@@ -110,9 +115,11 @@ def read_only_data_dir(directory: Path) -> str | None:
     import os
 
     if (directory / "blackboard.sqlite3").is_file() and not os.access(directory, os.W_OK | os.X_OK):
-        return (f"the data directory {directory} is read-only: the blackboard (SQLite, WAL mode) must create its "
-                "-wal/-shm files beside blackboard.sqlite3 even to read it; the database was not touched. Fix: "
-                "make the folder writable, or copy it to a writable place and point COACH_DATA_DIR there")
+        return (
+            f"the data directory {directory} is read-only: the blackboard (SQLite, WAL mode) must create its "
+            "-wal/-shm files beside blackboard.sqlite3 even to read it; the database was not touched. Fix: "
+            "make the folder writable, or copy it to a writable place and point COACH_DATA_DIR there"
+        )
     return None
 
 
@@ -267,9 +274,15 @@ def agent_timeline(result: Any) -> Any:
     for name, st in result.to_json()["agents"].items():
         colour = {"ok": "green", "skipped": "dim"}.get(st["status"], "red")
         table.add_row(
-            name, f"[{colour}]{st['status']}[/{colour}]", fmt(st["started_s"]), fmt(st["first_token_s"]),
-            fmt(st["finished_s"]), str(st["input_tokens"]), str(st["output_tokens"]),
-            "yes" if st["warm"] else "no", escape(_short_error(name, st["error"])),
+            name,
+            f"[{colour}]{st['status']}[/{colour}]",
+            fmt(st["started_s"]),
+            fmt(st["first_token_s"]),
+            fmt(st["finished_s"]),
+            str(st["input_tokens"]),
+            str(st["output_tokens"]),
+            "yes" if st["warm"] else "no",
+            escape(_short_error(name, st["error"])),
         )
     return table
 

@@ -60,10 +60,16 @@ def agents_check_cmd(
             table.add_row(name, "", "", "", "", "", "", "", "[red]invalid[/red]")
             continue
         table.add_row(
-            name, spec.stage, spec.output_tool_bare, f"{spec.deadline_s:g}", str(spec.max_output_tokens),
-            str(spec.context_budget_tokens), spec.model_alias, "yes" if spec.force_output_tool else "no",
+            name,
+            spec.stage,
+            spec.output_tool_bare,
+            f"{spec.deadline_s:g}",
+            str(spec.max_output_tokens),
+            str(spec.context_budget_tokens),
+            spec.model_alias,
+            "yes" if spec.force_output_tool else "no",
             "[green]ok[/green]",
-        )  # fmt: skip
+        )
     console = Console()
     if not console.is_terminal:
         console = Console(width=140)
@@ -86,7 +92,8 @@ def _project_link_problems(directory: Path) -> list[AgentProblem]:
     # Only where the project links its subagents to this folder: `--dir ~/myagents` must not judge the
     # user's own ~/.claude/agents (personal subagents that merely share a name).
     if not any(
-        (links / f"{n}.md").is_symlink() and (links / f"{n}.md").resolve() == (directory / f"{n}.md").resolve()
+        (links / f"{n}.md").is_symlink()
+        and (links / f"{n}.md").resolve() == (directory / f"{n}.md").resolve()
         for n in AGENT_NAMES
     ):
         return []
@@ -98,9 +105,11 @@ def _project_link_problems(directory: Path) -> list[AgentProblem]:
         what = "a separate file" if not link.is_symlink() else f"a link to {link.readlink()}"
         problems.append(
             AgentProblem(
-                str(link), 0, None,
+                str(link),
+                0,
+                None,
                 f"Claude Code's {name} subagent is {what}, not a link to {target}: the two can differ",
                 f"put the text you want in {target}, then link it again: ln -sf ../../{directory.name}/{name}.md {link}",
             )
-        )  # fmt: skip
+        )
     return problems

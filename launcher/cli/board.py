@@ -24,7 +24,6 @@ __all__ = ["board_app", "board_document"]
 board_app = typer.Typer(help="Inspect the blackboard.", no_args_is_help=True)
 
 
-
 def _kind_order(kind: str) -> tuple[int, str]:
     from blackboard import AGENT_ORDER
 
@@ -46,7 +45,9 @@ def board_document(store: Any, user: str, session: str | None = None) -> dict[st
     """
     from blackboard import profile_key, session_key
 
-    prefix = session_key(user, session) + "/" if session else profile_key(user).rsplit("/", 1)[0] + "/sessions/"
+    prefix = (
+        session_key(user, session) + "/" if session else profile_key(user).rsplit("/", 1)[0] + "/sessions/"
+    )
     turns: defaultdict[str, defaultdict[str, list[dict[str, Any]]]] = defaultdict(lambda: defaultdict(list))
     closed: dict[str, bool] = {}
     records: dict[tuple[str, str], dict[str, Any]] = {}
@@ -60,21 +61,34 @@ def board_document(store: Any, user: str, session: str | None = None) -> dict[st
         if parts[6] == "record" and isinstance(e.value, dict):
             records[(parts[3], parts[5])] = e.value
         turns[parts[3]][parts[5]].append(
-            {"kind": parts[6], "version": e.version, "author": e.author, "seq": e.seq, "updated_at": e.updated_at}
+            {
+                "kind": parts[6],
+                "version": e.version,
+                "author": e.author,
+                "seq": e.seq,
+                "updated_at": e.updated_at,
+            }
         )
     sessions: list[dict[str, Any]] = []
     for s in sorted(set(turns) | set(closed)):
         rows: list[dict[str, Any]] = [
-            {"turn": t, "entries": sorted(turns[s][t], key=_entry_order),
-             "crisis_tier": records.get((s, t), {}).get("crisis_tier"),
-             "synthesis_source": records.get((s, t), {}).get("synthesis_source"),
-             "safety_raises": list(records.get((s, t), {}).get("safety_raises", [])),
-             "safety_refused": list(records.get((s, t), {}).get("safety_refused", []))}
+            {
+                "turn": t,
+                "entries": sorted(turns[s][t], key=_entry_order),
+                "crisis_tier": records.get((s, t), {}).get("crisis_tier"),
+                "synthesis_source": records.get((s, t), {}).get("synthesis_source"),
+                "safety_raises": list(records.get((s, t), {}).get("safety_raises", [])),
+                "safety_refused": list(records.get((s, t), {}).get("safety_refused", [])),
+            }
             for t in sorted(turns[s])
         ]
         sessions.append({"session": s, "closed": closed.get(s, False), "turns": rows})
     prof = store.read(profile_key(user))
-    profile = None if prof is None else {"version": prof.version, "updated_at": prof.updated_at, "value": prof.value}
+    profile = (
+        None
+        if prof is None
+        else {"version": prof.version, "updated_at": prof.updated_at, "value": prof.value}
+    )
     return {"user": user, "sessions": sessions, "profile": profile}
 
 
@@ -98,7 +112,9 @@ def show_cmd(
     user: Annotated[str, typer.Option("--user", "-u", help="user id")],
     session: Annotated[str | None, typer.Option("--session", "-s", help="only this session")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON document")] = False,
-    config_path: Annotated[Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")] = None,
+    config_path: Annotated[
+        Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")
+    ] = None,
 ) -> None:
     """List each turn's entries (agent, version, author, time) and the compacted profile."""
     from rich.console import Console
@@ -116,15 +132,21 @@ def show_cmd(
 
         where = f"PostgreSQL {describe(config.data.url)} schema {config.data.db_schema}"
     elif not (data_dir / "blackboard.sqlite3").exists():
-        typer.echo(f"error: no blackboard in {data_dir} (run `coach demo` or `coach run` first, or set "
-                   "COACH_DATA_DIR / [data] dir)", err=True)
+        typer.echo(
+            f"error: no blackboard in {data_dir} (run `coach demo` or `coach run` first, or set "
+            "COACH_DATA_DIR / [data] dir)",
+            err=True,
+        )
         raise typer.Exit(2)
     elif (problem := read_only_data_dir(data_dir)) is not None:
         typer.echo(f"error: {problem}", err=True)
         raise typer.Exit(2)
     try:
-        store: Store = (PostgresStore(config.data.url, schema=config.data.db_schema, upgrade=False)
-                        if config.data.url else open_store(data_dir))
+        store: Store = (
+            PostgresStore(config.data.url, schema=config.data.db_schema, upgrade=False)
+            if config.data.url
+            else open_store(data_dir)
+        )
         try:
             doc = board_document(store, user, session)
         finally:
@@ -133,8 +155,10 @@ def show_cmd(
         typer.echo(f"error ({exc.code}): {exc}", err=True)
         raise typer.Exit(2) from None
     if not doc["sessions"] and doc["profile"] is None:
-        typer.echo(f"error: nothing stored for user {user!r}{f' session {session!r}' if session else ''} "
-                   f"in {where}", err=True)
+        typer.echo(
+            f"error: nothing stored for user {user!r}{f' session {session!r}' if session else ''} in {where}",
+            err=True,
+        )
         raise typer.Exit(2)
     if as_json:
         typer.echo(json.dumps(doc, ensure_ascii=False, indent=2))
@@ -145,8 +169,10 @@ def show_cmd(
     # paths, authors and profile values are text, not rich markup ("[/b]" in a folder name raised)
     out.print(f"blackboard {escape(where)}: user [bold]{escape(user)}[/bold]")
     for s in doc["sessions"]:
-        table = Table(title=f"session {escape(s['session'])} ({'closed' if s['closed'] else 'open'})",
-                      title_justify="left")
+        table = Table(
+            title=f"session {escape(s['session'])} ({'closed' if s['closed'] else 'open'})",
+            title_justify="left",
+        )
         notes: list[str] = []
         for col in ("turn", "entry", "version", "author", "seq", "time"):
             table.add_column(col, justify="right" if col in ("version", "seq") else "left", no_wrap=True)
@@ -155,19 +181,31 @@ def show_cmd(
             for i, e in enumerate(t["entries"]):
                 style = "" if e["kind"] in AGENT_ORDER else "dim"
                 kind = escape(e["kind"])
-                table.add_row(escape(t["turn"]) if i == 0 else "", f"[{style}]{kind}[/{style}]" if style else kind,
-                              str(e["version"]), escape(e["author"]), str(e["seq"]), _when(e["updated_at"]))
+                table.add_row(
+                    escape(t["turn"]) if i == 0 else "",
+                    f"[{style}]{kind}[/{style}]" if style else kind,
+                    str(e["version"]),
+                    escape(e["author"]),
+                    str(e["seq"]),
+                    _when(e["updated_at"]),
+                )
             missing = [a for a in AGENT_ORDER if a not in {e["kind"] for e in agents}]
             raises, refused = t.get("safety_raises") or [], t.get("safety_refused") or []
             if raises:
-                notes.append(f"[yellow]turn {t['turn']}: safety tier raised to {t['crisis_tier']} by an agent's risk "
-                             f"assessment ({escape(', '.join(raises))})[/yellow]")
+                notes.append(
+                    f"[yellow]turn {t['turn']}: safety tier raised to {t['crisis_tier']} by an agent's risk "
+                    f"assessment ({escape(', '.join(raises))})[/yellow]"
+                )
             if refused:
-                notes.append(f"[dim]turn {t['turn']}: safety raise refused ({escape(', '.join(refused))})[/dim]")
+                notes.append(
+                    f"[dim]turn {t['turn']}: safety raise refused ({escape(', '.join(refused))})[/dim]"
+                )
             replaced = t.get("synthesis_source") in ("crisis", "support")  # a safety response, no synthesis
             if replaced and not raises:  # by design: the safety screen answered, no agent ran
-                notes.append(f"[dim]turn {t['turn']}: crisis response only (safety tier {t['crisis_tier']}); "
-                             "no agent runs on such a turn[/dim]")
+                notes.append(
+                    f"[dim]turn {t['turn']}: crisis response only (safety tier {t['crisis_tier']}); "
+                    "no agent runs on such a turn[/dim]"
+                )
             elif missing and not replaced:  # after a raise, the note above says why entries are missing
                 notes.append(f"[red]turn {t['turn']} has no entry from: {', '.join(missing)}[/red]")
             table.add_section()

@@ -40,7 +40,15 @@ __all__ = ["QUIT_COMMANDS", "chat_cmd"]
 #: Lines that end the session (case-insensitive, surrounding spaces ignored).
 QUIT_COMMANDS = frozenset({"/quit", "/exit", "/q"})
 
-_ICON = {"pending": "·", "running": "…", "ok": "✓", "error": "✗", "timeout": "⌛", "crashed": "✗", "skipped": "-"}
+_ICON = {
+    "pending": "·",
+    "running": "…",
+    "ok": "✓",
+    "error": "✗",
+    "timeout": "⌛",
+    "crashed": "✗",
+    "skipped": "-",
+}
 _DONE = frozenset({"ok", "error", "timeout", "crashed", "skipped"})
 
 
@@ -102,7 +110,9 @@ class _StatusView:
 
         line = Text(f"[{time.monotonic() - self.t0:5.1f}s] ", style="dim")
         for name, st in self.states.items():
-            colour = {"ok": "green", "running": "yellow", "pending": "dim", "skipped": "dim"}.get(st.status, "red")
+            colour = {"ok": "green", "running": "yellow", "pending": "dim", "skipped": "dim"}.get(
+                st.status, "red"
+            )
             line.append(f"{_ICON.get(st.status, '?')} {name}  ", style=colour)
         return line
 
@@ -162,7 +172,9 @@ def _problems_text(error: Any) -> str:
     return "\n".join(f"  {p}" for p in problems)
 
 
-async def _watch_agents(registry: Any, console: Any, stop: Any, on_reload: Callable[[], Any] | None = None) -> None:
+async def _watch_agents(
+    registry: Any, console: Any, stop: Any, on_reload: Callable[[], Any] | None = None
+) -> None:
     """Run the registry's watcher and report every reload attempt (valid or not) on the console;
     ``on_reload()`` is called after each valid reload."""
     import anyio
@@ -227,22 +239,32 @@ def _show_result(console: Any, result: Any) -> None:
         from rich.panel import Panel
 
         crisis = result.synthesis_source == "crisis"
-        console.print(Panel(escape(result.synthesis), title="Crisis response" if crisis else "Support",
-                            border_style="bold red" if crisis else "yellow", expand=False))
+        console.print(
+            Panel(
+                escape(result.synthesis),
+                title="Crisis response" if crisis else "Support",
+                border_style="bold red" if crisis else "yellow",
+                expand=False,
+            )
+        )
     elif result.crisis_tier >= 3:
         console.print("[dim](crisis response only: no coaching content this turn)[/dim]")
     elif result.synthesis:
         label = "Synthesis"
         if result.degraded:
             label += " (degraded: missing " + (", ".join(result.missing) or "nothing") + ")"
-        console.print(f"[bold magenta]{escape(label)}:[/bold magenta]", escape(result.synthesis), highlight=False)
+        console.print(
+            f"[bold magenta]{escape(label)}:[/bold magenta]", escape(result.synthesis), highlight=False
+        )
     took = "" if result.synthesis_s is None else f"; synthesis after {result.synthesis_s:.1f}s"
     first = "" if result.coach_reply_s is None else f"first reply after {result.coach_reply_s:.1f}s"
     console.print(f"[dim]── turn {result.turn_id} done ({first}{took}) ──[/dim]", highlight=False)
     console.file.flush()
 
 
-async def _chat(config: Any, user: str, session: str, console: Any, urls: tuple[str | None, str | None]) -> int:
+async def _chat(
+    config: Any, user: str, session: str, console: Any, urls: tuple[str | None, str | None]
+) -> int:
     import anyio
     import anyio.to_thread
     from rich.markup import escape
@@ -263,8 +285,12 @@ async def _chat(config: Any, user: str, session: str, console: Any, urls: tuple[
             raise LauncherError(str(exc), code=exc.code) from None
         screen = _RecordingScreen(SafetyScreen(config.safety))
         supervisor = Supervisor(
-            rt.board, rt.runner, rt.current_agents, screen=screen,
-            directory=rt.supervisor.directory, settings=rt.supervisor.settings,
+            rt.board,
+            rt.runner,
+            rt.current_agents,
+            screen=screen,
+            directory=rt.supervisor.directory,
+            settings=rt.supervisor.settings,
         )
         reader = _READER()
         stop = anyio.Event()
@@ -321,18 +347,25 @@ async def _chat(config: Any, user: str, session: str, console: Any, urls: tuple[
                     tg.start_soon(ticker)
                     try:
                         result = await supervisor.run_turn(
-                            user, session, line,
+                            user,
+                            session,
+                            line,
                             on_coach_reply=first_reply,
                             on_status=view.update,
                         )
                     except SessionClosedError as exc:  # closed by another process meanwhile
                         console.print(f"error: {exc}", markup=False, highlight=False)
                         break
-                    except BlackboardError as exc:  # the store itself is unusable; agents' failures never raise
+                    except (
+                        BlackboardError
+                    ) as exc:  # the store itself is unusable; agents' failures never raise
                         result = None
-                        console.print(f"[bold red]error:[/bold red] this turn could not run ({exc.code}: "
-                                      f"{escape(str(exc))}); nothing stored was lost. Check the data directory, "
-                                      "then type again.", highlight=False)
+                        console.print(
+                            f"[bold red]error:[/bold red] this turn could not run ({exc.code}: "
+                            f"{escape(str(exc))}); nothing stored was lost. Check the data directory, "
+                            "then type again.",
+                            highlight=False,
+                        )
                     finally:
                         tick.set()
                 if idle is not None:
@@ -343,9 +376,13 @@ async def _chat(config: Any, user: str, session: str, console: Any, urls: tuple[
             tg.cancel_scope.cancel()
         if closed:
             res = closed[0]
-            console.print(f"session {session} was idle for {config.agents.idle_close_s:g}s and was closed "
-                          f"({plural(res.turns, 'turn')}): merged {', '.join(res.merged) or 'nothing'}; profile "
-                          f"v{res.profile_version}", highlight=False, markup=False)
+            console.print(
+                f"session {session} was idle for {config.agents.idle_close_s:g}s and was closed "
+                f"({plural(res.turns, 'turn')}): merged {', '.join(res.merged) or 'nothing'}; profile "
+                f"v{res.profile_version}",
+                highlight=False,
+                markup=False,
+            )
             return 0
         console.print("[dim]closing the session (compacting it into the profile)…[/dim]")
         console.file.flush()
@@ -373,7 +410,9 @@ def chat_cmd(
     session: Annotated[
         str | None, typer.Option("--session", "-s", help="session id (default: a new chat-YYYYMMDD-HHMMSS)")
     ] = None,
-    config_path: Annotated[Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")] = None,
+    config_path: Annotated[
+        Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")
+    ] = None,
     proxy_url: Annotated[str | None, typer.Option("--proxy-url", help="use a running proxy")] = None,
     mcp_url: Annotated[str | None, typer.Option("--mcp-url", help="use a running MCP HTTP server")] = None,
 ) -> None:

@@ -20,7 +20,9 @@ db_app = typer.Typer(help="The PostgreSQL schema of [data] url (docs/postgresql.
 
 @db_app.command("upgrade")
 def upgrade_cmd(
-    config_path: Annotated[Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")] = None,
+    config_path: Annotated[
+        Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")
+    ] = None,
 ) -> None:
     """Create the schema if missing and apply the migrations it lacks; prints the versions."""
     from blackboard import BlackboardError
@@ -29,8 +31,11 @@ def upgrade_cmd(
 
     config = load_config_or_exit(config_path)
     if not config.data.url:
-        typer.echo("error: no PostgreSQL configured ([data] url or COACH_DATABASE_URL); the SQLite blackboard in "
-                   f"{config.data.dir} needs no upgrade", err=True)
+        typer.echo(
+            "error: no PostgreSQL configured ([data] url or COACH_DATABASE_URL); the SQLite blackboard in "
+            f"{config.data.dir} needs no upgrade",
+            err=True,
+        )
         raise typer.Exit(2)
     try:
         before, after = upgrade_schema(config.data.url, config.data.db_schema)

@@ -55,16 +55,24 @@ def embedded_runtime_config(config: Any, base_url: str, kind: Literal["openai", 
     from proxy.config import ModelPool
 
     pool = ModelPool(
-        name="default", replicas=[base_url], kind=kind, forced_tool_prefill=FORCED_TOOL_CALL_PREFILL,
-        context_window=config.embedded.ctx_per_slot, chat_template_kwargs=False, omit_tool_properties=["risk"],
+        name="default",
+        replicas=[base_url],
+        kind=kind,
+        forced_tool_prefill=FORCED_TOOL_CALL_PREFILL,
+        context_window=config.embedded.ctx_per_slot,
+        chat_template_kwargs=False,
+        omit_tool_properties=["risk"],
         max_string_length=240,  # strings close before the agents' output caps (proxy.config.ModelPool)
     )
-    proxy = config.proxy.model_copy(update={
-        "models": [pool], "default_model": "default",
-        # CPU prefill of six prompts queued on one server can take minutes under load: wait for it.
-        "first_byte_timeout_s": max(config.proxy.first_byte_timeout_s, _SLOW_UPSTREAM_S),
-        "read_timeout_s": max(config.proxy.read_timeout_s, _SLOW_UPSTREAM_S),
-    })
+    proxy = config.proxy.model_copy(
+        update={
+            "models": [pool],
+            "default_model": "default",
+            # CPU prefill of six prompts queued on one server can take minutes under load: wait for it.
+            "first_byte_timeout_s": max(config.proxy.first_byte_timeout_s, _SLOW_UPSTREAM_S),
+            "read_timeout_s": max(config.proxy.read_timeout_s, _SLOW_UPSTREAM_S),
+        }
+    )
     return config.model_copy(update={"proxy": proxy})
 
 
@@ -113,7 +121,9 @@ def demo_embedded_config(config: Any) -> Any:
 
 
 def demo_cmd(
-    file: Annotated[Path, typer.Option("--file", help="transcript to replay (default: the AnnoMI example)")] = EXAMPLE,
+    file: Annotated[
+        Path, typer.Option("--file", help="transcript to replay (default: the AnnoMI example)")
+    ] = EXAMPLE,
     user: Annotated[str, typer.Option("--user", "-u", help="user id on the blackboard")] = "annomi-24",
     turns_per_session: Annotated[
         int, typer.Option("--turns-per-session", min=1, help="utterances played per session (CPU is slow)")
@@ -125,7 +135,9 @@ def demo_cmd(
         float, typer.Option("--deadline-scale", min=1.0, help="multiply every agent deadline (CPU inference)")
     ] = 12.0,
     out: Annotated[Path | None, typer.Option("--out", help="also write the turns as JSON lines here")] = None,
-    config_path: Annotated[Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")] = None,
+    config_path: Annotated[
+        Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")
+    ] = None,
 ) -> None:
     """Run a real multi-turn session on the embedded model: six agents, proxy, MCP, blackboard."""
     import anyio
@@ -184,7 +196,9 @@ def demo_cmd(
         from launcher.cli._common import agent_timeline
 
         r = turn.result
-        console.rule(f"session {turn.session} ({turn.session_id}) turn {turn.turn}: {r.turn_id}, {turn.wall_s:.0f} s")
+        console.rule(
+            f"session {turn.session} ({turn.session_id}) turn {turn.turn}: {r.turn_id}, {turn.wall_s:.0f} s"
+        )
         fallback = " (the deterministic fallback reply)" if r.coach_fallback else ""
         console.print(f"[bold]Coach reply[/bold]: shown above, after {_secs(r.coach_reply_s)}{fallback}")
         label = f"Synthesis ({r.synthesis_source}, after {_secs(r.synthesis_s)})"
@@ -199,31 +213,56 @@ def demo_cmd(
         from launcher.pipeline.supervisor import Supervisor
 
         emb = demo_embedded_config(config)
-        server = EmbeddedModelServer(emb, log_path=data_dir.parent / "llama-server.log",
-                                     progress=lambda m: console.print(f"    [dim]model server:[/dim] {escape(m)}"))
-        console.print(f"[bold]1/3[/bold] starting the embedded model server ({plural(emb.parallel, 'slot')}, "
-                      f"{plural(emb.threads, 'thread')})")
+        server = EmbeddedModelServer(
+            emb,
+            log_path=data_dir.parent / "llama-server.log",
+            progress=lambda m: console.print(f"    [dim]model server:[/dim] {escape(m)}"),
+        )
+        console.print(
+            f"[bold]1/3[/bold] starting the embedded model server ({plural(emb.parallel, 'slot')}, "
+            f"{plural(emb.threads, 'thread')})"
+        )
         async with server:
-            console.print("[bold]2/3[/bold] starting the proxy and the MCP HTTP server on free loopback ports")
+            console.print(
+                "[bold]2/3[/bold] starting the proxy and the MCP HTTP server on free loopback ports"
+            )
             rt_config = embedded_runtime_config(config, server.base_url, kind)
             async with coach_runtime(rt_config) as rt:
-                console.print(f"    proxy {rt.urls.proxy_url} -> {server.base_url} ({kind}); MCP {rt.urls.mcp_url}; "
-                              f"blackboard {data_dir}")
-                sup = Supervisor(rt.board, rt.runner, scaled_agents(rt.registry.current, deadline_scale, emb.agent_output_caps),
-                                 screen=SafetyScreen(config.safety), directory=rt.supervisor.directory,
-                                 settings=demo_supervisor_settings())
-                console.print(f"[bold]3/3[/bold] replaying (agent deadlines x{deadline_scale:g} for CPU inference)")
-                return await run_replay(dataclasses.replace(rt, supervisor=sup), transcript, user=user,
-                                        prefix=prefix, console=console, sink=sink,
-                                        turns_per_session=turns_per_session, on_turn=show_turn,
-                                        on_coach_reply=show_reply)
+                console.print(
+                    f"    proxy {rt.urls.proxy_url} -> {server.base_url} ({kind}); MCP {rt.urls.mcp_url}; "
+                    f"blackboard {data_dir}"
+                )
+                sup = Supervisor(
+                    rt.board,
+                    rt.runner,
+                    scaled_agents(rt.registry.current, deadline_scale, emb.agent_output_caps),
+                    screen=SafetyScreen(config.safety),
+                    directory=rt.supervisor.directory,
+                    settings=demo_supervisor_settings(),
+                )
+                console.print(
+                    f"[bold]3/3[/bold] replaying (agent deadlines x{deadline_scale:g} for CPU inference)"
+                )
+                return await run_replay(
+                    dataclasses.replace(rt, supervisor=sup),
+                    transcript,
+                    user=user,
+                    prefix=prefix,
+                    console=console,
+                    sink=sink,
+                    turns_per_session=turns_per_session,
+                    on_turn=show_turn,
+                    on_coach_reply=show_reply,
+                )
 
     try:
         turns = anyio.run(main)
     except KeyboardInterrupt:
-        console.print("\n[yellow]interrupted[/yellow]: the running turn was cancelled; the model server, the "
-                      "agent processes and both servers were stopped. The blackboard keeps every finished turn: "
-                      f"coach board show --user {user}")
+        console.print(
+            "\n[yellow]interrupted[/yellow]: the running turn was cancelled; the model server, the "
+            "agent processes and both servers were stopped. The blackboard keeps every finished turn: "
+            f"coach board show --user {user}"
+        )
         raise typer.Exit(130) from None
     except EmbeddedError as exc:
         console.print(f"error ({exc.code}): {exc}")
@@ -250,8 +289,12 @@ def _secs(v: float | None) -> str:
 
 def _epilogue(console: Any, turns: list[Any], user: str, data_dir: Path, elapsed: float) -> None:
     from blackboard import SYNTHESIS_INPUTS as writers
-    written = sum(1 for t in turns if all(
-        (a := t.result.agents.get(n)) is not None and a.status == "ok" for n in writers))
+
+    written = sum(
+        1
+        for t in turns
+        if all((a := t.result.agents.get(n)) is not None and a.status == "ok" for n in writers)
+    )
     model_synth = sum(1 for t in turns if t.result.synthesis_source in ("model", "repaired"))
     delivered = sum(1 for t in turns if t.result.coach_reply and t.result.synthesis)
     sessions = sorted({t.session_id for t in turns})

@@ -94,12 +94,18 @@ def eval_safety_cmd(
     ] = None,
     labels: Annotated[
         Path | None,
-        typer.Option("--labels", help="labels JSONL for a dialogs JSONL FILE (format: examples/safety/README.md): "
-                     "prints recall per tier and family and false alarms per 1,000 ordinary turns, per layer"),
+        typer.Option(
+            "--labels",
+            help="labels JSONL for a dialogs JSONL FILE (format: examples/safety/README.md): "
+            "prints recall per tier and family and false alarms per 1,000 ordinary turns, per layer",
+        ),
     ] = None,
     layer: Annotated[
-        list[str] | None, typer.Option("--layer", help="with --labels: lexicon, context, semantic or all (repeatable; "
-                                       "default: every layer)")
+        list[str] | None,
+        typer.Option(
+            "--layer",
+            help="with --labels: lexicon, context, semantic or all (repeatable; default: every layer)",
+        ),
     ] = None,
 ) -> None:
     """Run only the safety screen over every user turn of FILE; print tier counts and tier 2-3 reasons.
@@ -118,14 +124,20 @@ def eval_safety_cmd(
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
     if as_json:
-        typer.echo(json.dumps({"file": str(file), **report.to_json(), "skipped_without_user_turns": skipped},
-                              ensure_ascii=False))
+        typer.echo(
+            json.dumps(
+                {"file": str(file), **report.to_json(), "skipped_without_user_turns": skipped},
+                ensure_ascii=False,
+            )
+        )
         return
     counts = "  ".join(f"tier {t}: {n}" for t, n in sorted(report.tiers.items()))
     typer.echo(f"{file}: {report.turns} user turns screened")
     if skipped:
-        typer.echo(f"skipped {len(skipped)} transcript(s) without user turns: {', '.join(skipped[:20])}"
-                   f"{' ...' if len(skipped) > 20 else ''}")
+        typer.echo(
+            f"skipped {len(skipped)} transcript(s) without user turns: {', '.join(skipped[:20])}"
+            f"{' ...' if len(skipped) > 20 else ''}"
+        )
     typer.echo(counts)
     for hit in report.hits:
         typer.echo(f"tier {hit.tier}  {hit.location}  {', '.join(hit.reasons)}")
@@ -160,15 +172,21 @@ def _labelled_cmd(
         typer.echo(f"error ({exc.code}): {exc}", err=True)
         raise typer.Exit(2) from None
     if as_json:
-        typer.echo(json.dumps({"file": str(file), "labels": str(labels), "layers": [r.to_json() for r in reports]}))
+        typer.echo(
+            json.dumps({"file": str(file), "labels": str(labels), "layers": [r.to_json() for r in reports]})
+        )
         return
     first = reports[0].to_json()
-    typer.echo(f"{file}: {first['dialogs']} labelled dialogs ({first['risk']} risk, {first['ordinary']} ordinary)")
+    typer.echo(
+        f"{file}: {first['dialogs']} labelled dialogs ({first['risk']} risk, {first['ordinary']} ordinary)"
+    )
     typer.echo(f"{'layer':<10} {'recall t3':>10} {'recall t2+':>11} {'false alarms/1000':>18}")
     for r in reports:
         fa = r.false_alarms_per_1000
-        typer.echo(f"{r.layer:<10} {_pct(r.recall_t3):>10} {_pct(r.recall_t2plus):>11} "
-                   f"{'-' if fa is None else f'{fa:.1f}':>18}")
+        typer.echo(
+            f"{r.layer:<10} {_pct(r.recall_t3):>10} {_pct(r.recall_t2plus):>11} "
+            f"{'-' if fa is None else f'{fa:.1f}':>18}"
+        )
     typer.echo("recall per family (reached its tier / labelled):")
     fams = reports[0].per_family()
     typer.echo(f"  {'family':<22}" + "".join(f"{r.layer:>10}" for r in reports))
@@ -180,7 +198,9 @@ def _labelled_cmd(
     for o in last.outcomes:
         if o.miss or o.false_alarm:
             kind = "miss" if o.miss else "false alarm"
-            typer.echo(f"{kind} ({last.layer}): {o.label.id} label {o.label.tier} {o.label.family} -> tier {o.tier} "
-                       f"{', '.join(o.reasons)}")
+            typer.echo(
+                f"{kind} ({last.layer}): {o.label.id} label {o.label.tier} {o.label.family} -> tier {o.tier} "
+                f"{', '.join(o.reasons)}"
+            )
             if show_text:
                 typer.echo("    " + " || ".join(texts[o.label.id]))

@@ -54,7 +54,9 @@ def _board_options(path: Path | None) -> Mapping[str, Any]:
         raise McpConfigError(str(exc)) from None
 
 
-def _session_mode(*, data_dir: str | None, config: Path | None, user: str | None, session: str | None) -> bool:
+def _session_mode(
+    *, data_dir: str | None, config: Path | None, user: str | None, session: str | None
+) -> bool:
     """Serve the Claude Code session mode (stdio) when ``COACH_MCP_SESSION`` asks for it; else False."""
     from launcher.claude_code.session import run_session, session_mode_requested
 
@@ -66,7 +68,10 @@ def _session_mode(*, data_dir: str | None, config: Path | None, user: str | None
 
 #: The decisions ``coach mcp`` passes to the server (see the module docstring).
 HOOKS = ConfigHooks(
-    find_config=_default_config, check_file=_check_whole_file, board_options=_board_options, session=_session_mode
+    find_config=_default_config,
+    check_file=_check_whole_file,
+    board_options=_board_options,
+    session=_session_mode,
 )
 
 mcp_cmd = mcp_command(HOOKS)

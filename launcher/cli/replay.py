@@ -41,8 +41,11 @@ def load_transcript(
     """
     from launcher.transcripts import TranscriptError, detect_source, read_annomi, read_esconv, read_uic
 
-    given = {k: v for k, v in (("--transcript-id", transcript_id), ("--dialog", dialog), ("--patient", patient))
-             if v is not None}
+    given = {
+        k: v
+        for k, v in (("--transcript-id", transcript_id), ("--dialog", dialog), ("--patient", patient))
+        if v is not None
+    }
     if len(given) > 1:
         raise TranscriptError("bad_format", f"give at most one of {', '.join(given)}")
     source = detect_source(path)
@@ -56,7 +59,9 @@ def load_transcript(
         return read_annomi(path, transcript_id)
     if source == "esconv":
         if dialog is None:
-            raise TranscriptError("unknown_id", f"{path} is an ESConv file: give --dialog N (0-based line index)")
+            raise TranscriptError(
+                "unknown_id", f"{path} is an ESConv file: give --dialog N (0-based line index)"
+            )
         return read_esconv(path, dialog)
     return read_uic(path, patient)
 
@@ -65,8 +70,10 @@ def summary_line(turn: Any) -> str:
     """A short stderr note for a replayed turn (no user text)."""
     r = turn.result
     state = f"degraded (missing {', '.join(r.missing)})" if r.degraded else "complete"
-    return (f"session {turn.session} turn {turn.turn} ({turn.session_id}/{r.turn_id}): synthesis "
-            f"{r.synthesis_source}, {state}, {turn.wall_s:.1f} s")
+    return (
+        f"session {turn.session} turn {turn.turn} ({turn.session_id}/{r.turn_id}): synthesis "
+        f"{r.synthesis_source}, {state}, {turn.wall_s:.1f} s"
+    )
 
 
 def replay_cmd(
@@ -75,12 +82,16 @@ def replay_cmd(
     dialog: Annotated[int | None, typer.Option("--dialog", help="ESConv dialog (0-based line index)")] = None,
     patient: Annotated[str | None, typer.Option("--patient", help="UIC patient number")] = None,
     user: Annotated[str | None, typer.Option("--user", "-u", help="user id (default: {source}-{id})")] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="write the JSON lines here (default stdout)")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="write the JSON lines here (default stdout)")
+    ] = None,
     turns_per_session: Annotated[
         int | None, typer.Option("--turns-per-session", min=1, help="play at most N utterances per session")
     ] = None,
     prefix: Annotated[str | None, typer.Option("--session-prefix", help="session ids {prefix}-s{n}")] = None,
-    config_path: Annotated[Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")] = None,
+    config_path: Annotated[
+        Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")
+    ] = None,
     proxy_url: Annotated[str | None, typer.Option("--proxy-url", help="use a running proxy")] = None,
     mcp_url: Annotated[str | None, typer.Option("--mcp-url", help="use a running MCP HTTP server")] = None,
 ) -> None:
@@ -111,11 +122,20 @@ def replay_cmd(
     async def main(sink: IO[str]) -> None:
         from launcher.pipeline._runtime import coach_runtime
 
-        err.print(f"replaying {transcript.source} {transcript.id}: {len(transcript.sessions)} sessions, "
-                  f"{len(transcript.utterances)} user turns, as user {user} (sessions {prefix}-s1..)")
+        err.print(
+            f"replaying {transcript.source} {transcript.id}: {len(transcript.sessions)} sessions, "
+            f"{len(transcript.utterances)} user turns, as user {user} (sessions {prefix}-s1..)"
+        )
         async with coach_runtime(config, proxy_url=proxy_url, mcp_url=mcp_url) as rt:
-            await run_replay(rt, transcript, user=user, prefix=prefix, console=err, sink=sink,
-                             turns_per_session=turns_per_session)
+            await run_replay(
+                rt,
+                transcript,
+                user=user,
+                prefix=prefix,
+                console=err,
+                sink=sink,
+                turns_per_session=turns_per_session,
+            )
 
     try:
         if out is None:
@@ -168,8 +188,11 @@ def _check_prefix(prefix: str) -> None:
     try:
         session_key("u", f"{prefix}-s1")
     except InvalidKeyError:
-        typer.echo(f"error: --session-prefix: {prefix!r} makes invalid session ids ({prefix}-s1): use "
-                   "[A-Za-z0-9_.-] only, at most 60 characters", err=True)
+        typer.echo(
+            f"error: --session-prefix: {prefix!r} makes invalid session ids ({prefix}-s1): use "
+            "[A-Za-z0-9_.-] only, at most 60 characters",
+            err=True,
+        )
         raise typer.Exit(2) from None
 
 
@@ -185,8 +208,11 @@ def _check_out(out: Path) -> None:
         if not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
             raise PermissionError(13, "permission denied")
     except OSError as exc:
-        typer.echo(f"error: --out {out} cannot be written ({exc.strerror or exc}). Fix: pass a file path in a "
-                   "writable folder, or omit --out to write to stdout", err=True)
+        typer.echo(
+            f"error: --out {out} cannot be written ({exc.strerror or exc}). Fix: pass a file path in a "
+            "writable folder, or omit --out to write to stdout",
+            err=True,
+        )
         raise typer.Exit(2) from None
 
 
@@ -219,11 +245,20 @@ async def run_replay(
 
     def closed(res: Any) -> None:
         merged = ", ".join(res.merged) or "nothing"
-        console.print(f"session {res.session} closed ({plural(res.turns, 'turn')}): merged {merged} into the profile "
-                      f"(v{res.profile_version})")
+        console.print(
+            f"session {res.session} closed ({plural(res.turns, 'turn')}): merged {merged} into the profile "
+            f"(v{res.profile_version})"
+        )
 
     return await replay_transcript(
-        rt.supervisor, transcript, user=user, prefix=prefix, console=console,
-        turns_per_session=turns_per_session, runner=rt.runner, on_turn=turn_done, on_close=closed,
+        rt.supervisor,
+        transcript,
+        user=user,
+        prefix=prefix,
+        console=console,
+        turns_per_session=turns_per_session,
+        runner=rt.runner,
+        on_turn=turn_done,
+        on_close=closed,
         on_coach_reply=on_coach_reply,
     )

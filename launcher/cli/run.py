@@ -43,8 +43,11 @@ _SessionOpt = Annotated[str, typer.Option("--session", "-s", help="session id ([
 
 def _check_message(message: str) -> None:
     if not message.strip():
-        typer.echo("error: MESSAGE is empty: pass the user's message for this turn, e.g. coach run \"I want to "
-                   "run more\" -u U -s S", err=True)
+        typer.echo(
+            "error: MESSAGE is empty: pass the user's message for this turn, e.g. coach run \"I want to "
+            'run more" -u U -s S',
+            err=True,
+        )
         raise typer.Exit(2)
 
 
@@ -69,9 +72,12 @@ def _check_blackboard_exists(config: Any, user: str, session: str) -> None:
         return
     if any(p.exists() and not p.is_dir() for p in (directory, *directory.parents)):
         return
-    typer.echo(f"error: no such session: there is no blackboard in {directory}, so user {user} has no session "
-               f"{session} (nothing was closed or created). Fix: set COACH_DATA_DIR or [data] dir to the folder "
-               "`coach run` used", err=True)
+    typer.echo(
+        f"error: no such session: there is no blackboard in {directory}, so user {user} has no session "
+        f"{session} (nothing was closed or created). Fix: set COACH_DATA_DIR or [data] dir to the folder "
+        "`coach run` used",
+        err=True,
+    )
     raise typer.Exit(2)
 
 
@@ -86,8 +92,11 @@ def _warn_if_service_lost(result: Any, proxy_url: str | None, mcp_url: str | Non
     and the cause was cut off in the timeline."""
     if proxy_url is None and mcp_url is None:
         return
-    lost = [name for name, a in result.to_json()["agents"].items()
-            if a["error"] and any(m in a["error"] for m in _REFUSED)]
+    lost = [
+        name
+        for name, a in result.to_json()["agents"].items()
+        if a["error"] and any(m in a["error"] for m in _REFUSED)
+    ]
     if not lost:
         return
     where = " and ".join(u for u in (proxy_url, mcp_url) if u)
@@ -175,7 +184,11 @@ def run_cmd(
         typer.echo(json.dumps(result.to_json(), ensure_ascii=False, indent=2))
         return
     if result.synthesis:
-        label = "Synthesis (degraded: missing " + ", ".join(result.missing) + ")" if result.degraded else "Synthesis"
+        label = (
+            "Synthesis (degraded: missing " + ", ".join(result.missing) + ")"
+            if result.degraded
+            else "Synthesis"
+        )
         if result.synthesis_source in ("crisis", "support"):  # an agent's risk assessment raised the tier
             label = "Crisis response" if result.synthesis_source == "crisis" else "Support"
         out.print(f"\n[bold]{escape(label)}:[/bold]", escape(result.synthesis))
@@ -204,7 +217,9 @@ def session_close_cmd(
     _check_data_dir(config)
 
     async def main() -> Any:
-        board = open_board(config.data.dir, thresholds=config.thresholds)  # a full disk: DataDirError disk_full
+        board = open_board(
+            config.data.dir, thresholds=config.thresholds
+        )  # a full disk: DataDirError disk_full
         try:
             return await close_session(board, user, session)
         finally:
@@ -220,13 +235,21 @@ def session_close_cmd(
     except (DataDirError, BlackboardError) as exc:
         store_error(exc, config.data.dir)
     doc = {
-        "user": res.user, "session": res.session, "profile_version": res.profile_version,
-        "merged": list(res.merged), "already_closed": res.already_closed, "turns": res.turns,
+        "user": res.user,
+        "session": res.session,
+        "profile_version": res.profile_version,
+        "merged": list(res.merged),
+        "already_closed": res.already_closed,
+        "turns": res.turns,
     }
     if as_json:
         typer.echo(json.dumps(doc))
     elif res.already_closed:
-        typer.echo(f"session {session} was already closed; profile of {user} stays at version {res.profile_version}")
+        typer.echo(
+            f"session {session} was already closed; profile of {user} stays at version {res.profile_version}"
+        )
     else:
         merged = ", ".join(res.merged) or "nothing (no Persona or Shadow output in this session)"
-        typer.echo(f"session {session} closed ({plural(res.turns, 'turn')}): merged {merged}; profile v{res.profile_version}")
+        typer.echo(
+            f"session {session} closed ({plural(res.turns, 'turn')}): merged {merged}; profile v{res.profile_version}"
+        )

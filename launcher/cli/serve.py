@@ -55,12 +55,16 @@ def _bind_fix(exc: OSError, section: str) -> str:
     that does not resolve: ``socket.gaierror``)."""
     option = f"--{section}-port"
     if exc.errno == errno.EADDRINUSE:
-        return (f"stop whatever uses that port (ss -ltnp shows it) or pass another {option} / set [{section}] port "
-                "(0 = any free port)")
+        return (
+            f"stop whatever uses that port (ss -ltnp shows it) or pass another {option} / set [{section}] port "
+            "(0 = any free port)"
+        )
     if exc.errno == errno.EACCES:
         return f"ports below 1024 need privileges: pass {option} 1024 or higher / set [{section}] port"
-    return (f"set [{section}] host to an address of this machine (127.0.0.1 for local agents only, 0.0.0.0 for "
-            "all interfaces)")
+    return (
+        f"set [{section}] host to an address of this machine (127.0.0.1 for local agents only, 0.0.0.0 for "
+        "all interfaces)"
+    )
 
 
 def _bind(host: str, port: int, what: str) -> socket.socket:
@@ -70,8 +74,11 @@ def _bind(host: str, port: int, what: str) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        typer.echo(f"coach serve: cannot listen on {host}:{port} for the {what}: {exc.strerror or exc}. Fix: "
-                   f"{_bind_fix(exc, what.split()[0].lower())}", err=True)
+        typer.echo(
+            f"coach serve: cannot listen on {host}:{port} for the {what}: {exc.strerror or exc}. Fix: "
+            f"{_bind_fix(exc, what.split()[0].lower())}",
+            err=True,
+        )
         raise typer.Exit(1) from None
     sock.listen(2048)
     return sock
@@ -85,8 +92,11 @@ def _uvicorn_server(app: Any) -> Any:
         def capture_signals(self) -> Iterator[None]:  # this command handles SIGINT/SIGTERM itself
             yield
 
-    return _Server(uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False,
-                                  timeout_graceful_shutdown=GRACE_S))
+    return _Server(
+        uvicorn.Config(
+            app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=GRACE_S
+        )
+    )
 
 
 async def check_upstreams(client: Any, pools: list[Any]) -> dict[str, str]:
@@ -156,7 +166,9 @@ async def _run_server(server: Any, sock: socket.socket) -> None:
     await server.serve(sockets=[sock])
 
 
-async def _serve(config: Any, registry: Any, sync: Any, ports: tuple[int | None, int | None], board: Any) -> None:
+async def _serve(
+    config: Any, registry: Any, sync: Any, ports: tuple[int | None, int | None], board: Any
+) -> None:
     from functools import partial
 
     import anyio
@@ -191,10 +203,14 @@ async def _serve(config: Any, registry: Any, sync: Any, ports: tuple[int | None,
                     with anyio.fail_after(30):
                         while not all(s.started for s in servers):  # noqa: ASYNC110 (uvicorn has no started event)
                             await anyio.sleep(0.02)
-                    typer.echo(f"{READY_PREFIX}: proxy {proxy_url}  mcp {mcp_url}  data {data_dir}"
-                               "  (MCP scope tokens required)")
-                    typer.echo(f"coach serve: agents use: coach run MESSAGE --user U --session S "
-                               f"--proxy-url {proxy_url} --mcp-url {mcp_url}   (Ctrl-C stops)")
+                    typer.echo(
+                        f"{READY_PREFIX}: proxy {proxy_url}  mcp {mcp_url}  data {data_dir}"
+                        "  (MCP scope tokens required)"
+                    )
+                    typer.echo(
+                        f"coach serve: agents use: coach run MESSAGE --user U --session S "
+                        f"--proxy-url {proxy_url} --mcp-url {mcp_url}   (Ctrl-C stops)"
+                    )
                     sys.stdout.flush()
                     outer.start_soon(_watch_health, pcfg.models, pcfg.health_interval_s)
                     if idle is not None:
@@ -202,8 +218,10 @@ async def _serve(config: Any, registry: Any, sync: Any, ports: tuple[int | None,
                     if config.agents.watch:
                         outer.start_soon(partial(registry.watch, debounce_ms=100))
                     async for signum in signals:
-                        typer.echo(f"coach serve: {signal.Signals(signum).name} received, stopping "
-                                   f"(open requests get {GRACE_S}s)")
+                        typer.echo(
+                            f"coach serve: {signal.Signals(signum).name} received, stopping "
+                            f"(open requests get {GRACE_S}s)"
+                        )
                         break
                     for s in servers:
                         s.should_exit = True
@@ -218,9 +236,15 @@ async def _serve(config: Any, registry: Any, sync: Any, ports: tuple[int | None,
 
 
 def serve_cmd(
-    config_path: Annotated[Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")] = None,
-    proxy_port: Annotated[int | None, typer.Option("--proxy-port", help="proxy port (default \\[proxy] port; 0 = any free)")] = None,
-    mcp_port: Annotated[int | None, typer.Option("--mcp-port", help="MCP port (default \\[mcp] port; 0 = any free)")] = None,
+    config_path: Annotated[
+        Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")
+    ] = None,
+    proxy_port: Annotated[
+        int | None, typer.Option("--proxy-port", help="proxy port (default \\[proxy] port; 0 = any free)")
+    ] = None,
+    mcp_port: Annotated[
+        int | None, typer.Option("--mcp-port", help="MCP port (default \\[mcp] port; 0 = any free)")
+    ] = None,
 ) -> None:
     """Serve the proxy and the MCP HTTP server in the foreground, showing upstream health."""
     import anyio
@@ -239,7 +263,9 @@ def serve_cmd(
         registry = AgentRegistry(config.agents.resolved_dir(), on_change=sync)
         sync.registry = registry
     except AgentSpecError as exc:
-        typer.echo(f"coach serve: {exc}\nFix the agent files (coach agents check) or set [agents] dir.", err=True)
+        typer.echo(
+            f"coach serve: {exc}\nFix the agent files (coach agents check) or set [agents] dir.", err=True
+        )
         raise typer.Exit(2) from None
     from blackboard import Blackboard, BlackboardError
 
@@ -250,8 +276,11 @@ def serve_cmd(
         Path(config.data.dir).mkdir(parents=True, exist_ok=True)
         board = Blackboard(Path(config.data.dir), thresholds=config.thresholds, **config.data.board_options())
     except (OSError, BlackboardError) as exc:
-        typer.echo(f"coach serve: cannot open the blackboard in {config.data.dir}: {exc}. Fix: point [data] dir "
-                   "(or COACH_DATA_DIR) at a writable folder", err=True)
+        typer.echo(
+            f"coach serve: cannot open the blackboard in {config.data.dir}: {exc}. Fix: point [data] dir "
+            "(or COACH_DATA_DIR) at a writable folder",
+            err=True,
+        )
         raise typer.Exit(2) from None
     from launcher.cli._common import quiet_cancelled_server_tasks
 

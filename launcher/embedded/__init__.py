@@ -124,8 +124,14 @@ class EmbeddedConfig(BaseModel):
     threads: int = Field(default=1, ge=1, le=256)
     max_tokens: int = Field(default=512, ge=1)
     agent_output_caps: dict[str, int] = Field(
-        default_factory=lambda: {"coach": 160, "shadow": 500, "persona": 600, "plasticity": 400,
-                                 "stability": 500, "pineal": 400},
+        default_factory=lambda: {
+            "coach": 160,
+            "shadow": 500,
+            "persona": 600,
+            "plasticity": 400,
+            "stability": 500,
+            "pineal": 400,
+        },
         description="per-agent max output tokens on this model, applied below the agent files' own caps",
     )
     cache_ram_mib: int = Field(default=1024, ge=-1, description="llama-server --cache-ram (prompt cache)")
@@ -251,15 +257,34 @@ class EmbeddedModelServer:
         c = self.config
         return [
             str(c.binary or find_llama_server()),
-            "--model", str(c.model or find_model()),
-            "--alias", c.alias, "--host", c.host, "--port", str(port),
-            "--jinja", "--chat-template-file", str(c.template or template_path()),
-            "--ctx-size", str(c.parallel * c.ctx_per_slot), "--parallel", str(c.parallel), "--no-kv-unified",
-            "--threads", str(c.threads), "--threads-batch", str(c.threads),
-            "--n-predict", str(c.max_tokens), "--cache-ram", str(c.cache_ram_mib),
-            "--no-webui", "--metrics",
+            "--model",
+            str(c.model or find_model()),
+            "--alias",
+            c.alias,
+            "--host",
+            c.host,
+            "--port",
+            str(port),
+            "--jinja",
+            "--chat-template-file",
+            str(c.template or template_path()),
+            "--ctx-size",
+            str(c.parallel * c.ctx_per_slot),
+            "--parallel",
+            str(c.parallel),
+            "--no-kv-unified",
+            "--threads",
+            str(c.threads),
+            "--threads-batch",
+            str(c.threads),
+            "--n-predict",
+            str(c.max_tokens),
+            "--cache-ram",
+            str(c.cache_ram_mib),
+            "--no-webui",
+            "--metrics",
             *c.extra_args,
-        ]  # fmt: skip
+        ]
 
     # ------------------------------------------------------------------------------------------ start
     def _spawn(self) -> None:
@@ -292,16 +317,24 @@ class EmbeddedModelServer:
             )
             self._port = port
             _live.add(self)
-            self._progress(f"llama-server pid {self._proc.pid} starting on {c.host}:{port} (log: {self.log_path})")
+            self._progress(
+                f"llama-server pid {self._proc.pid} starting on {c.host}:{port} (log: {self.log_path})"
+            )
 
     def _check_alive(self) -> None:
         proc = self._proc
         if proc is None or proc.poll() is None:
             return
         tail = self._log_tail()
-        code = "port_in_use" if "bind" in tail.lower() or "address already in use" in tail.lower() else "start_failed"
+        code = (
+            "port_in_use"
+            if "bind" in tail.lower() or "address already in use" in tail.lower()
+            else "start_failed"
+        )
         self._cleanup()
-        raise EmbeddedError(code, f"llama-server {describe_exit(proc.returncode)} while starting. Log tail:\n{tail}")
+        raise EmbeddedError(
+            code, f"llama-server {describe_exit(proc.returncode)} while starting. Log tail:\n{tail}"
+        )
 
     def _log_tail(self, lines: int = 25) -> str:
         if self.log_path is None or not self.log_path.exists():
@@ -332,7 +365,9 @@ class EmbeddedModelServer:
 
     def _post_completion(self, client: httpx.Client) -> httpx.Response | httpx.HTTPError:
         try:
-            return client.post(f"{self.base_url}/completion", json=_SMOKE_REQUEST, timeout=self.config.startup_timeout_s)
+            return client.post(
+                f"{self.base_url}/completion", json=_SMOKE_REQUEST, timeout=self.config.startup_timeout_s
+            )
         except httpx.HTTPError as exc:
             return exc
 
@@ -348,7 +383,9 @@ class EmbeddedModelServer:
                 proc.wait(timeout=5.0)
         self._check_alive()  # raises when the process is gone, with how it ended
         detail = (
-            f"HTTP {response.status_code}: {response.text[:300]}" if isinstance(response, httpx.Response) else repr(response)
+            f"HTTP {response.status_code}: {response.text[:300]}"
+            if isinstance(response, httpx.Response)
+            else repr(response)
         )
         raise EmbeddedError(
             "start_failed",
@@ -394,7 +431,9 @@ class EmbeddedModelServer:
                 if self.config.verify_inference:
                     try:
                         response: httpx.Response | httpx.HTTPError = await client.post(
-                            f"{self.base_url}/completion", json=_SMOKE_REQUEST, timeout=self.config.startup_timeout_s
+                            f"{self.base_url}/completion",
+                            json=_SMOKE_REQUEST,
+                            timeout=self.config.startup_timeout_s,
                         )
                     except httpx.HTTPError as exc:
                         response = exc

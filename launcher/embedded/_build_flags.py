@@ -43,10 +43,19 @@ DISPATCH_FLAGS: tuple[str, ...] = ("-DGGML_NATIVE=OFF", "-DGGML_BACKEND_DL=ON", 
 _ARM_FLAGS: tuple[str, ...] = ("-DGGML_NATIVE=OFF",)
 #: CMake options that decide the CPU code; when CMAKE_ARGS already sets one, the user's choice is kept.
 OWN_FLAG_PREFIXES: tuple[str, ...] = (
-    "-DGGML_NATIVE", "-DGGML_BACKEND_DL", "-DGGML_CPU_ALL_VARIANTS", "-DGGML_AVX", "-DGGML_AVX2",
-    "-DGGML_AVX512", "-DGGML_FMA", "-DGGML_F16C", "-DGGML_BMI2", "-DGGML_SSE42", "-DGGML_AMX",
+    "-DGGML_NATIVE",
+    "-DGGML_BACKEND_DL",
+    "-DGGML_CPU_ALL_VARIANTS",
+    "-DGGML_AVX",
+    "-DGGML_AVX2",
+    "-DGGML_AVX512",
+    "-DGGML_FMA",
+    "-DGGML_F16C",
+    "-DGGML_BMI2",
+    "-DGGML_SSE42",
+    "-DGGML_AMX",
     "-DGGML_CPU_ARM_ARCH",
-)  # fmt: skip
+)
 # Extensions of the portable x86-64 build, all or none (Intel Haswell 2013, AMD Excavator 2015 and later).
 _HASWELL = ("avx", "avx2", "fma", "f16c", "bmi2")
 
@@ -79,12 +88,33 @@ def portable_flags(flags: Iterable[str], machine: str | None = None) -> tuple[st
     if not _is_x86(machine or platform.machine()):
         return _ARM_FLAGS
     have = set(flags)
-    base = ["-DGGML_NATIVE=OFF", "-DGGML_BACKEND_DL=OFF", "-DGGML_AVX512=OFF", "-DGGML_AMX_TILE=OFF",
-            "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF", "-DGGML_AVX_VNNI=OFF"]  # fmt: skip
+    base = [
+        "-DGGML_NATIVE=OFF",
+        "-DGGML_BACKEND_DL=OFF",
+        "-DGGML_AVX512=OFF",
+        "-DGGML_AMX_TILE=OFF",
+        "-DGGML_AMX_INT8=OFF",
+        "-DGGML_AMX_BF16=OFF",
+        "-DGGML_AVX_VNNI=OFF",
+    ]
     if all(f in have for f in _HASWELL):
-        return (*base, "-DGGML_SSE42=ON", "-DGGML_AVX=ON", "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON",
-                "-DGGML_BMI2=ON")  # fmt: skip
-    return (*base, "-DGGML_SSE42=ON", "-DGGML_AVX=OFF", "-DGGML_AVX2=OFF", "-DGGML_FMA=OFF", "-DGGML_F16C=OFF")
+        return (
+            *base,
+            "-DGGML_SSE42=ON",
+            "-DGGML_AVX=ON",
+            "-DGGML_AVX2=ON",
+            "-DGGML_FMA=ON",
+            "-DGGML_F16C=ON",
+            "-DGGML_BMI2=ON",
+        )
+    return (
+        *base,
+        "-DGGML_SSE42=ON",
+        "-DGGML_AVX=OFF",
+        "-DGGML_AVX2=OFF",
+        "-DGGML_FMA=OFF",
+        "-DGGML_F16C=OFF",
+    )
 
 
 def user_sets_cpu_flags(cmake_args: str) -> bool:

@@ -70,7 +70,9 @@ class _Progress:
                 done, total, what = int(m.group(1)), int(m.group(2)), m.group(3)
                 self.ninja = (done, total)
                 obj = what.split()[-1] if what else ""
-                self.step = f"compiling llama.cpp [{done}/{total}] {100 * done // max(total, 1)}% {Path(obj).name}"
+                self.step = (
+                    f"compiling llama.cpp [{done}/{total}] {100 * done // max(total, 1)}% {Path(obj).name}"
+                )
                 self.changed = True
             elif _PIP_STEP.match(line.strip()):
                 self.step = line.strip()[:120]
@@ -96,7 +98,13 @@ def pip_run(cmd: list[str], spec: str, env: dict[str, str] | None = None) -> Non
     start = time.monotonic()
     with log_path.open("w", encoding="utf-8") as log:
         proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace", bufsize=1, env=env
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            bufsize=1,
+            env=env,
         )
         assert proc.stdout is not None
         progress = _Progress(proc.stdout, log)
@@ -130,5 +138,3 @@ def pip_run(cmd: list[str], spec: str, env: dict[str, str] | None = None) -> Non
             "jobs (LLAMA_CPP_BUILD_JOBS=1) help when the compiler runs out of memory. Then rerun `make embedded`.",
         )
     say(f"{elapsed} pip finished")
-
-

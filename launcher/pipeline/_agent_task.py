@@ -116,7 +116,9 @@ async def run_agent(
             # tool again): repeating the same request blindly would not help. No call at all: retry once.
             failure = AgentFailedError(
                 invocation.agent,
-                f"its {output_tool} call was rejected" if rejected else f"finished without a {output_tool} call",
+                f"its {output_tool} call was rejected"
+                if rejected
+                else f"finished without a {output_tool} call",
                 status="error",
                 code="output_rejected" if rejected else "no_output",
                 retryable=not rejected,

@@ -104,7 +104,11 @@ def _history_block(items: Sequence[HistoryItem]) -> str:
 
 
 def _render(
-    profile: str | None, history: str, entries: Sequence[tuple[str, str]], message: str, followup: bool = False
+    profile: str | None,
+    history: str,
+    entries: Sequence[tuple[str, str]],
+    message: str,
+    followup: bool = False,
 ) -> str:
     if followup:
         parts = ["# New turn (earlier turns of this session are in this conversation above)\n"]
@@ -188,7 +192,9 @@ def build_packs(inputs: PackInputs, agents: Mapping[str, AgentPackSpec]) -> dict
     shared_budget = min(spec.budget_tokens - estimate_tokens(tails[n]) for n, spec in agents.items())
     shared, cut = build_shared(inputs, max(_MIN_SHARED_TOKENS, shared_budget))
     return {
-        name: ContextPack(shared=shared, tail=tails[name], tokens=estimate_tokens(shared + tails[name]), cut=cut)
+        name: ContextPack(
+            shared=shared, tail=tails[name], tokens=estimate_tokens(shared + tails[name]), cut=cut
+        )
         for name in agents
     }
 

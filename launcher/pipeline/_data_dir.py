@@ -37,10 +37,12 @@ def disk_full(data_dir: str | os.PathLike[str]) -> str | None:
     free = st.f_bavail * st.f_frsize
     if free >= LOW_SPACE_BYTES:
         return None
-    return (f"the disk holding the data directory {directory} is full ({free // 1024} KiB free), so SQLite cannot "
-            "write the blackboard or its -wal/-shm files; what is already stored is intact (do not move the "
-            f"database aside). Fix: free space there (df -h {probe}) or point COACH_DATA_DIR or [data] dir at a "
-            "folder on another disk, then run the command again")
+    return (
+        f"the disk holding the data directory {directory} is full ({free // 1024} KiB free), so SQLite cannot "
+        "write the blackboard or its -wal/-shm files; what is already stored is intact (do not move the "
+        f"database aside). Fix: free space there (df -h {probe}) or point COACH_DATA_DIR or [data] dir at a "
+        "folder on another disk, then run the command again"
+    )
 
 
 def prepare_data_dir(data_dir: str | os.PathLike[str]) -> Path:

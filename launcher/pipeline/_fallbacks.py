@@ -40,7 +40,9 @@ def blocked_problems(text: str, *briefs: Brief | None) -> list[str]:
         if brief is None or not brief.blocked_moves:
             continue
         out += [
-            f"{p.move_id or '?'}: {p.detail}" for p in validate_synthesis(probe, brief) if p.code in _BLOCK_CODES
+            f"{p.move_id or '?'}: {p.detail}"
+            for p in validate_synthesis(probe, brief)
+            if p.code in _BLOCK_CODES
         ]
     return list(dict.fromkeys(out))
 

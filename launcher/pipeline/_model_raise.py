@@ -65,8 +65,14 @@ class TurnSafety:
     """
 
     def __init__(
-        self, board: Blackboard, user: str, session: str, turn: str, text: str,
-        screened: ScreenOutcome, raise_fn: RaiseFn,
+        self,
+        board: Blackboard,
+        user: str,
+        session: str,
+        turn: str,
+        text: str,
+        screened: ScreenOutcome,
+        raise_fn: RaiseFn,
     ) -> None:
         self.board = board
         self.user, self.session, self.turn = user, session, turn
@@ -96,12 +102,23 @@ class TurnSafety:
         if decision.accepted:
             self.outcome = self._raise(self.outcome, decision)
             self.raises.extend(r for r in decision.rules if r not in self.raises)
-            log.info("turn %s/%s/%s: safety tier raised to %d (%s)", self.user, self.session, self.turn,
-                     self.tier, ", ".join(decision.rules))
+            log.info(
+                "turn %s/%s/%s: safety tier raised to %d (%s)",
+                self.user,
+                self.session,
+                self.turn,
+                self.tier,
+                ", ".join(decision.rules),
+            )
         else:
             self.refused.extend(decision.rules)
-            log.info("turn %s/%s/%s: safety raise refused (%s)", self.user, self.session, self.turn,
-                     ", ".join(decision.rules))
+            log.info(
+                "turn %s/%s/%s: safety raise refused (%s)",
+                self.user,
+                self.session,
+                self.turn,
+                ", ".join(decision.rules),
+            )
         return decision
 
     async def raise_from(self, agent: str, risk: Any) -> str | None:
@@ -123,10 +140,15 @@ class TurnSafety:
         for _ in range(100):
             current = store.read(key)
             value = dict(current.value) if current is not None else {}
-            value.update(crisis_tier=self.tier, safety_reasons=list(self.outcome.reasons),
-                         safety_state=dict(self.outcome.state))
+            value.update(
+                crisis_tier=self.tier,
+                safety_reasons=list(self.outcome.reasons),
+                safety_state=dict(self.outcome.state),
+            )
             try:
-                store.write(key, value, expected_version=current.version if current else 0, author=SUPERVISOR_AUTHOR)
+                store.write(
+                    key, value, expected_version=current.version if current else 0, author=SUPERVISOR_AUTHOR
+                )
                 break
             except VersionConflictError:
                 continue

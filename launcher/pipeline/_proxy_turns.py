@@ -44,8 +44,14 @@ class ProxyTurnMirror:
         transport: an httpx transport (tests).
     """
 
-    def __init__(self, proxy_url: str, secret: str, *, timeout_s: float = 2.0,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        proxy_url: str,
+        secret: str,
+        *,
+        timeout_s: float = 2.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
         from proxy import CONTROL_TOKEN_HEADER, TURNS_PATH, turn_control_token
 
         self.url = proxy_url.rstrip("/") + TURNS_PATH
@@ -70,7 +76,9 @@ class ProxyTurnMirror:
         with self._lock:
             if self.disabled is not None:
                 return
-            self._pending.append({"op": op, "user": user, "session": session, "turn": turn, "agents": list(agents)})
+            self._pending.append(
+                {"op": op, "user": user, "session": session, "turn": turn, "agents": list(agents)}
+            )
             self._queued += 1
         self._kick()
 
@@ -127,8 +135,10 @@ class ProxyTurnMirror:
                 resp = await client.post(self.url, json={"changes": batch}, headers=self._headers)
                 self._check(resp)
         except httpx.HTTPError as exc:
-            self._warn(f"cannot post turns to the proxy at {self.url} ({type(exc).__name__}); warm agents' model "
-                       "calls of those turns are metered without a turn")
+            self._warn(
+                f"cannot post turns to the proxy at {self.url} ({type(exc).__name__}); warm agents' model "
+                "calls of those turns are metered without a turn"
+            )
         finally:
             self._done += len(batch)
             async with self._progress:
@@ -138,16 +148,22 @@ class ProxyTurnMirror:
         if resp.status_code < 400:
             return
         if resp.status_code in (401, 403, 404, 405):
-            why = ("has no turn endpoint (serve it with coach serve, or coach proxy with COACH_MCP_SECRET set)"
-                   if resp.status_code in (404, 405) else
-                   "refused the turn token (it uses another data directory's secret or COACH_MCP_SECRET)")
+            why = (
+                "has no turn endpoint (serve it with coach serve, or coach proxy with COACH_MCP_SECRET set)"
+                if resp.status_code in (404, 405)
+                else "refused the turn token (it uses another data directory's secret or COACH_MCP_SECRET)"
+            )
             with self._lock:
                 self.disabled = why
                 self._pending.clear()
-            log.warning("the proxy at %s %s: warm agents' model calls are metered without a turn", self.url, why)
+            log.warning(
+                "the proxy at %s %s: warm agents' model calls are metered without a turn", self.url, why
+            )
             return
-        self._warn(f"the proxy at {self.url} answered HTTP {resp.status_code} to a turn update; those turns are "
-                   "metered without a turn")
+        self._warn(
+            f"the proxy at {self.url} answered HTTP {resp.status_code} to a turn update; those turns are "
+            "metered without a turn"
+        )
 
     def _warn(self, message: str) -> None:
         now = time.monotonic()
@@ -167,8 +183,11 @@ def mirror_for(proxy_url: str, data_dir: Path | None) -> ProxyTurnMirror | None:
     except McpServerError as exc:
         log.warning("%s", exc.message)
     if secret is None:
-        log.warning("no secret to sign turn updates for the proxy at %s (no COACH_MCP_SECRET, no mcp_secret in the "
-                    "data directory): warm agents' model calls are metered without a turn. Fix: run coach serve "
-                    "with the same data directory", proxy_url)
+        log.warning(
+            "no secret to sign turn updates for the proxy at %s (no COACH_MCP_SECRET, no mcp_secret in the "
+            "data directory): warm agents' model calls are metered without a turn. Fix: run coach serve "
+            "with the same data directory",
+            proxy_url,
+        )
         return None
     return ProxyTurnMirror(proxy_url, secret)

@@ -33,7 +33,14 @@ from launcher.pipeline._turn_status import AgentStatus, TurnResult
 from launcher.pipeline.sessions import CloseResult, close_session
 from launcher.transcripts import Transcript, Utterance
 
-__all__ = ["ReplayedTurn", "default_user", "plan_sessions", "quiet_interrupts", "replay_transcript", "run_tag"]
+__all__ = [
+    "ReplayedTurn",
+    "default_user",
+    "plan_sessions",
+    "quiet_interrupts",
+    "replay_transcript",
+    "run_tag",
+]
 
 _HEARTBEAT_S = 5.0
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -75,8 +82,12 @@ async def _heartbeat(progress: Progress, task: Any, console: Console, every_s: f
     while True:
         await anyio.sleep(every_s)
         t = progress.tasks[task]
-        console.print(f"  [{t.elapsed or 0:5.0f} s] {t.description} ({int(t.completed)}/{int(t.total or 0)} turns done)"
-                      f" {t.fields.get('activity', '')}", markup=False, highlight=False)
+        console.print(
+            f"  [{t.elapsed or 0:5.0f} s] {t.description} ({int(t.completed)}/{int(t.total or 0)} turns done)"
+            f" {t.fields.get('activity', '')}",
+            markup=False,
+            highlight=False,
+        )
 
 
 class _DropShutdownTracebacks(logging.Filter):
@@ -88,7 +99,9 @@ class _DropShutdownTracebacks(logging.Filter):
             return False
         # starlette reports a failed lifespan shutdown as a message holding the traceback text
         text = record.getMessage()
-        return not (text.startswith("Traceback") and text.rstrip().endswith(("CancelledError", "KeyboardInterrupt")))
+        return not (
+            text.startswith("Traceback") and text.rstrip().endswith(("CancelledError", "KeyboardInterrupt"))
+        )
 
 
 def quiet_interrupts() -> None:
@@ -142,11 +155,18 @@ async def replay_transcript(
     total = sum(len(s) for s in sessions)
     done: list[ReplayedTurn] = []
     columns = (
-        SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=24), MofNCompleteColumn(),
-        TextColumn("turns"), TimeElapsedColumn(), TextColumn("[dim]{task.fields[activity]}"),
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(bar_width=24),
+        MofNCompleteColumn(),
+        TextColumn("turns"),
+        TimeElapsedColumn(),
+        TextColumn("[dim]{task.fields[activity]}"),
     )
     live = console.is_terminal
-    with Progress(*columns, console=console, refresh_per_second=4, transient=False, disable=not live) as progress:
+    with Progress(
+        *columns, console=console, refresh_per_second=4, transient=False, disable=not live
+    ) as progress:
         task = progress.add_task("replay", total=total, activity="")
         async with anyio.create_task_group() as tg:
             if not live:  # no live bar off a terminal (make demo | tee): text heartbeats instead
@@ -166,7 +186,9 @@ async def replay_transcript(
                     result = await supervisor.run_turn(
                         user, session_id, utt.text, on_coach_reply=on_coach_reply, on_status=on_status
                     )
-                    turn = ReplayedTurn(s_index, t_index, session_id, utt.index, result, time.monotonic() - t0)
+                    turn = ReplayedTurn(
+                        s_index, t_index, session_id, utt.index, result, time.monotonic() - t0
+                    )
                     done.append(turn)
                     progress.advance(task)
                     if on_turn is not None:

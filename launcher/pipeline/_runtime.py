@@ -55,7 +55,9 @@ class Runtime:
             try:
                 self.urls.set_agents(specs)
             except ValueError:  # pydantic ValidationError included; the previous policies stay
-                log.exception("the reloaded agent files give invalid proxy policies; the proxy keeps the old ones")
+                log.exception(
+                    "the reloaded agent files give invalid proxy policies; the proxy keeps the old ones"
+                )
                 return specs
         self.synced_version = version
         return specs
@@ -126,13 +128,19 @@ async def coach_runtime(
                 mcp_secret=secret,
                 cwd=str(data_dir),
                 # Claude Code's config, and its MCP debug logs (under $XDG_CACHE_HOME), stay in the data dir.
-                extra_env={"CLAUDE_CONFIG_DIR": str(home / ".claude"), "XDG_CACHE_HOME": str(home / ".cache")},
+                extra_env={
+                    "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+                    "XDG_CACHE_HOME": str(home / ".cache"),
+                },
                 keep_claude_transcripts=config.agents.keep_claude_transcripts,
             )
             async with ClaudeAgentRunner(runner_cfg) as runner:
                 holder: list[Runtime] = []
                 supervisor = Supervisor(
-                    board, runner, lambda: holder[0].current_agents(), screen=SafetyScreen(config.safety),
+                    board,
+                    runner,
+                    lambda: holder[0].current_agents(),
+                    screen=SafetyScreen(config.safety),
                     directory=directory,
                 )
                 holder.append(Runtime(config, board, registry, urls, runner, supervisor, registry.version))

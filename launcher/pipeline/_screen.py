@@ -79,7 +79,9 @@ def _response(config: SafetyConfig, tier: int, reasons: Sequence[str]) -> str | 
     return None
 
 
-def raised_outcome(outcome: ScreenOutcome, decision: RaiseDecision, config: SafetyConfig | None = None) -> ScreenOutcome:
+def raised_outcome(
+    outcome: ScreenOutcome, decision: RaiseDecision, config: SafetyConfig | None = None
+) -> ScreenOutcome:
     """The turn's outcome after ``decision`` (an accepted raise; a refused one returns ``outcome``):
     the tiers merged by :func:`launcher.safety.apply_raise` (``combine_tiers``: only up; at tier 3 the
     post-crisis window starts in the returned ``state``), the decision's rule ids appended to the reasons,
@@ -90,7 +92,9 @@ def raised_outcome(outcome: ScreenOutcome, decision: RaiseDecision, config: Safe
         return outcome
     cfg = config or SafetyConfig()
     st = SafetyState.model_validate(dict(outcome.state)) if outcome.state else SafetyState()
-    merged = apply_raise(ScreenResult(tier=outcome.tier, reasons=list(outcome.reasons)), decision, state=st, config=cfg)
+    merged = apply_raise(
+        ScreenResult(tier=outcome.tier, reasons=list(outcome.reasons)), decision, state=st, config=cfg
+    )
     extra = [_SUPPORT_REASON[decision.family]] if decision.family in _SUPPORT_REASON else []
     response = _response(cfg, merged.tier, [*merged.reasons, *extra])
     return ScreenOutcome(merged.tier, response, tuple(merged.reasons), st.model_dump(mode="json"))

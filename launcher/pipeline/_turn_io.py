@@ -110,7 +110,9 @@ async def load_context(
     return await anyio.to_thread.run_sync(partial(_load, store, user, session, turn, history_turns))
 
 
-async def write_entry(store: Any, user: str, session: str, turn: str, kind: str, value: dict[str, Any]) -> Entry:
+async def write_entry(
+    store: Any, user: str, session: str, turn: str, kind: str, value: dict[str, Any]
+) -> Entry:
     """Create ``turns/{turn}/{kind}`` (create-only). Raises ``VersionConflictError`` if it exists."""
     key = turn_entry_key(user, session, turn, kind)
     entry: Entry = await anyio.to_thread.run_sync(

@@ -17,7 +17,6 @@ __all__ = ["AgentStatus", "Status", "TurnResult"]
 Status = Literal["pending", "running", "ok", "error", "timeout", "crashed", "skipped"]
 
 
-
 @dataclass
 class AgentStatus:
     """One agent's run in a turn.
@@ -102,6 +101,8 @@ class TurnResult:
             "synthesis_s": None if self.synthesis_s is None else round(self.synthesis_s, 3),
             "agents": {
                 name: self.agents[name].to_json()
-                for name in sorted(self.agents, key=lambda n: AGENT_ORDER.index(n) if n in AGENT_ORDER else 99)
+                for name in sorted(
+                    self.agents, key=lambda n: AGENT_ORDER.index(n) if n in AGENT_ORDER else 99
+                )
             },
         }

@@ -93,7 +93,9 @@ def _update_session_record(
             return cur.value
         except VersionConflictError:
             continue
-    raise SessionError(f"session {session}: the session record kept changing; close it again later", retryable=True)
+    raise SessionError(
+        f"session {session}: the session record kept changing; close it again later", retryable=True
+    )
 
 
 def _mark_closed(board: Blackboard, user: str, session: str) -> str:
@@ -102,9 +104,11 @@ def _mark_closed(board: Blackboard, user: str, session: str) -> str:
     close stopped between closing and compacting: a full disk, kill -9, Ctrl-C) or ``"done"`` (closed
     and compacted earlier; records from before the marker existed count as done)."""
     before = _update_session_record(
-        board, user, session,
+        board,
+        user,
+        session,
         lambda v: None if v.get("closed_at") else {**v, "closed_at": time.time(), "compacted": False},
-    )  # fmt: skip
+    )
     if not before.get("closed_at"):
         return "closed"
     return "pending" if before.get("compacted") is False else "done"
@@ -153,13 +157,20 @@ async def close_session(board: Blackboard, user: str, session: str, *, runner: A
     try:
         result = await anyio.to_thread.run_sync(partial(_close, board, user, session))
     except BlackboardError as exc:
-        raise SessionError(f"cannot close session {session!r} of user {user!r}: {exc}",
-                           retryable=exc.retryable) from exc
+        raise SessionError(
+            f"cannot close session {session!r} of user {user!r}: {exc}", retryable=exc.retryable
+        ) from exc
     if runner is not None:
         await runner.close_session(user, session)
     pruned = await anyio.to_thread.run_sync(partial(_prune_barriers, board, user))
-    log.info("session %s/%s closed: profile v%d merged=%s, %d turn barriers removed", user, session,
-             result.profile_version, ",".join(result.merged), len(pruned))
+    log.info(
+        "session %s/%s closed: profile v%d merged=%s, %d turn barriers removed",
+        user,
+        session,
+        result.profile_version,
+        ",".join(result.merged),
+        len(pruned),
+    )
     return replace(result, pruned_turns=pruned)
 
 
@@ -168,12 +179,21 @@ def _prune_barriers(board: Blackboard, user: str) -> tuple[str, ...]:
     try:
         res = board.prune_turn_barriers(user)
     except (BlackboardError, OSError) as exc:
-        log.warning("removing the finished turns' sequencer directories of user %s failed (%s: %s); "
-                    "the next session close retries", user, type(exc).__name__, exc)
+        log.warning(
+            "removing the finished turns' sequencer directories of user %s failed (%s: %s); "
+            "the next session close retries",
+            user,
+            type(exc).__name__,
+            exc,
+        )
         return ()
     if res.kept:
-        log.info("user %s: %d turns of closed sessions still running; their sequencer directories are "
-                 "removed by a later close", user, len(res.kept))
+        log.info(
+            "user %s: %d turns of closed sessions still running; their sequencer directories are "
+            "removed by a later close",
+            user,
+            len(res.kept),
+        )
     return res.removed
 
 

@@ -75,7 +75,9 @@ def _bind(host: str) -> socket.socket:
 async def _start(tg: Any, app: Any, host: str, name: str) -> tuple[_EmbeddedServer, int]:
     sock = _bind(host)
     port = int(sock.getsockname()[1])
-    server = _EmbeddedServer(uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2))
+    server = _EmbeddedServer(
+        uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+    )
 
     async def serve() -> None:
         try:
@@ -164,7 +166,9 @@ async def running_stack(
                 if mirror is not None:
                     await tg.start(mirror.run)
                     directory.add_listener(mirror)
-            yield StackUrls(proxy_url=proxy_url, mcp_url=mcp_url, in_process_mcp=in_process, set_agents=set_agents)
+            yield StackUrls(
+                proxy_url=proxy_url, mcp_url=mcp_url, in_process_mcp=in_process, set_agents=set_agents
+            )
         finally:
             if mirror is not None:
                 mirror.stop()

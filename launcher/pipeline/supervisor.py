@@ -150,7 +150,9 @@ class Supervisor:
         async def one(name: str) -> None:
             async with limiter:
                 v = views[name]
-                if await _prestart(self.runner, _invocation(v, user, session, ""), evict=False, limit_s=v.deadline_s):
+                if await _prestart(
+                    self.runner, _invocation(v, user, session, ""), evict=False, limit_s=v.deadline_s
+                ):
                     started.append(name)
 
         async with anyio.create_task_group() as tg:

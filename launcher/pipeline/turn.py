@@ -294,7 +294,9 @@ class Turn:
             self._early_up.set()
             self._early_token.set()
         if not early_launched and "reply" not in self.delivered:
-            self.deliver(FALLBACK_COACH_REPLY, fallback=True)  # no Coach agent file: the fallback reply at once
+            self.deliver(
+                FALLBACK_COACH_REPLY, fallback=True
+            )  # no Coach agent file: the fallback reply at once
         self._not_up = {n for n in self.launch if n not in EARLY}
         if not self._not_up:
             self._specialists_up.set()
@@ -338,7 +340,10 @@ class Turn:
             v = self.views[SYNTHESIS]
             # bounded: a stuck start must not hold up the join for long (the run would start its own)
             await _prestart(
-                self.sup.runner, self._invocation(SYNTHESIS, "", ""), evict=True, limit_s=min(v.deadline_s, 30.0)
+                self.sup.runner,
+                self._invocation(SYNTHESIS, "", ""),
+                evict=True,
+                limit_s=min(v.deadline_s, 30.0),
             )
 
     async def _run_one(self, name: str) -> None:
@@ -349,8 +354,12 @@ class Turn:
 
     async def _run_early(self, name: str) -> None:
         try:
-            await self._run_agent(name, on_tool_result=self._early_tool, on_change=self._early_status,
-                                  on_started=self._early_up.set)  # fmt: skip
+            await self._run_agent(
+                name,
+                on_tool_result=self._early_tool,
+                on_change=self._early_status,
+                on_started=self._early_up.set,
+            )
         finally:
             self._early_up.set()
             self._early_token.set()
@@ -358,13 +367,16 @@ class Turn:
             self.directory.disarm(self.user, self.session, self.turn, name)
 
     async def _run_specialist(self, name: str) -> None:
-        head_start = self._early_token if self.settings.coach_head_start_until == "first_token" else self._early_up
+        head_start = (
+            self._early_token if self.settings.coach_head_start_until == "first_token" else self._early_up
+        )
         try:
             with self.stop.scope(name):  # a crisis stops the others
                 with anyio.move_on_after(self.settings.coach_head_start_s):
                     await head_start.wait()
-                await self._run_agent(name, on_tool_result=None, on_change=self.on_status,
-                                      on_started=partial(self._up, name))  # fmt: skip
+                await self._run_agent(
+                    name, on_tool_result=None, on_change=self.on_status, on_started=partial(self._up, name)
+                )
         finally:
             self._up(name)
             self.directory.disarm(self.user, self.session, self.turn, name)
@@ -408,7 +420,9 @@ class Turn:
             self.deliver(FALLBACK_COACH_REPLY, fallback=True)
             return
         current = await self._read_entry("stability")
-        blocks = [*self.earlier_blocks, build_brief({"stability": current})] if current else self.earlier_blocks
+        blocks = (
+            [*self.earlier_blocks, build_brief({"stability": current})] if current else self.earlier_blocks
+        )
         if blocked_problems(reply, *blocks):
             log.warning("coach reply named a blocked move; the fallback reply is shown instead")
             self.deliver(FALLBACK_COACH_REPLY, fallback=True)
@@ -426,7 +440,9 @@ class Turn:
         for st in self.statuses.values():
             if st.status in ("pending", "running"):
                 st.status = "skipped"
-                st.error = f"stopped: the Coach's risk assessment raised the safety tier to {self.safety.tier}"
+                st.error = (
+                    f"stopped: the Coach's risk assessment raised the safety tier to {self.safety.tier}"
+                )
                 if self.on_status is not None:
                     self.on_status(st)
         entries = await anyio.to_thread.run_sync(self.board.read_turn, self.user, self.session, self.turn)
@@ -444,7 +460,14 @@ class Turn:
         :meth:`dispatch`): the brief, the wait's outcome and the turn's entries."""
         waited_for = [n for n in self.launch if n not in EARLY] + [n for n in self.launch if n in EARLY]
         brief, waited = await anyio.to_thread.run_sync(
-            partial(self.board.collect, self.user, self.session, self.turn, waited_for, self.settings.collect_grace_s)
+            partial(
+                self.board.collect,
+                self.user,
+                self.session,
+                self.turn,
+                waited_for,
+                self.settings.collect_grace_s,
+            )
         )
         entries = await anyio.to_thread.run_sync(self.board.read_turn, self.user, self.session, self.turn)
         return brief, waited, entries
@@ -460,7 +483,9 @@ class Turn:
         if replaced is not None:
             if pineal is not None:
                 pineal.status = "skipped"
-                pineal.error = f"not started: Stability's risk assessment raised the tier to {self.safety.tier}"
+                pineal.error = (
+                    f"not started: Stability's risk assessment raised the tier to {self.safety.tier}"
+                )
             return SynthesisOutput(text=replaced), "crisis" if self.safety.tier >= 3 else "support"
         if SYNTHESIS in self.views and "shadow" in set(waited.arrived):
             return await self._run_synthesis(brief)
@@ -470,8 +495,12 @@ class Turn:
         return None, "fallback"
 
     def _synthesis_prompt(self, brief: Brief) -> str:
-        line = "The arbitrated brief for this turn (cite its sources with their versions):\n" + brief.to_json()
-        if brief.sources:  # ready-made citation objects: copying beats composing them (small models get it wrong)
+        line = (
+            "The arbitrated brief for this turn (cite its sources with their versions):\n" + brief.to_json()
+        )
+        if (
+            brief.sources
+        ):  # ready-made citation objects: copying beats composing them (small models get it wrong)
             cites = [{"agent": src.agent, "version": src.version} for src in brief.sources]
             line += "\nCitations of these sources, to copy for the ones you rely on: " + json.dumps(cites)
         earlier = sorted({f"{b.id}: {b.description}" for eb in self.earlier_blocks for b in eb.blocked_moves})
@@ -517,12 +546,19 @@ class Turn:
         try:
             await self.directory.synced()
             outcome = await run_agent(
-                self.sup.runner, self._invocation(SYNTHESIS, shared + tail, tail), v.output_tool,
-                self.statuses[SYNTHESIS], t0=self.t0, deadline_at=deadline_at, on_change=self.on_status,
-            )  # fmt: skip
+                self.sup.runner,
+                self._invocation(SYNTHESIS, shared + tail, tail),
+                v.output_tool,
+                self.statuses[SYNTHESIS],
+                t0=self.t0,
+                deadline_at=deadline_at,
+                on_change=self.on_status,
+            )
         finally:
             self.directory.disarm(self.user, self.session, self.turn, SYNTHESIS)
-        entry = (await anyio.to_thread.run_sync(self.board.read_turn, self.user, self.session, self.turn)).get(SYNTHESIS)
+        entry = (
+            await anyio.to_thread.run_sync(self.board.read_turn, self.user, self.session, self.turn)
+        ).get(SYNTHESIS)
         return (outcome.tool_calls if outcome is not None else []), entry
 
     async def _stored_synthesis(
@@ -679,5 +715,10 @@ class Turn:
         await anyio.to_thread.run_sync(self.board.write_turn_record, record)
         log.info(
             "turn %s/%s/%s done: source=%s degraded=%s missing=%s",
-            self.user, self.session, self.turn, result.synthesis_source, result.degraded, ",".join(result.missing),
-        )  # fmt: skip
+            self.user,
+            self.session,
+            self.turn,
+            result.synthesis_source,
+            result.degraded,
+            ",".join(result.missing),
+        )

@@ -225,7 +225,9 @@ class ClaudeAgentRunner:
         # Anthropic setting we do not set ourselves (a user's ANTHROPIC_MODEL, CLAUDE_CODE_USE_BEDROCK,
         # ANTHROPIC_AUTH_TOKEN... would otherwise redirect or alter the agents' requests).
         inherited = {
-            k: "" for k in os.environ if k.startswith(("ANTHROPIC_", "CLAUDE_CODE_")) and k != "CLAUDE_CODE_ENTRYPOINT"
+            k: ""
+            for k in os.environ
+            if k.startswith(("ANTHROPIC_", "CLAUDE_CODE_")) and k != "CLAUDE_CODE_ENTRYPOINT"
         }
         env = {
             **inherited,
@@ -309,8 +311,9 @@ class ClaudeAgentRunner:
             self._stop_in_background(old.client, kill=False)
         return entry
 
-    def _take(self, key: tuple[str, str, str], entry: _Warm | None, inv: AgentInvocation,
-              to_close: list[_Warm]) -> _Warm | None:
+    def _take(
+        self, key: tuple[str, str, str], entry: _Warm | None, inv: AgentInvocation, to_close: list[_Warm]
+    ) -> _Warm | None:
         """Under the lock: mark the key's idle, current entry busy, or make a new busy one (None: the key
         is busy in another run, or the pool is full of busy processes)."""
         if entry is not None and entry.busy:
@@ -371,8 +374,13 @@ class ClaudeAgentRunner:
             await mcp_ready(client)
         except Exception as exc:  # the SDK's ProcessError / CLIConnectionError
             tail = " | ".join(list(entry.stderr)[-3:])
-            log.warning("prestart of agent %s failed (%s: %s)%s", inv.agent, type(exc).__name__, exc,
-                        f" stderr: {tail}" if tail else "")
+            log.warning(
+                "prestart of agent %s failed (%s: %s)%s",
+                inv.agent,
+                type(exc).__name__,
+                exc,
+                f" stderr: {tail}" if tail else "",
+            )
         finally:
             with anyio.CancelScope(shield=True):
                 if not ok:
@@ -501,14 +509,18 @@ class ClaudeAgentRunner:
                 for block in msg.content:
                     if isinstance(block, ToolResultBlock) and block.tool_use_id in pending:
                         name, args = pending.pop(block.tool_use_id)
-                        rec = ToolCallRecord(name, args, ok=not block.is_error, result=_text_of(block.content))
+                        rec = ToolCallRecord(
+                            name, args, ok=not block.is_error, result=_text_of(block.content)
+                        )
                         out.tool_calls.append(rec)
                         events.on_tool_result(rec)
             elif isinstance(msg, ResultMessage):
                 usage = msg.usage or {}
-                out.input_tokens = int(usage.get("input_tokens") or 0) + int(
-                    usage.get("cache_read_input_tokens") or 0
-                ) + int(usage.get("cache_creation_input_tokens") or 0)
+                out.input_tokens = (
+                    int(usage.get("input_tokens") or 0)
+                    + int(usage.get("cache_read_input_tokens") or 0)
+                    + int(usage.get("cache_creation_input_tokens") or 0)
+                )
                 out.output_tokens = int(usage.get("output_tokens") or 0)
                 result_text = msg.result or ""
                 if msg.subtype == "error_max_turns":
@@ -555,7 +567,7 @@ _PROXY_STATUS: dict[int, str] = {
     502: "the model server failed or sent an unusable answer (the proxy answered HTTP 502; see its warnings)",
     504: "the model server did not answer in time (the proxy answered HTTP 504)",
     529: "no model server could be reached (the proxy answered HTTP 529: every replica down or refusing; "
-         "check [upstream] url / COACH_UPSTREAM_URL)",
+    "check [upstream] url / COACH_UPSTREAM_URL)",
     429: "the model server is rate limiting (the proxy answered HTTP 429)",
 }
 
@@ -566,8 +578,11 @@ def _result_error(agent: str, subtype: str, text: str) -> AgentFailedError:
         status = int(m.group(1))
         retryable = status >= 500 or status in (408, 409, 429)
         return AgentFailedError(
-            agent, _PROXY_STATUS.get(status, f"the proxy answered HTTP {status}"), status="error",
-            code="upstream_error", retryable=retryable,
+            agent,
+            _PROXY_STATUS.get(status, f"the proxy answered HTTP {status}"),
+            status="error",
+            code="upstream_error",
+            retryable=retryable,
         )
     short = text[:200] if text else subtype
     transient = bool(re.search(r"connection|timed? ?out|ECONN|socket|overloaded", text, re.I))

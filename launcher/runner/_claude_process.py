@@ -41,4 +41,3 @@ async def disconnect(client: Any) -> None:
     with anyio.CancelScope(shield=True), anyio.move_on_after(5):
         with contextlib.suppress(Exception):
             await client.disconnect()
-

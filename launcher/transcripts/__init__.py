@@ -154,7 +154,9 @@ def read_annomi(path: Path | str, transcript_id: str | int | None = None) -> Tra
     ids = _sorted_ids({r["transcript_id"] for r in rows})
     if transcript_id is None:
         if len(ids) != 1:
-            raise TranscriptError("unknown_id", f"{p} holds {len(ids)} transcripts; give one of: {_show(ids)}")
+            raise TranscriptError(
+                "unknown_id", f"{p} holds {len(ids)} transcripts; give one of: {_show(ids)}"
+            )
         transcript_id = ids[0]
     tid = str(transcript_id).strip()
     mine = [r for r in rows if r["transcript_id"] == tid]
@@ -179,7 +181,9 @@ def read_annomi(path: Path | str, transcript_id: str | int | None = None) -> Tra
         label = Counter(labels[uid]).most_common(1)[0][0] if uid in labels else None
         utt = Utterance(text=text, index=uid, label=label, timestamp=(r.get("timestamp") or None))
         sessions.setdefault((r.get("session") or "1").strip(), []).append(utt)
-    meta = {k: mine[0][k].strip() for k in ("mi_quality", "topic", "video_title", "video_url") if mine[0].get(k)}
+    meta = {
+        k: mine[0][k].strip() for k in ("mi_quality", "topic", "video_title", "video_url") if mine[0].get(k)
+    }
     return _transcript("annomi", tid, list(sessions.values()), meta, p)
 
 
@@ -218,7 +222,9 @@ def read_uic(path: Path | str, patient: str | int | None = None) -> Transcript:
     if p.is_dir():
         ids = list_ids(p)
         if patient is None:
-            raise TranscriptError("unknown_id", f"{p} is a UIC folder: give --patient N; patients: {_show(ids)}")
+            raise TranscriptError(
+                "unknown_id", f"{p} is a UIC folder: give --patient N; patients: {_show(ids)}"
+            )
         if str(patient).strip() not in ids:
             raise TranscriptError("unknown_id", f"{p}: no patient {patient!r}; patients: {_show(ids)}")
         p = p / f"patient{str(patient).strip()}.csv"
@@ -236,7 +242,9 @@ def read_uic(path: Path | str, patient: str | int | None = None) -> Transcript:
             continue
         # each cycle gets positions (row order), so _merge joins messages with no coach reply between
         cycles.setdefault(max(cycle, 1), []).append((pos, r["utterance"], r.get("time") or None))
-    sessions = [_merge(items, ids=[_int(rows[i]["id"], p, "id") for i, _, _ in items]) for items in cycles.values()]
+    sessions = [
+        _merge(items, ids=[_int(rows[i]["id"], p, "id") for i, _, _ in items]) for items in cycles.values()
+    ]
     return _transcript("uic", pid, sessions, {}, p)
 
 
@@ -313,7 +321,9 @@ def _int(value: str, p: Path, column: str) -> int:
     try:
         return int(value)
     except ValueError:
-        raise TranscriptError("bad_format", f"{p}: column {column} holds {value!r}, expected an integer") from None
+        raise TranscriptError(
+            "bad_format", f"{p}: column {column} holds {value!r}, expected an integer"
+        ) from None
 
 
 def _merge(items: list[tuple[int, str, str | None]], ids: list[int] | None = None) -> list[Utterance]:

@@ -20,8 +20,9 @@ class EvalTurn:
     text: str
 
 
-
-def turns_from_file(path: Path, ids: list[str] | None = None, skipped: list[str] | None = None) -> Iterator[EvalTurn]:
+def turns_from_file(
+    path: Path, ids: list[str] | None = None, skipped: list[str] | None = None
+) -> Iterator[EvalTurn]:
     """The user turns of every transcript in ``path`` (or only ``ids``), via :mod:`launcher.transcripts`.
 
     Without ``ids``, a transcript with no user turn (an ESConv dialog of only supporter turns) is

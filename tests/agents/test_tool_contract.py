@@ -16,7 +16,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_names_match_the_mcp_server() -> None:
     assert MCP_SERVER == SERVER_NAME
-    assert {a.name: a.write_tool for a in ROSTER} == WRITE_TOOL_NAMES  # the server's tools come from the roster
+    assert {
+        a.name: a.write_tool for a in ROSTER
+    } == WRITE_TOOL_NAMES  # the server's tools come from the roster
 
 
 @pytest.mark.anyio

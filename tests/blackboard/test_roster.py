@@ -40,6 +40,8 @@ def test_the_mcp_server_and_the_agent_files_use_the_roster() -> None:
     from mcp_server import McpConfig
 
     assert SERVED == WRITE_TOOL_NAMES and FILE_NAMES == AGENT_NAMES
-    assert EXPECTED_STAGE == {"coach": "early_reply", "pineal": "synthesis"} | dict.fromkeys(SPECIALISTS, "specialist")
+    assert EXPECTED_STAGE == {"coach": "early_reply", "pineal": "synthesis"} | dict.fromkeys(
+        SPECIALISTS, "specialist"
+    )
     assert (EARLY, SYNTHESIS) == (("coach",), "pineal")
     assert McpConfig().collect_agents == SYNTHESIS_INPUTS

@@ -66,8 +66,9 @@ def _pipeline(board: Blackboard, runner: FakeRunner) -> HostedPipeline:
     @contextlib.asynccontextmanager
     async def runtime(config: Any) -> AsyncIterator[Any]:
         supervisor = Supervisor(board, runner, lambda: agents, screen=SafetyScreen())
-        yield SimpleNamespace(board=board, runner=runner, supervisor=supervisor,
-                              registry=SimpleNamespace(reload=lambda: None))
+        yield SimpleNamespace(
+            board=board, runner=runner, supervisor=supervisor, registry=SimpleNamespace(reload=lambda: None)
+        )
 
     return HostedPipeline(None, runtime=runtime)
 
@@ -100,7 +101,10 @@ async def test_reply_comes_back_before_the_synthesis_exists_and_coach_synthesis_
         assert data["coach_reply"] == stored["coach"].value["reply"]
         assert data["crisis_tier"] == 0 and data["synthesis_ready"] is False and "safety" not in data
         assert data["session"] == SESSION and turn in data["next"]
-        assert data["message"].startswith("Coach:\n" + data["coach_reply"]) and "coach_synthesis" in data["message"]
+        assert (
+            data["message"].startswith("Coach:\n" + data["coach_reply"])
+            and "coach_synthesis" in data["message"]
+        )
 
         pending = await client.call_tool("coach_synthesis", {"turn": turn, "wait_s": 0})
         assert pending.is_error
@@ -113,9 +117,12 @@ async def test_reply_comes_back_before_the_synthesis_exists_and_coach_synthesis_
     assert not done.is_error
     pineal = board.read_turn(USER, SESSION, turn)["pineal"].value["text"]
     assert synthesis["turn"] == turn and pineal in synthesis["synthesis"]
-    assert synthesis["synthesis_source"] == "model" and not synthesis["degraded"] and synthesis["missing"] == []
+    assert (
+        synthesis["synthesis_source"] == "model" and not synthesis["degraded"] and synthesis["missing"] == []
+    )
     assert {name: st["status"] for name, st in synthesis["agents"].items()} == dict.fromkeys(
-        ["coach", "shadow", "persona", "plasticity", "stability", "pineal"], "ok")
+        ["coach", "shadow", "persona", "plasticity", "stability", "pineal"], "ok"
+    )
     assert synthesis["message"].startswith("Synthesis:\n")
 
 
@@ -125,7 +132,9 @@ async def test_tier_3_returns_the_crisis_response_and_no_agent_runs(board: Black
     async with Client(server) as client:
         data = _data(await client.call_tool("coach_turn", {"message": TIER_3}))
         assert data["crisis_tier"] == 3 and data["safety"]["tier"] == 3 and "next" not in data
-        assert data["synthesis_ready"] is True, "a crisis turn is finished (and recorded) when the reply returns"
+        assert data["synthesis_ready"] is True, (
+            "a crisis turn is finished (and recorded) when the reply returns"
+        )
         assert data["coach_reply"] == SafetyScreen()(TIER_3, None).response
         assert data["message"].startswith("Crisis response:\n")
         after = _data(await client.call_tool("coach_synthesis", {"turn": data["turn"]}))
@@ -138,7 +147,9 @@ async def test_tier_2_returns_the_support_response_first_and_the_turn_goes_on(bo
     server, _ = _server(board, _pipeline(board, runner))
     async with Client(server) as client:
         data = _data(await client.call_tool("coach_turn", {"message": TIER_2}))
-        assert data["crisis_tier"] == 2 and data["safety"]["tier"] == 2 and "support" in data["safety"]["note"]
+        assert (
+            data["crisis_tier"] == 2 and data["safety"]["tier"] == 2 and "support" in data["safety"]["note"]
+        )
         assert data["coach_reply"] == SafetyScreen()(TIER_2, None).response
         assert data["message"].startswith("Support:\n")
         runner.release.set()

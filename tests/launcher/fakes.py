@@ -71,11 +71,13 @@ class FakeRunner:
         if how == "hang":
             await anyio.sleep_forever()
         if how == "error":
-            raise AgentFailedError(inv.agent, "upstream answered HTTP 400", status="error", code="agent_error",
-                                   retryable=False)
+            raise AgentFailedError(
+                inv.agent, "upstream answered HTTP 400", status="error", code="agent_error", retryable=False
+            )
         if how == "crash":
-            raise AgentFailedError(inv.agent, "process died", status="crashed", code="agent_crashed",
-                                   retryable=True)
+            raise AgentFailedError(
+                inv.agent, "process died", status="crashed", code="agent_crashed", retryable=True
+            )
         events.on_started()
         events.on_first_token()
         if how == "silent":

@@ -33,7 +33,9 @@ def test_load_config_or_exit_loads_or_exits_2(tmp_path: Path, capsys: pytest.Cap
     assert exc.value.exit_code == 2 and capsys.readouterr().err.startswith("error: ")
 
 
-def test_check_session_open_refuses_a_closed_session(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_session_open_refuses_a_closed_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import anyio
 
     from blackboard import Blackboard

@@ -38,12 +38,19 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
         from launcher.pipeline._data_dir import open_board
 
         board = open_board(config.data.dir)
-        runner = FakeRunner(board, behaviours=state.behaviours, calls=state.calls, pineal_text=state.pineal_text)
+        runner = FakeRunner(
+            board, behaviours=state.behaviours, calls=state.calls, pineal_text=state.pineal_text
+        )
         s = specs()
         sup = Supervisor(board, runner, lambda: s, screen=fake_screen)
         try:
-            yield SimpleNamespace(board=board, runner=runner, supervisor=sup, current_agents=lambda: s,
-                                  registry=SimpleNamespace(version=1, directory="agents"))
+            yield SimpleNamespace(
+                board=board,
+                runner=runner,
+                supervisor=sup,
+                current_agents=lambda: s,
+                registry=SimpleNamespace(version=1, directory="agents"),
+            )
         finally:
             board.close()
 
@@ -82,7 +89,9 @@ def test_begin_turn_refuses_a_closed_session(tmp_path: Path) -> None:
     try:
         board.begin_turn("u", "s")
         entry = board.store.read(session_key("u", "s"))
-        board.store.write(entry.key, {**entry.value, "closed_at": 1.0}, expected_version=entry.version, author="t")
+        board.store.write(
+            entry.key, {**entry.value, "closed_at": 1.0}, expected_version=entry.version, author="t"
+        )
         with pytest.raises(SessionClosedError) as info:
             board.begin_turn("u", "s")
         assert info.value.code == "session_closed" and "1970-01-01 00:00:01 UTC" in str(info.value)
@@ -159,7 +168,9 @@ def test_unusable_data_dir_in_the_runtime_is_a_plain_error(tmp_path: Path, comma
     a corrupt store plainly (exit 2, no traceback), and leaves the file alone."""
     a_file = tmp_path / "afile"
     a_file.write_text("keep me")
-    res = CliRunner().invoke(app, [*command, "-u", "u1", "-s", "s1"], env={"COACH_DATA_DIR": str(a_file), "COLUMNS": "400"})
+    res = CliRunner().invoke(
+        app, [*command, "-u", "u1", "-s", "s1"], env={"COACH_DATA_DIR": str(a_file), "COLUMNS": "400"}
+    )
     assert res.exit_code == 2, (res.output, res.exception)
     assert isinstance(res.exception, SystemExit)
     assert f"the data directory {a_file} cannot be used" in res.output
@@ -220,12 +231,15 @@ def test_agents_check_on_a_file_says_it_is_not_a_directory(tmp_path: Path) -> No
     res = CliRunner().invoke(app, ["agents", "check", "--dir", str(a_file)], env={"COLUMNS": "400"})
     assert res.exit_code == 1
     assert f"the agents directory {a_file} is not a directory (it is a file)" in res.output
-    res = CliRunner().invoke(app, ["agents", "check", "--dir", str(tmp_path / "nope")], env={"COLUMNS": "400"})
+    res = CliRunner().invoke(
+        app, ["agents", "check", "--dir", str(tmp_path / "nope")], env={"COLUMNS": "400"}
+    )
     assert "nope does not exist" in res.output
 
 
-def test_session_closed_while_the_runtime_starts_is_a_plain_error(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_session_closed_while_the_runtime_starts_is_a_plain_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The real runtime runs the turn inside task groups, which wrap what it raises in an exception
     group: the refusal reached the user as a traceback (exit 1). Here the session is closed by "another
     process" after the early check, inside a task group, so begin_turn's refusal must come through."""

@@ -24,11 +24,13 @@ SECRET = "s3cret"
 
 
 @asynccontextmanager
-async def mirrored(app: object, secret: str = SECRET,
-                   transport: httpx.AsyncBaseTransport | None = None) -> AsyncIterator[tuple[TurnDirectory, ProxyTurnMirror]]:
+async def mirrored(
+    app: object, secret: str = SECRET, transport: httpx.AsyncBaseTransport | None = None
+) -> AsyncIterator[tuple[TurnDirectory, ProxyTurnMirror]]:
     directory = TurnDirectory()
-    mirror = ProxyTurnMirror("http://proxy", secret, timeout_s=5,
-                             transport=transport or httpx.ASGITransport(app=app))  # type: ignore[arg-type]
+    mirror = ProxyTurnMirror(
+        "http://proxy", secret, timeout_s=5, transport=transport or httpx.ASGITransport(app=app)
+    )  # type: ignore[arg-type]
     async with anyio.create_task_group() as tg:
         await tg.start(mirror.run)
         directory.add_listener(mirror)
@@ -39,7 +41,9 @@ async def mirrored(app: object, secret: str = SECRET,
 
 
 async def test_changes_reach_the_proxy_in_order_before_synced_returns() -> None:
-    app = create_app(make_config(), transport=FakeUpstream().transport, health_checks=False, turn_secret=SECRET)
+    app = create_app(
+        make_config(), transport=FakeUpstream().transport, health_checks=False, turn_secret=SECRET
+    )
     table = app.state.proxy.turns
     async with mirrored(app) as (directory, _):
         directory.open("u1", "s1", "t000001", ["coach", "shadow"])
@@ -52,7 +56,9 @@ async def test_changes_reach_the_proxy_in_order_before_synced_returns() -> None:
         assert table.turn_for("u1", "s1", "pineal") == "t000001"
         directory.close("u1", "s1", "t000001")
         directory.open("u1", "s1", "t000002", ["shadow"])
-        directory.arm("u1", "s1", "t000001", "coach")  # the old turn: the directory ignores it, nothing is sent
+        directory.arm(
+            "u1", "s1", "t000001", "coach"
+        )  # the old turn: the directory ignores it, nothing is sent
         await directory.synced()
         assert table.turn_for("u1", "s1", "shadow") == "t000002"
         assert table.turn_for("u1", "s1", "coach") is None
@@ -61,10 +67,15 @@ async def test_changes_reach_the_proxy_in_order_before_synced_returns() -> None:
     assert table.turn_for("u1", "s1", "shadow") is None
 
 
-@pytest.mark.parametrize(("turn_secret", "why"), [(None, "has no turn endpoint"), ("other", "refused the turn token")])
+@pytest.mark.parametrize(
+    ("turn_secret", "why"), [(None, "has no turn endpoint"), ("other", "refused the turn token")]
+)
 async def test_a_proxy_that_cannot_take_turns_costs_one_warning(
-        turn_secret: str | None, why: str, caplog: pytest.LogCaptureFixture) -> None:
-    app = create_app(make_config(), transport=FakeUpstream().transport, health_checks=False, turn_secret=turn_secret)
+    turn_secret: str | None, why: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = create_app(
+        make_config(), transport=FakeUpstream().transport, health_checks=False, turn_secret=turn_secret
+    )
     with caplog.at_level(logging.WARNING, logger="launcher.pipeline._proxy_turns"):
         async with mirrored(app) as (directory, mirror):
             for n in (1, 2):
@@ -76,7 +87,9 @@ async def test_a_proxy_that_cannot_take_turns_costs_one_warning(
     assert len(warnings) == 1 and why in warnings[0] and "metered without a turn" in warnings[0]
 
 
-async def test_an_unreachable_proxy_never_holds_up_or_fails_the_turn(caplog: pytest.LogCaptureFixture) -> None:
+async def test_an_unreachable_proxy_never_holds_up_or_fails_the_turn(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     def refuse(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("connection refused", request=request)
 
@@ -90,7 +103,8 @@ async def test_an_unreachable_proxy_never_holds_up_or_fails_the_turn(caplog: pyt
 
 
 def test_mirror_for_signs_with_the_data_dir_secret_or_warns_without_one(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     monkeypatch.delenv("COACH_MCP_SECRET", raising=False)
     with caplog.at_level(logging.WARNING, logger="launcher.pipeline._proxy_turns"):
         assert mirror_for("http://proxy", tmp_path) is None

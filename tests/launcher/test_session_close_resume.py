@@ -17,10 +17,11 @@ from tests.launcher.fakes import FakeRunner, fake_screen, specs
 pytestmark = pytest.mark.anyio
 
 
-
 async def _one_turn(board: Blackboard, user: str = "ana", session: str = "s1") -> None:
     s = specs()
-    await Supervisor(board, FakeRunner(board), lambda: s, screen=fake_screen).run_turn(user, session, "I want to run more")
+    await Supervisor(board, FakeRunner(board), lambda: s, screen=fake_screen).run_turn(
+        user, session, "I want to run more"
+    )
 
 
 def _disk_full(*_a: object, **_k: object) -> None:

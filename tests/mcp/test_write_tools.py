@@ -15,8 +15,17 @@ from tests.mcp.payloads import STABILITY_BLOCKED_SENT_AS_ALLOWED, payload
 pytestmark = pytest.mark.anyio
 
 ALL_TOOLS = {
-    "write_shadow", "write_persona", "write_plasticity", "write_stability", "write_coach", "write_synthesis",
-    "read_entry", "list_entries", "get_profile", "get_session_history", "collect_turn",
+    "write_shadow",
+    "write_persona",
+    "write_plasticity",
+    "write_stability",
+    "write_coach",
+    "write_synthesis",
+    "read_entry",
+    "list_entries",
+    "get_profile",
+    "get_session_history",
+    "collect_turn",
 }
 
 
@@ -39,7 +48,11 @@ async def test_list_tools_advertises_the_pydantic_schemas(board: Blackboard, tur
 
 @pytest.mark.parametrize(
     ("agent", "visible_writes"),
-    [("persona", {"write_persona"}), ("pineal", {"write_synthesis", "collect_turn"}), ("coach", {"write_coach"})],
+    [
+        ("persona", {"write_persona"}),
+        ("pineal", {"write_synthesis", "collect_turn"}),
+        ("coach", {"write_coach"}),
+    ],
 )
 async def test_list_tools_shows_only_own_write_tool(
     board: Blackboard, turn: str, agent: str, visible_writes: set[str]
@@ -161,7 +174,9 @@ async def test_nested_object_sent_as_json_string_is_accepted(board: Blackboard, 
 
 
 async def test_stability_gate_blocks_a_move_sent_as_allowed(board: Blackboard, turn: str) -> None:
-    result = await call(scoped_server(board, "stability", turn), "write_stability", STABILITY_BLOCKED_SENT_AS_ALLOWED)
+    result = await call(
+        scoped_server(board, "stability", turn), "write_stability", STABILITY_BLOCKED_SENT_AS_ALLOWED
+    )
     assert not result.is_error, text_of(result)
     data = data_of(result)
     assert [b["id"] for b in data["blocked_by_gate"]] == ["stop_medication"]
@@ -175,8 +190,12 @@ async def test_stability_gate_blocks_a_move_sent_as_allowed(board: Blackboard, t
     assert [b.id for b in brief.blocked_moves] == ["stop_medication"]
 
 
-@pytest.mark.parametrize(("field", "value"), [("severity", 11), ("severity", 0), ("reversibility", 10.5), ("occurrence", "3x")])
-async def test_stability_out_of_range_ratings(board: Blackboard, turn: str, field: str, value: object) -> None:
+@pytest.mark.parametrize(
+    ("field", "value"), [("severity", 11), ("severity", 0), ("reversibility", 10.5), ("occurrence", "3x")]
+)
+async def test_stability_out_of_range_ratings(
+    board: Blackboard, turn: str, field: str, value: object
+) -> None:
     arguments = payload("stability")
     arguments["moves"][0][field] = value
     result = await call(scoped_server(board, "stability", turn), "write_stability", arguments)
