@@ -127,6 +127,26 @@ class _RepairCounter:
             return self._counts[key]
 
 
+def _write_or_same(
+    board: Blackboard,
+    agent: str,
+    scope: Scope,
+    turn: str,
+    payload: dict[str, Any],
+    stored: dict[str, Any] | None,
+) -> tuple[Entry, bool]:
+    """Write ``agent``'s entry; if it already exists with the same stored value (``stored``: the validated
+    form; None: any value, for the server's own fallback), return it with ``True`` (an idempotent repeat).
+    A different value re-raises the conflict."""
+    try:
+        return board.write_output(scope.user, scope.session, turn, agent, payload), False
+    except VersionConflictError:
+        existing = board.store.read(turn_entry_key(scope.user, scope.session, turn, agent))
+        if existing is not None and (stored is None or existing.value == stored):
+            return existing, True
+        raise
+
+
 def write_spec(agent: str, tc: ToolContext) -> ToolSpec:
     """The ``write_<agent>`` tool: input schema = ``AGENT_OUTPUT_SCHEMAS[agent]``; only ``agent`` may call it.
 
@@ -139,22 +159,7 @@ def write_spec(agent: str, tc: ToolContext) -> ToolSpec:
     board = tc.board
     repairs = _RepairCounter()
 
-    def write(scope: Scope, turn: str, payload: dict[str, Any]) -> Entry:
-        return board.write_output(scope.user, scope.session, turn, agent, payload)
-
-    def write_or_same(
-        scope: Scope, turn: str, payload: dict[str, Any], stored: dict[str, Any] | None
-    ) -> tuple[Entry, bool]:
-        """Write; if the entry already exists with the same stored value (``stored``: the validated
-        form; None: any value, for the server's own fallback), return it with ``True`` (an idempotent
-        repeat). A different value re-raises the conflict."""
-        try:
-            return write(scope, turn, payload), False
-        except VersionConflictError:
-            existing = board.store.read(turn_entry_key(scope.user, scope.session, turn, agent))
-            if existing is not None and (stored is None or existing.value == stored):
-                return existing, True
-            raise
+    write_or_same = partial(_write_or_same, board, agent)
 
     def already(turn: str, entry: Entry) -> CallToolResult:
         return ok_result(

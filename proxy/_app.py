@@ -247,31 +247,7 @@ async def messages(request: Request) -> Response:
             record.status = f"error:{exc.error_type}"
             state.meter.record(record)
             raise
-    if pool.kind == "openai":
-        oa, warnings = to_openai(
-            p,
-            upstream_model=pool.upstream_name,
-            max_tokens=max_tokens,
-            enable_thinking=enable_thinking,
-            chat_template_kwargs=pool.chat_template_kwargs,
-        )
-        for w in warnings:
-            log.warning("agent=%s model=%s: %s", who.agent or "-", p.model, w)
-        path, payload = "/v1/chat/completions", dumps(oa)
-        stops = p.stop_sequences
-
-        def feed(chunk: Any) -> list[Event]:
-            return feed_openai(builder, chunk, stops)
-    else:
-        path = "/v1/messages"
-        payload = dumps(to_anthropic(p, upstream_model=pool.upstream_name, max_tokens=max_tokens))
-        adapter = AnthropicAdapter(builder)
-
-        def feed(chunk: Any) -> list[Event]:
-            if isinstance(chunk, dict) and chunk.get("type") == "message":
-                return adapter.feed_message(chunk)
-            return adapter.feed(chunk)
-
+    path, payload, feed = _upstream_request(pool, p, builder, max_tokens, enable_thinking, who.agent)
     run = UpstreamRun(
         client=state.client,
         router=state.router,
@@ -287,7 +263,52 @@ async def messages(request: Request) -> Response:
         t0=t0,
     )
     run.start()
-    if not p.stream:
+    return await _respond(request, state, run, p.stream, record)
+
+
+def _upstream_request(
+    pool: ModelPool,
+    p: Prepared,
+    builder: StreamBuilder,
+    max_tokens: int,
+    enable_thinking: Any,
+    agent: str | None,
+) -> tuple[str, bytes, Callable[[Any], list[Event]]]:
+    """The upstream path, the request body and the feed that turns its chunks into Anthropic events."""
+    if pool.kind == "openai":
+        oa, warnings = to_openai(
+            p,
+            upstream_model=pool.upstream_name,
+            max_tokens=max_tokens,
+            enable_thinking=enable_thinking,
+            chat_template_kwargs=pool.chat_template_kwargs,
+        )
+        for w in warnings:
+            log.warning("agent=%s model=%s: %s", agent or "-", p.model, w)
+        path, payload = "/v1/chat/completions", dumps(oa)
+        stops = p.stop_sequences
+
+        def feed(chunk: Any) -> list[Event]:
+            return feed_openai(builder, chunk, stops)
+    else:
+        path = "/v1/messages"
+        payload = dumps(to_anthropic(p, upstream_model=pool.upstream_name, max_tokens=max_tokens))
+        adapter = AnthropicAdapter(builder)
+
+        def feed(chunk: Any) -> list[Event]:
+            if isinstance(chunk, dict) and chunk.get("type") == "message":
+                return adapter.feed_message(chunk)
+            return adapter.feed(chunk)
+
+    return path, payload, feed
+
+
+async def _respond(
+    request: Request, state: ProxyState, run: UpstreamRun, stream: bool, record: UsageRecord
+) -> Response:
+    """The client's response: the whole message (499 when the client left), or the SSE stream once the
+    first event (or the upstream's error) is in."""
+    if not stream:
         collect = asyncio.create_task(run.collect())
         watch = asyncio.create_task(_cancel_on_disconnect(request, collect))
         try:

@@ -123,75 +123,17 @@ def prepare(body: Any, *, system_mode: Literal["fold", "keep"] = "fold") -> Prep
         raise InvalidRequestError("messages: required, a list of {role, content} objects")
     warnings: list[str] = []
     system = _system_texts(body.get("system"))
-
-    messages: list[dict[str, Any]] = []
-    late_system: list[tuple[int, str]] = []
-    for i, m in enumerate(raw_messages):
-        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant", "system"):
-            raise InvalidRequestError(f"messages[{i}].role must be 'user', 'assistant' or 'system'")
-        blocks = [b for b in _blocks(m.get("content"), f"messages[{i}]") if b["type"] not in _DROPPED_BLOCKS]
-        blocks = [b for b in blocks if not (b["type"] == "text" and not b.get("text"))]
-        if m["role"] == "system":
-            text = _text_of(blocks)
-            if not text:
-                continue
-            if system_mode == "keep" and messages:
-                messages.append({"role": "system", "content": [{"type": "text", "text": text}]})
-            elif not messages:
-                system.append(text)
-            else:
-                late_system.append((len(messages), text))
-            continue
-        if not blocks and m["role"] == "assistant":
-            continue  # an assistant turn that held only thinking
-        messages.append({"role": m["role"], "content": blocks})
-    for pos, text in reversed(late_system):
-        if not _fold_into_user(messages, pos, text):
-            system.append(text)
-
-    tools: list[dict[str, Any]] = []
+    messages = _messages(raw_messages, system, system_mode)
     raw_tools = body.get("tools") or []
-    if not isinstance(raw_tools, list):
-        raise InvalidRequestError("tools must be a list")
-    for i, t in enumerate(raw_tools):
-        if not isinstance(t, dict) or not isinstance(t.get("name"), str):
-            raise InvalidRequestError(f"tools[{i}] must be an object with a 'name'")
-        if not isinstance(t.get("input_schema"), dict):
-            warnings.append(f"dropped server tool {t['name']!r} (type {t.get('type')!r}): no input_schema")
-            continue
-        tools.append(t)
-
-    tool_choice = body.get("tool_choice")
-    if tool_choice is not None:
-        if not isinstance(tool_choice, dict) or tool_choice.get("type") not in (
-            "auto",
-            "any",
-            "none",
-            "tool",
-        ):
-            raise InvalidRequestError("tool_choice.type must be one of auto, any, none, tool")
-        if tool_choice["type"] == "tool":
-            name = tool_choice.get("name")
-            if not isinstance(name, str):
-                raise InvalidRequestError("tool_choice.name is required when tool_choice.type is 'tool'")
-            if not any(t["name"] == name for t in tools):
-                if any(isinstance(t, dict) and t.get("name") == name for t in raw_tools):
-                    warnings.append(f"tool_choice named dropped server tool {name!r}; using auto")
-                    tool_choice = {"type": "auto"}
-                else:
-                    raise InvalidRequestError(f"tool_choice names tool {name!r}, which is not in tools")
-        if not tools:
-            tool_choice = None
-
+    tools = _tools(raw_tools, warnings)
+    tool_choice = _tool_choice(body.get("tool_choice"), tools, raw_tools, warnings)
     stop = body.get("stop_sequences") or []
     if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
         raise InvalidRequestError("stop_sequences must be a list of strings")
-
     thinking_cfg = body.get("thinking")
     thinking: bool | None = None
     if isinstance(thinking_cfg, dict):
         thinking = thinking_cfg.get("type") in ("enabled", "adaptive")
-
     sampling = {k: body[k] for k in ("temperature", "top_p", "top_k") if body.get(k) is not None}
     return Prepared(
         model=model,
@@ -206,6 +148,83 @@ def prepare(body: Any, *, system_mode: Literal["fold", "keep"] = "fold") -> Prep
         sampling=sampling,
         warnings=warnings,
     )
+
+
+def _messages(
+    raw_messages: list[Any], system: list[str], system_mode: Literal["fold", "keep"]
+) -> list[dict[str, Any]]:
+    """The user and assistant messages with their blocks normalised; a system message becomes part of
+    ``system`` (before any other message), stays a system message (``keep``), or is folded into the next
+    user message (appended to ``system`` when there is none)."""
+    messages: list[dict[str, Any]] = []
+    late_system: list[tuple[int, str]] = []
+    for i, m in enumerate(raw_messages):
+        if not isinstance(m, dict) or m.get("role") not in ("user", "assistant", "system"):
+            raise InvalidRequestError(f"messages[{i}].role must be 'user', 'assistant' or 'system'")
+        blocks = [b for b in _blocks(m.get("content"), f"messages[{i}]") if b["type"] not in _DROPPED_BLOCKS]
+        blocks = [b for b in blocks if not (b["type"] == "text" and not b.get("text"))]
+        if m["role"] == "system":
+            _system_message(_text_of(blocks), messages, system, late_system, system_mode)
+            continue
+        if not blocks and m["role"] == "assistant":
+            continue  # an assistant turn that held only thinking
+        messages.append({"role": m["role"], "content": blocks})
+    for pos, text in reversed(late_system):
+        if not _fold_into_user(messages, pos, text):
+            system.append(text)
+    return messages
+
+
+def _system_message(
+    text: str,
+    messages: list[dict[str, Any]],
+    system: list[str],
+    late_system: list[tuple[int, str]],
+    system_mode: Literal["fold", "keep"],
+) -> None:
+    if not text:
+        return
+    if system_mode == "keep" and messages:
+        messages.append({"role": "system", "content": [{"type": "text", "text": text}]})
+    elif not messages:
+        system.append(text)
+    else:
+        late_system.append((len(messages), text))
+
+
+def _tools(raw_tools: Any, warnings: list[str]) -> list[dict[str, Any]]:
+    """The client tools; server tools (no ``input_schema``) are dropped with a warning."""
+    if not isinstance(raw_tools, list):
+        raise InvalidRequestError("tools must be a list")
+    tools: list[dict[str, Any]] = []
+    for i, t in enumerate(raw_tools):
+        if not isinstance(t, dict) or not isinstance(t.get("name"), str):
+            raise InvalidRequestError(f"tools[{i}] must be an object with a 'name'")
+        if not isinstance(t.get("input_schema"), dict):
+            warnings.append(f"dropped server tool {t['name']!r} (type {t.get('type')!r}): no input_schema")
+            continue
+        tools.append(t)
+    return tools
+
+
+def _tool_choice(
+    tool_choice: Any, tools: list[dict[str, Any]], raw_tools: list[Any], warnings: list[str]
+) -> Any:
+    """The checked ``tool_choice``: ``auto`` when it names a dropped server tool, None without tools."""
+    if tool_choice is None:
+        return None
+    if not isinstance(tool_choice, dict) or tool_choice.get("type") not in ("auto", "any", "none", "tool"):
+        raise InvalidRequestError("tool_choice.type must be one of auto, any, none, tool")
+    if tool_choice["type"] == "tool":
+        name = tool_choice.get("name")
+        if not isinstance(name, str):
+            raise InvalidRequestError("tool_choice.name is required when tool_choice.type is 'tool'")
+        if not any(t["name"] == name for t in tools):
+            if not any(isinstance(t, dict) and t.get("name") == name for t in raw_tools):
+                raise InvalidRequestError(f"tool_choice names tool {name!r}, which is not in tools")
+            warnings.append(f"tool_choice named dropped server tool {name!r}; using auto")
+            tool_choice = {"type": "auto"}
+    return tool_choice if tools else None
 
 
 def estimate_tokens(text: str) -> int:

@@ -161,6 +161,24 @@ def _backoff(cfg: ProxyConfig, attempt: int) -> float:
     return random.uniform(0, min(cfg.backoff_max_s, cfg.backoff_base_s * (2**attempt)))
 
 
+async def _refusal(resp: httpx.Response, url: str, cfg: ProxyConfig) -> tuple[ProxyError, float | None]:
+    """A replica's non-200 answer as an error. Raises it when it must not be retried (a 4xx other than
+    429, a non-retryable 5xx, a 429 asking to wait longer than ``max_retry_after_s``); else returns it
+    with the wait a 429's Retry-After asks for (None: the backoff)."""
+    raw = await resp.aread()
+    err = _status_error(resp.status_code, raw, url)
+    if resp.status_code == 429:
+        ra = _retry_after(resp)
+        if ra is not None:
+            err.headers["retry-after"] = str(int(ra))
+            if ra > cfg.max_retry_after_s:
+                raise err
+        return err, ra
+    if resp.status_code < 500 or not err.retryable:
+        raise err
+    return err, None
+
+
 async def open_stream(
     client: httpx.AsyncClient,
     router: Router,
@@ -196,19 +214,9 @@ async def open_stream(
                 )
                 resp = await client.send(req, stream=True)
                 if resp.status_code != 200:
-                    raw = await resp.aread()
-                    err = _status_error(resp.status_code, raw, replica.url)
-                    if resp.status_code == 429:
-                        ra = _retry_after(resp)
-                        if ra is not None:
-                            if ra > cfg.max_retry_after_s:
-                                err.headers["retry-after"] = str(int(ra))
-                                raise err
-                            wait = ra
-                            err.headers["retry-after"] = str(int(ra))
-                    elif resp.status_code < 500 or not err.retryable:
-                        raise err
-                    last = err
+                    last, asked = await _refusal(resp, replica.url, cfg)
+                    if asked is not None:
+                        wait = asked
                 else:
                     end = StreamEnd()
                     payloads = iter_payloads(resp, end)

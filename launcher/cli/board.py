@@ -107,6 +107,33 @@ def _profile_lines(profile: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _turn_notes(t: dict[str, Any], agents: list[dict[str, Any]]) -> list[str]:
+    """The notes under a turn's rows: safety raises and refusals, a crisis-only turn, missing entries."""
+    from rich.markup import escape
+
+    from blackboard import AGENT_ORDER
+
+    notes: list[str] = []
+    missing = [a for a in AGENT_ORDER if a not in {e["kind"] for e in agents}]
+    raises, refused = t.get("safety_raises") or [], t.get("safety_refused") or []
+    if raises:
+        notes.append(
+            f"[yellow]turn {t['turn']}: safety tier raised to {t['crisis_tier']} by an agent's risk "
+            f"assessment ({escape(', '.join(raises))})[/yellow]"
+        )
+    if refused:
+        notes.append(f"[dim]turn {t['turn']}: safety raise refused ({escape(', '.join(refused))})[/dim]")
+    replaced = t.get("synthesis_source") in ("crisis", "support")  # a safety response, no synthesis
+    if replaced and not raises:  # by design: the safety screen answered, no agent ran
+        notes.append(
+            f"[dim]turn {t['turn']}: crisis response only (safety tier {t['crisis_tier']}); "
+            "no agent runs on such a turn[/dim]"
+        )
+    elif missing and not replaced:  # after a raise, the note above says why entries are missing
+        notes.append(f"[red]turn {t['turn']} has no entry from: {', '.join(missing)}[/red]")
+    return notes
+
+
 @board_app.command("show")
 def show_cmd(
     user: Annotated[str, typer.Option("--user", "-u", help="user id")],
@@ -189,25 +216,7 @@ def show_cmd(
                     str(e["seq"]),
                     _when(e["updated_at"]),
                 )
-            missing = [a for a in AGENT_ORDER if a not in {e["kind"] for e in agents}]
-            raises, refused = t.get("safety_raises") or [], t.get("safety_refused") or []
-            if raises:
-                notes.append(
-                    f"[yellow]turn {t['turn']}: safety tier raised to {t['crisis_tier']} by an agent's risk "
-                    f"assessment ({escape(', '.join(raises))})[/yellow]"
-                )
-            if refused:
-                notes.append(
-                    f"[dim]turn {t['turn']}: safety raise refused ({escape(', '.join(refused))})[/dim]"
-                )
-            replaced = t.get("synthesis_source") in ("crisis", "support")  # a safety response, no synthesis
-            if replaced and not raises:  # by design: the safety screen answered, no agent ran
-                notes.append(
-                    f"[dim]turn {t['turn']}: crisis response only (safety tier {t['crisis_tier']}); "
-                    "no agent runs on such a turn[/dim]"
-                )
-            elif missing and not replaced:  # after a raise, the note above says why entries are missing
-                notes.append(f"[red]turn {t['turn']} has no entry from: {', '.join(missing)}[/red]")
+            notes.extend(_turn_notes(t, agents))
             table.add_section()
         out.print(table)
         for note in notes:

@@ -262,6 +262,66 @@ def _show_result(console: Any, result: Any) -> None:
     console.file.flush()
 
 
+async def _read_line(console: Any, reader: Any, closed: list[Any], waiting: list[Any]) -> str | None:
+    """The next line typed (the prompt shown on a terminal); None when the session ends: closed while
+    idle (the wait is cancelled through ``waiting[0]``), end of input, or a quit command."""
+    import anyio
+
+    if console.is_terminal:
+        console.print("[bold]you>[/bold] ", end="")
+    line: str | None = None
+    waiting[0] = anyio.CancelScope()
+    if not closed:
+        with waiting[0]:
+            line = await reader.read()
+    if closed or line is None or line.strip().lower() in QUIT_COMMANDS:
+        return None
+    return line
+
+
+async def _chat_turn(
+    tg: Any, supervisor: Any, screen: Any, console: Any, user: str, session: str, line: str
+) -> tuple[bool, Any]:
+    """Run one turn under the live status view: ``(go on, the TurnResult or None)``. A session closed by
+    another process meanwhile ends the chat; an unusable store is reported and the chat goes on."""
+    import anyio
+    from rich.markup import escape
+
+    from blackboard import BlackboardError, SessionClosedError
+
+    view = _StatusView(console, time.monotonic())
+    with view:
+        tick = anyio.Event()
+
+        async def ticker() -> None:
+            while not tick.is_set():
+                view.refresh()
+                await anyio.sleep(0.25)
+
+        def first_reply(text: str) -> None:
+            _show_first_reply(view, text, screen.last_tier)
+
+        tg.start_soon(ticker)
+        try:
+            result = await supervisor.run_turn(
+                user, session, line, on_coach_reply=first_reply, on_status=view.update
+            )
+        except SessionClosedError as exc:  # closed by another process meanwhile
+            console.print(f"error: {exc}", markup=False, highlight=False)
+            return False, None
+        except BlackboardError as exc:  # the store itself is unusable; agents' failures never raise
+            result = None
+            console.print(
+                f"[bold red]error:[/bold red] this turn could not run ({exc.code}: "
+                f"{escape(str(exc))}); nothing stored was lost. Check the data directory, "
+                "then type again.",
+                highlight=False,
+            )
+        finally:
+            tick.set()
+    return True, result
+
+
 async def _chat(
     config: Any, user: str, session: str, console: Any, urls: tuple[str | None, str | None]
 ) -> int:
@@ -269,7 +329,7 @@ async def _chat(
     import anyio.to_thread
     from rich.markup import escape
 
-    from blackboard import BlackboardError, SessionClosedError
+    from blackboard import SessionClosedError
     from launcher.errors import LauncherError, SessionError
     from launcher.pipeline._data_dir import prepare_data_dir
     from launcher.pipeline._runtime import coach_runtime
@@ -319,55 +379,16 @@ async def _chat(
             )
             console.file.flush()
             while True:
-                if console.is_terminal:
-                    console.print("[bold]you>[/bold] ", end="")
-                line = None
-                waiting[0] = anyio.CancelScope()
-                if not closed:
-                    with waiting[0]:
-                        line = await reader.read()
-                if closed or line is None or line.strip().lower() in QUIT_COMMANDS:
+                line = await _read_line(console, reader, closed, waiting)
+                if line is None:
                     break
                 if not line.strip():
                     continue
                 if idle is not None:
                     idle.forget(user, session)  # not idle while a turn runs
-                view = _StatusView(console, time.monotonic())
-                with view:
-                    tick = anyio.Event()
-
-                    async def ticker(view: _StatusView = view, tick: anyio.Event = tick) -> None:
-                        while not tick.is_set():
-                            view.refresh()
-                            await anyio.sleep(0.25)
-
-                    def first_reply(text: str, view: _StatusView = view) -> None:
-                        _show_first_reply(view, text, screen.last_tier)
-
-                    tg.start_soon(ticker)
-                    try:
-                        result = await supervisor.run_turn(
-                            user,
-                            session,
-                            line,
-                            on_coach_reply=first_reply,
-                            on_status=view.update,
-                        )
-                    except SessionClosedError as exc:  # closed by another process meanwhile
-                        console.print(f"error: {exc}", markup=False, highlight=False)
-                        break
-                    except (
-                        BlackboardError
-                    ) as exc:  # the store itself is unusable; agents' failures never raise
-                        result = None
-                        console.print(
-                            f"[bold red]error:[/bold red] this turn could not run ({exc.code}: "
-                            f"{escape(str(exc))}); nothing stored was lost. Check the data directory, "
-                            "then type again.",
-                            highlight=False,
-                        )
-                    finally:
-                        tick.set()
+                go_on, result = await _chat_turn(tg, supervisor, screen, console, user, session, line)
+                if not go_on:
+                    break
                 if idle is not None:
                     idle.touch(user, session)
                 if result is not None:

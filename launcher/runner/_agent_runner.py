@@ -190,6 +190,23 @@ def _fingerprint(inv: AgentInvocation) -> str:
     return h.hexdigest()
 
 
+def _take_result(out: AgentOutcome, msg: Any, agent: str) -> None:
+    """The token counts of Claude Code's closing ``ResultMessage`` into ``out``; ``max_turns`` marks the
+    run stopped (the tool calls made so far decide, see ``_agent_task``); an error result raises."""
+    usage = msg.usage or {}
+    out.input_tokens = (
+        int(usage.get("input_tokens") or 0)
+        + int(usage.get("cache_read_input_tokens") or 0)
+        + int(usage.get("cache_creation_input_tokens") or 0)
+    )
+    out.output_tokens = int(usage.get("output_tokens") or 0)
+    result_text = msg.result or ""
+    if msg.subtype == "error_max_turns":
+        out.stopped = "max_turns"
+    elif msg.is_error or _API_ERROR.search(result_text):
+        raise _result_error(agent, msg.subtype, result_text)
+
+
 class ClaudeAgentRunner:
     """:class:`AgentRunner` over real ``claude`` processes (claude-agent-sdk). Use as an async context
     manager or call :meth:`aclose`: every process it started is stopped."""
@@ -515,18 +532,7 @@ class ClaudeAgentRunner:
                         out.tool_calls.append(rec)
                         events.on_tool_result(rec)
             elif isinstance(msg, ResultMessage):
-                usage = msg.usage or {}
-                out.input_tokens = (
-                    int(usage.get("input_tokens") or 0)
-                    + int(usage.get("cache_read_input_tokens") or 0)
-                    + int(usage.get("cache_creation_input_tokens") or 0)
-                )
-                out.output_tokens = int(usage.get("output_tokens") or 0)
-                result_text = msg.result or ""
-                if msg.subtype == "error_max_turns":
-                    out.stopped = "max_turns"  # the tool calls made so far decide (see _agent_task)
-                elif msg.is_error or _API_ERROR.search(result_text):
-                    raise _result_error(inv.agent, msg.subtype, result_text)
+                _take_result(out, msg, inv.agent)
         out.text = "\n".join(texts).strip()
         return out, last_input
 
