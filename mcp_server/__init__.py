@@ -58,7 +58,7 @@ if TYPE_CHECKING:
         serve_http_async,
         serve_stdio,
     )
-    from mcp_server._toolkit import ToolSpec, build_tool
+    from mcp_server._toolkit import ToolSpec, build_tool, input_schema
     from mcp_server._tools import ToolContext, all_specs
 
 # The server side (mcp, blackboard) is imported on first use, so `coach --help` stays fast.
@@ -76,6 +76,7 @@ _LAZY = {
     "ok_result": "mcp_server._problems",
     "ToolSpec": "mcp_server._toolkit",
     "build_tool": "mcp_server._toolkit",
+    "input_schema": "mcp_server._toolkit",
     "ToolContext": "mcp_server._tools",
     "all_specs": "mcp_server._tools",
 }
@@ -117,6 +118,7 @@ __all__ = [
     "claude_mcp_env",
     "claude_mcp_stdio_config",
     "error_result",
+    "input_schema",
     "map_blackboard_error",
     "mcp_secret",
     "ok_result",

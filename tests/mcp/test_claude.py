@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 from blackboard import AGENT_OUTPUT_SCHEMAS, Blackboard, turn_entry_key
-from mcp_server import Scope, claude_mcp_config, claude_mcp_env, claude_mcp_stdio_config
+from mcp_server import Scope, claude_mcp_config, claude_mcp_env, claude_mcp_stdio_config, input_schema
 from tests.mcp.payloads import payload
 from tests.mcp.processes import child_env, history_in_subprocess, http_server
 from testsupport import Delay, ScriptedUpstream, Text, ToolCall
@@ -79,11 +79,11 @@ def test_claude_writes_persona_through_stdio_server(tmp_data_dir: Path, tmp_path
             r for r in up.model_calls("persona") if TOOL in [t.get("name") for t in r.body.get("tools") or []]
         ]
     assert result.result == "stored"
-    # The model saw the exact pydantic schema as the tool's input schema.
+    # The model saw the pydantic schema, without the computed fields, as the tool's input schema.
     tool_def = next(t for t in advertised[0].body["tools"] if t["name"] == TOOL)
     assert (
         tool_def["input_schema"]["properties"].keys()
-        == AGENT_OUTPUT_SCHEMAS["persona"].model_json_schema()["properties"].keys()
+        == input_schema(AGENT_OUTPUT_SCHEMAS["persona"])["properties"].keys()
     )
     results = _tool_results(up)
     assert len(results) == 1 and results[0]["is_error"] is False and "STORED." in results[0]["text"], results
