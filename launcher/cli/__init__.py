@@ -31,7 +31,8 @@ from launcher.cli.mcp import mcp_cmd  # noqa: E402  (typer only; mcp and the bla
 
 app.command("mcp")(mcp_cmd)
 
-from launcher.cli.run import run_cmd, session_app  # noqa: E402  (typer only; the stack loads when it runs)
+from launcher.cli.run import run_cmd  # noqa: E402  (typer only; the stack loads when it runs)
+from launcher.cli.session import session_app  # noqa: E402  (typer only; the blackboard loads when it runs)
 
 app.command("run")(run_cmd)
 app.add_typer(session_app, name="session")

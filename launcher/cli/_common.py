@@ -12,17 +12,23 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 
 __all__ = [
+    "EXIT_BAD_INPUT",
+    "ConfigOpt",
+    "SessionOpt",
     "Terminated",
+    "UserOpt",
     "agent_timeline",
+    "check_data_dir",
     "check_ids",
     "check_service_urls",
     "check_session_open",
     "check_user",
+    "fail",
     "load_config_or_exit",
     "plural",
     "quiet_cancelled_server_tasks",
@@ -30,6 +36,32 @@ __all__ = [
     "run_async",
     "store_error",
 ]
+
+
+#: The exit code of bad input, bad configuration, or an unusable data directory or store.
+EXIT_BAD_INPUT = 2
+
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")]
+UserOpt = Annotated[str, typer.Option("--user", "-u", help="user id ([A-Za-z0-9_.-], 1-64 chars)")]
+SessionOpt = Annotated[str, typer.Option("--session", "-s", help="session id ([A-Za-z0-9_.-], 1-64 chars)")]
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+    """Print ``message`` (one plain line: ``error: <what is wrong>. Fix: ...``) on stderr and end the
+    command with exit ``code`` (see the module docstring)."""
+    typer.echo(message, err=True)
+    raise typer.Exit(code)
+
+
+def check_data_dir(config: Any) -> None:
+    """Refuse a data directory that cannot hold the blackboard before anything starts (exit 2)."""
+    from launcher.errors import DataDirError
+    from launcher.pipeline._data_dir import prepare_data_dir
+
+    try:
+        prepare_data_dir(config.data.dir)
+    except DataDirError as exc:
+        fail(f"error: {exc}")
 
 
 def load_config_or_exit(config_path: Path | None) -> Any:

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from launcher.cli._common import fail
+
 if TYPE_CHECKING:
     from launcher.agents import AgentProblem
 
@@ -37,8 +39,7 @@ def agents_check_cmd(
         try:
             directory = load_config(config_path).agents.resolved_dir()
         except ConfigError as exc:
-            typer.echo(f"error: {exc}", err=True)
-            raise typer.Exit(2) from None
+            fail(f"error: {exc}")
     specs, problems = check_agents(directory)
     problems.extend(_project_link_problems(directory))
     table = Table(title=f"agents in {directory}")

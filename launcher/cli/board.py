@@ -19,6 +19,8 @@ from typing import Annotated, Any
 
 import typer
 
+from launcher.cli._common import fail
+
 __all__ = ["board_app", "board_document"]
 
 board_app = typer.Typer(help="Inspect the blackboard.", no_args_is_help=True)
@@ -159,15 +161,12 @@ def show_cmd(
 
         where = f"PostgreSQL {describe(config.data.url)} schema {config.data.db_schema}"
     elif not (data_dir / "blackboard.sqlite3").exists():
-        typer.echo(
+        fail(
             f"error: no blackboard in {data_dir} (run `coach demo` or `coach run` first, or set "
-            "COACH_DATA_DIR / [data] dir)",
-            err=True,
+            "COACH_DATA_DIR / [data] dir)"
         )
-        raise typer.Exit(2)
     elif (problem := read_only_data_dir(data_dir)) is not None:
-        typer.echo(f"error: {problem}", err=True)
-        raise typer.Exit(2)
+        fail(f"error: {problem}")
     try:
         store: Store = (
             PostgresStore(config.data.url, schema=config.data.db_schema, upgrade=False)
@@ -179,14 +178,11 @@ def show_cmd(
         finally:
             store.close()
     except BlackboardError as exc:
-        typer.echo(f"error ({exc.code}): {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(f"error ({exc.code}): {exc}")
     if not doc["sessions"] and doc["profile"] is None:
-        typer.echo(
-            f"error: nothing stored for user {user!r}{f' session {session!r}' if session else ''} in {where}",
-            err=True,
+        fail(
+            f"error: nothing stored for user {user!r}{f' session {session!r}' if session else ''} in {where}"
         )
-        raise typer.Exit(2)
     if as_json:
         typer.echo(json.dumps(doc, ensure_ascii=False, indent=2))
         return

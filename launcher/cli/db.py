@@ -13,6 +13,8 @@ from typing import Annotated
 
 import typer
 
+from launcher.cli._common import fail
+
 __all__ = ["db_app"]
 
 db_app = typer.Typer(help="The PostgreSQL schema of [data] url (docs/postgresql.md).", no_args_is_help=True)
@@ -31,17 +33,14 @@ def upgrade_cmd(
 
     config = load_config_or_exit(config_path)
     if not config.data.url:
-        typer.echo(
+        fail(
             "error: no PostgreSQL configured ([data] url or COACH_DATABASE_URL); the SQLite blackboard in "
-            f"{config.data.dir} needs no upgrade",
-            err=True,
+            f"{config.data.dir} needs no upgrade"
         )
-        raise typer.Exit(2)
     try:
         before, after = upgrade_schema(config.data.url, config.data.db_schema)
     except BlackboardError as exc:
-        typer.echo(f"error ({exc.code}): {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(f"error ({exc.code}): {exc}")
     where = f"{describe(config.data.url)} schema {config.data.db_schema}"
     if before == after:
         typer.echo(f"PostgreSQL {where}: at version {after}, nothing to do")

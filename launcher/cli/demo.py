@@ -32,6 +32,8 @@ from typing import Annotated, Any, Literal
 
 import typer
 
+from launcher.cli._common import fail
+
 __all__ = [
     "EXAMPLE",
     "demo_cmd",
@@ -152,8 +154,7 @@ def demo_cmd(
     from launcher.transcripts import TranscriptError
 
     if upstream_kind not in ("openai", "anthropic"):
-        typer.echo(f"error: --upstream-kind must be openai or anthropic, got {upstream_kind!r}", err=True)
-        raise typer.Exit(2)
+        fail(f"error: --upstream-kind must be openai or anthropic, got {upstream_kind!r}")
     kind: Literal["openai", "anthropic"] = "anthropic" if upstream_kind == "anthropic" else "openai"
     check_user(user)
     console = Console(highlight=False, width=None if sys.stdout.isatty() else 140)

@@ -20,6 +20,7 @@ from typing import Annotated
 
 import typer
 
+from launcher.cli._common import fail
 from launcher.errors import LauncherError
 from launcher.safety import SafetyConfig, SafetyState, screen
 from launcher.transcripts.turns import EvalTurn, turns_from_file
@@ -121,8 +122,7 @@ def eval_safety_cmd(
         cfg = load_config(config_path).safety
         report = evaluate(turns_from_file(file, transcript_id, skipped), cfg, keep_text=show_text)
     except (TranscriptError, ConfigError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(f"error: {exc}")
     if as_json:
         typer.echo(
             json.dumps(
@@ -159,18 +159,15 @@ def _labelled_cmd(
 
     unknown = [x for x in layers if x not in LAYERS]
     if unknown:
-        typer.echo(f"error: unknown --layer {', '.join(unknown)}; choose from {', '.join(LAYERS)}", err=True)
-        raise typer.Exit(2)
+        fail(f"error: unknown --layer {', '.join(unknown)}; choose from {', '.join(LAYERS)}")
     try:
         cfg = load_config(config_path).safety
         pairs = read_labelled(file, labels)
         reports = [evaluate_labelled(pairs, cfg, x) for x in (layers or LAYERS)]  # type: ignore[arg-type]
     except (LabelError, ConfigError) as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(f"error: {exc}")
     except LauncherError as exc:  # the semantic layer's model is missing
-        typer.echo(f"error ({exc.code}): {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(f"error ({exc.code}): {exc}")
     if as_json:
         typer.echo(
             json.dumps({"file": str(file), "labels": str(labels), "layers": [r.to_json() for r in reports]})

@@ -21,7 +21,7 @@ from typing import IO, Annotated, Any
 
 import typer
 
-from launcher.cli._common import check_service_urls, check_user, load_config_or_exit, plural
+from launcher.cli._common import check_service_urls, check_user, fail, load_config_or_exit, plural
 
 __all__ = ["load_transcript", "replay_cmd", "turn_line"]
 
@@ -107,8 +107,7 @@ def replay_cmd(
     try:
         transcript = load_transcript(file, transcript_id=transcript_id, dialog=dialog, patient=patient)
     except TranscriptError as exc:
-        typer.echo(f"error ({exc.code}): {exc}", err=True)
-        raise typer.Exit(2) from None
+        fail(f"error ({exc.code}): {exc}")
     user = user or default_user(transcript)
     check_user(user)
     prefix = prefix or run_tag()
@@ -188,12 +187,10 @@ def _check_prefix(prefix: str) -> None:
     try:
         session_key("u", f"{prefix}-s1")
     except InvalidKeyError:
-        typer.echo(
+        fail(
             f"error: --session-prefix: {prefix!r} makes invalid session ids ({prefix}-s1): use "
-            "[A-Za-z0-9_.-] only, at most 60 characters",
-            err=True,
+            "[A-Za-z0-9_.-] only, at most 60 characters"
         )
-        raise typer.Exit(2) from None
 
 
 def _check_out(out: Path) -> None:
@@ -208,12 +205,10 @@ def _check_out(out: Path) -> None:
         if not os.access(out.parent, os.W_OK) or (out.exists() and not os.access(out, os.W_OK)):
             raise PermissionError(13, "permission denied")
     except OSError as exc:
-        typer.echo(
+        fail(
             f"error: --out {out} cannot be written ({exc.strerror or exc}). Fix: pass a file path in a "
-            "writable folder, or omit --out to write to stdout",
-            err=True,
+            "writable folder, or omit --out to write to stdout"
         )
-        raise typer.Exit(2) from None
 
 
 async def run_replay(

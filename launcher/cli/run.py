@@ -1,4 +1,4 @@
-"""``coach run MESSAGE --user U --session S [--json]`` and ``coach session close --user U --session S``.
+"""``coach run MESSAGE --user U --session S [--json]``.
 
 ``coach run`` runs one turn headless: it prints the Coach's reply the moment it exists, then the
 synthesis, then a per-agent timeline (rich table). ``--json`` prints exactly one JSON document (nothing
@@ -14,71 +14,35 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from launcher.cli._common import (
+    ConfigOpt,
+    SessionOpt,
     Terminated,
+    UserOpt,
     agent_timeline,
+    check_data_dir,
     check_ids,
     check_service_urls,
     check_session_open,
+    fail,
     load_config_or_exit,
-    plural,
     run_async,
     store_error,
 )
 
-__all__ = ["run_cmd", "session_app"]
-
-
-session_app = typer.Typer(help="Coaching sessions.", no_args_is_help=True)
-
-_ConfigOpt = Annotated[Path | None, typer.Option("--config", help="coach.toml (default ./coach.toml)")]
-_UserOpt = Annotated[str, typer.Option("--user", "-u", help="user id ([A-Za-z0-9_.-], 1-64 chars)")]
-_SessionOpt = Annotated[str, typer.Option("--session", "-s", help="session id ([A-Za-z0-9_.-], 1-64 chars)")]
+__all__ = ["run_cmd"]
 
 
 def _check_message(message: str) -> None:
     if not message.strip():
-        typer.echo(
+        fail(
             "error: MESSAGE is empty: pass the user's message for this turn, e.g. coach run \"I want to "
-            'run more" -u U -s S',
-            err=True,
+            'run more" -u U -s S'
         )
-        raise typer.Exit(2)
-
-
-def _check_data_dir(config: Any) -> None:
-    """Refuse a data directory that cannot hold the blackboard before anything starts (exit 2)."""
-    from launcher.errors import DataDirError
-    from launcher.pipeline._data_dir import prepare_data_dir
-
-    try:
-        prepare_data_dir(config.data.dir)
-    except DataDirError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-
-
-def _check_blackboard_exists(config: Any, user: str, session: str) -> None:
-    """``coach session close`` on a data directory without a blackboard (a typo in COACH_DATA_DIR):
-    nothing can be closed, so refuse (exit 2) without creating the folder or an empty store. A data
-    dir that is a file (or under one) is left to ``_check_data_dir``'s message."""
-    directory = Path(config.data.dir)
-    if config.data.url or (directory / "blackboard.sqlite3").exists():  # PostgreSQL: the database says
-        return
-    if any(p.exists() and not p.is_dir() for p in (directory, *directory.parents)):
-        return
-    typer.echo(
-        f"error: no such session: there is no blackboard in {directory}, so user {user} has no session "
-        f"{session} (nothing was closed or created). Fix: set COACH_DATA_DIR or [data] dir to the folder "
-        "`coach run` used",
-        err=True,
-    )
-    raise typer.Exit(2)
 
 
 #: How Claude Code reports a server that refused the connection (the agent's ``error``).
@@ -128,10 +92,10 @@ def _warn_if_no_model(result: Any, config: Any, proxy_url: str | None) -> bool:
 
 def run_cmd(
     message: Annotated[str, typer.Argument(help="the user's message for this turn")],
-    user: _UserOpt,
-    session: _SessionOpt,
+    user: UserOpt,
+    session: SessionOpt,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON document only")] = False,
-    config_path: _ConfigOpt = None,
+    config_path: ConfigOpt = None,
     proxy_url: Annotated[str | None, typer.Option("--proxy-url", help="use a running proxy")] = None,
     mcp_url: Annotated[str | None, typer.Option("--mcp-url", help="use a running MCP HTTP server")] = None,
 ) -> None:
@@ -146,7 +110,7 @@ def run_cmd(
     check_ids(user=user, session=session)
     _check_message(message)
     config = load_config_or_exit(config_path)
-    _check_data_dir(config)
+    check_data_dir(config)
     check_session_open(config, user, session)
     check_service_urls(proxy_url, mcp_url)
     out = Console(file=sys.stdout, highlight=False, soft_wrap=True)
@@ -194,62 +158,3 @@ def run_cmd(
         out.print(f"\n[bold]{escape(label)}:[/bold]", escape(result.synthesis))
     out.print()
     out.print(agent_timeline(result))
-
-
-@session_app.command("close")
-def session_close_cmd(
-    user: _UserOpt,
-    session: _SessionOpt,
-    as_json: Annotated[bool, typer.Option("--json", help="print a JSON document")] = False,
-    config_path: _ConfigOpt = None,
-) -> None:
-    """Compact a session into the user's profile (compare-and-swap; a second close changes nothing)."""
-    import anyio
-
-    from blackboard import BlackboardError, StoreUnavailableError
-    from launcher.errors import DataDirError, SessionError
-    from launcher.pipeline._data_dir import disk_full, open_board
-    from launcher.pipeline.sessions import close_session
-
-    check_ids(user=user, session=session)
-    config = load_config_or_exit(config_path)
-    _check_blackboard_exists(config, user, session)
-    _check_data_dir(config)
-
-    async def main() -> Any:
-        board = open_board(
-            config.data.dir, thresholds=config.thresholds
-        )  # a full disk: DataDirError disk_full
-        try:
-            return await close_session(board, user, session)
-        finally:
-            board.close()
-
-    try:
-        res = anyio.run(main)
-    except SessionError as exc:
-        if isinstance(exc.__cause__, StoreUnavailableError) and disk_full(config.data.dir) is not None:
-            store_error(exc.__cause__, config.data.dir)  # the full disk, said so with the fix
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(2) from None
-    except (DataDirError, BlackboardError) as exc:
-        store_error(exc, config.data.dir)
-    doc = {
-        "user": res.user,
-        "session": res.session,
-        "profile_version": res.profile_version,
-        "merged": list(res.merged),
-        "already_closed": res.already_closed,
-        "turns": res.turns,
-    }
-    if as_json:
-        typer.echo(json.dumps(doc))
-    elif res.already_closed:
-        typer.echo(
-            f"session {session} was already closed; profile of {user} stays at version {res.profile_version}"
-        )
-    else:
-        merged = ", ".join(res.merged) or "nothing (no Persona or Shadow output in this session)"
-        typer.echo(
-            f"session {session} closed ({plural(res.turns, 'turn')}): merged {merged}; profile v{res.profile_version}"
-        )

@@ -41,6 +41,8 @@ from typing import Annotated, Any
 
 import typer
 
+from launcher.cli._common import fail
+
 __all__ = ["GRACE_S", "READY_PREFIX", "idle_closing_scopes", "serve_cmd"]
 
 #: Seconds open requests get when the servers stop.
@@ -74,12 +76,11 @@ def _bind(host: str, port: int, what: str) -> socket.socket:
         sock.bind((host, port))
     except OSError as exc:
         sock.close()
-        typer.echo(
+        fail(
             f"coach serve: cannot listen on {host}:{port} for the {what}: {exc.strerror or exc}. Fix: "
             f"{_bind_fix(exc, what.split()[0].lower())}",
-            err=True,
+            1,
         )
-        raise typer.Exit(1) from None
     sock.listen(2048)
     return sock
 
@@ -256,32 +257,25 @@ def serve_cmd(
     config = load_config_or_exit(config_path)
     for name, port in (("--proxy-port", proxy_port), ("--mcp-port", mcp_port)):
         if port is not None and not 0 <= port <= 65535:
-            typer.echo(f"coach serve: {name} must be 0-65535 (0 = any free port), got {port}", err=True)
-            raise typer.Exit(2)
+            fail(f"coach serve: {name} must be 0-65535 (0 = any free port), got {port}")
     try:
         sync = AgentPolicySync(typer.echo)
         registry = AgentRegistry(config.agents.resolved_dir(), on_change=sync)
         sync.registry = registry
     except AgentSpecError as exc:
-        typer.echo(
-            f"coach serve: {exc}\nFix the agent files (coach agents check) or set [agents] dir.", err=True
-        )
-        raise typer.Exit(2) from None
+        fail(f"coach serve: {exc}\nFix the agent files (coach agents check) or set [agents] dir.")
     from blackboard import Blackboard, BlackboardError
 
     if (problem := read_only_data_dir(Path(config.data.dir))) is not None:
-        typer.echo(f"coach serve: {problem}", err=True)
-        raise typer.Exit(2)
+        fail(f"coach serve: {problem}")
     try:
         Path(config.data.dir).mkdir(parents=True, exist_ok=True)
         board = Blackboard(Path(config.data.dir), thresholds=config.thresholds, **config.data.board_options())
     except (OSError, BlackboardError) as exc:
-        typer.echo(
+        fail(
             f"coach serve: cannot open the blackboard in {config.data.dir}: {exc}. Fix: point [data] dir "
-            "(or COACH_DATA_DIR) at a writable folder",
-            err=True,
+            "(or COACH_DATA_DIR) at a writable folder"
         )
-        raise typer.Exit(2) from None
     from launcher.cli._common import quiet_cancelled_server_tasks
 
     try:
