@@ -46,6 +46,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -122,10 +123,12 @@ def audit(pg: Any, jobs: TurnJobs, sessions: list[str], user: str) -> dict[str, 
     try:
         dup = conn.execute(
             f"SELECT count(*) FROM (SELECT key FROM {q}.history WHERE key LIKE 'users/%%/turns/%%'"
-            " GROUP BY key HAVING count(*) > 1) d").fetchone()[0]
+            " GROUP BY key HAVING count(*) > 1) d"
+        ).fetchone()[0]
         turns = conn.execute(
             f"SELECT split_part(key, '/', 4), split_part(key, '/', 6) FROM {q}.entries"
-            " WHERE key LIKE 'users/%%/turns/%%/message'").fetchall()
+            " WHERE key LIKE 'users/%%/turns/%%/message'"
+        ).fetchall()
     finally:
         conn.close()
     rows = jobs.all()
@@ -133,20 +136,29 @@ def audit(pg: Any, jobs: TurnJobs, sessions: list[str], user: str) -> dict[str, 
     extra = sum(1 for s, t in turns if (s, t) not in recorded)
     stale = 0
     for s in sessions:
-        epochs = [j.epoch or 0 for j in sorted((j for j in rows if j.session == s and j.state == "done"),
-                                               key=lambda j: j.seq)]
+        epochs = [
+            j.epoch or 0
+            for j in sorted((j for j in rows if j.session == s and j.state == "done"), key=lambda j: j.seq)
+        ]
         stale += sum(1 for a, b in itertools.pairwise(epochs) if b < a)
-    return {"duplicate_entries": int(dup) + extra, "stale_writes": stale,
-            "lost_turns": sum(1 for j in rows if j.state != "done")}
+    return {
+        "duplicate_entries": int(dup) + extra,
+        "stale_writes": stale,
+        "lost_turns": sum(1 for j in rows if j.state != "done"),
+    }
 
 
-async def submit_all(jobs: TurnJobs, broker: AmqpBroker, user: str, sessions: list[str], turns: int) -> list[str]:
+async def submit_all(
+    jobs: TurnJobs, broker: AmqpBroker, user: str, sessions: list[str], turns: int
+) -> list[str]:
     ids: list[str] = []
     try:
         for k in range(turns):
             for s in sessions:
                 job_id = f"{s}-t{k + 1}"
-                job, _ = await anyio.to_thread.run_sync(jobs.create, job_id, user, s, MESSAGES[k % len(MESSAGES)])
+                job, _ = await anyio.to_thread.run_sync(
+                    jobs.create, job_id, user, s, MESSAGES[k % len(MESSAGES)]
+                )
                 await broker.publish(JobMessage(job_id, user, s, job.seq))
                 ids.append(job_id)
     finally:
@@ -198,11 +210,107 @@ def rabbit_restart() -> None:
     subprocess.run(["rabbitmqctl", "-q", "await_startup"], check=True, capture_output=True, timeout=120)
 
 
+class Chaos:
+    """The failures injected while the turns run (SIGKILL of a busy worker, a broker restart) and the
+    recoveries measured."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        cfg: Path,
+        tmp: Path,
+        names: Iterator[str],
+        workers: list[WorkerProc],
+        watch: Watch,
+        total: int,
+        t_submit: float,
+    ) -> None:
+        self.args, self.cfg, self.tmp, self.names = args, cfg, tmp, names
+        self.workers, self.watch, self.total, self.t_submit = workers, watch, total, t_submit
+        self.recoveries: list[tuple[str, float]] = []
+        self.events: list[str] = []
+
+    def n_done(self) -> int:
+        return sum(1 for j in self.watch.rows.values() if j.state in ("done", "failed"))
+
+    def kill_one(self, tag: str) -> None:
+        """SIGKILL a worker that is running a turn past its Coach reply, start a fresh one in its place."""
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            if self.n_done() >= self.total:
+                self.events.append(f"{tag}: not done, every turn finished before a worker was running one")
+                log(self.events[-1])
+                return
+            running = [j for j in self.watch.rows.values() if j.state == "running" and j.coach_reply]
+            victims = [w for w in self.workers if w.alive() and any(j.worker_id == w.name for j in running)]
+            if victims:
+                v = victims[0]
+                hit = [(j.job_id, j.epoch or 0) for j in running if j.worker_id == v.name]
+                t_kill = time.monotonic()
+                v.kill()
+                kill_agents(v.data_dir)
+                self.events.append(f"{tag}: SIGKILL {v.name} running {', '.join(j for j, _ in hit)}")
+                log(self.events[-1])
+                self.workers[self.workers.index(v)] = WorkerProc(self.cfg, next(self.names), self.tmp).start(
+                    timeout=180
+                )
+                self._wait_resumed(tag, hit, t_kill)
+                return
+            time.sleep(0.2)
+
+    def _wait_resumed(self, tag: str, hit: list[tuple[str, int]], t_kill: float) -> None:
+        """Recovery: from the SIGKILL until every interrupted turn is claimed again (or done)."""
+        end = time.monotonic() + 600
+        while time.monotonic() < end:
+            resumed = [
+                min(
+                    (t for (jid, e), t in self.watch.claims.items() if jid == j and e > ep),
+                    default=self.watch.done.get(j),
+                )
+                for j, ep in hit
+            ]
+            if all(r is not None for r in resumed):
+                rec = max(r for r in resumed if r is not None) - t_kill
+                self.recoveries.append((tag, rec))
+                log(f"{tag}: interrupted turns running again after {rec:.1f} s")
+                return
+            time.sleep(0.2)
+        self.recoveries.append((tag, float("inf")))
+
+    def restart_broker(self) -> None:
+        """Recovery: from stop_app until every live worker logged its reconnect (consumers restored)."""
+        wall0 = time.time()
+        t0 = time.monotonic()
+        rabbit_restart()
+        log(f"rabbitmq: stop_app + start_app took {time.monotonic() - t0:.1f} s")
+        end = time.monotonic() + 300
+        while time.monotonic() < end:
+            stamps = [reconnected_at(w.log, wall0) for w in self.workers if w.alive()]
+            if stamps and all(t is not None for t in stamps):
+                rec = max(t for t in stamps if t is not None) - wall0
+                self.recoveries.append(("broker restart", rec))
+                log(f"rabbitmq restart: every worker consuming again {rec:.1f} s after stop_app")
+                return
+            time.sleep(0.2)
+        self.recoveries.append(("broker restart", float("inf")))
+
+    def wait_done(self, frac: float) -> None:
+        while self.n_done() < frac * self.total and time.monotonic() - self.t_submit < self.args.timeout:
+            time.sleep(0.5)
+
+
 def distributed(args: argparse.Namespace, tmp: Path, upstream_url: str) -> dict[str, Any]:
     with fresh_schema("bench") as pg, fresh_prefix("bench") as (url, prefix):
-        cfg = write_config(tmp, upstream_url=upstream_url, pg=pg, broker_url=url, prefix=prefix,
-                           delivery_limit=args.delivery_limit, lease_ttl_s=args.lease_ttl,
-                           sessions=args.worker_sessions)
+        cfg = write_config(
+            tmp,
+            upstream_url=upstream_url,
+            pg=pg,
+            broker_url=url,
+            prefix=prefix,
+            delivery_limit=args.delivery_limit,
+            lease_ttl_s=args.lease_ttl,
+            sessions=args.worker_sessions,
+        )
         jobs = TurnJobs(pg.url, schema=pg.schema)
         names = iter(f"w{i}" for i in range(1, 100))
         workers = [WorkerProc(cfg, next(names), tmp) for _ in range(args.workers)]
@@ -213,76 +321,22 @@ def distributed(args: argparse.Namespace, tmp: Path, upstream_url: str) -> dict[
         user = "bench"
         watch = Watch(jobs)
         watch.start()
-        broker = AmqpBroker(url, BrokerTopology(prefix=prefix, delivery_limit=args.delivery_limit), name="bench")
+        broker = AmqpBroker(
+            url, BrokerTopology(prefix=prefix, delivery_limit=args.delivery_limit), name="bench"
+        )
         t_submit = time.monotonic()
         ids = anyio.run(submit_all, jobs, broker, user, sessions, args.turns)
         log(f"queued {len(ids)} turns at once in {time.monotonic() - t_submit:.2f} s")
         total = len(ids)
-        recoveries: list[tuple[str, float]] = []
-        events: list[str] = []
-
-        def n_done() -> int:
-            return sum(1 for j in watch.rows.values() if j.state in ("done", "failed"))
-
-        def kill_one(tag: str) -> None:
-            deadline = time.monotonic() + 600
-            while time.monotonic() < deadline:
-                if n_done() >= total:
-                    events.append(f"{tag}: not done, every turn finished before a worker was running one")
-                    log(events[-1])
-                    return
-                running = [j for j in watch.rows.values() if j.state == "running" and j.coach_reply]
-                victims = [w for w in workers if w.alive() and any(j.worker_id == w.name for j in running)]
-                if victims:
-                    v = victims[0]
-                    hit = [(j.job_id, j.epoch or 0) for j in running if j.worker_id == v.name]
-                    t_kill = time.monotonic()
-                    v.kill()
-                    kill_agents(v.data_dir)
-                    events.append(f"{tag}: SIGKILL {v.name} running {', '.join(j for j, _ in hit)}")
-                    log(events[-1])
-                    workers[workers.index(v)] = WorkerProc(cfg, next(names), tmp).start(timeout=180)
-                    end = time.monotonic() + 600
-                    while time.monotonic() < end:
-                        resumed = [min((t for (jid, e), t in watch.claims.items() if jid == j and e > ep),
-                                       default=watch.done.get(j)) for j, ep in hit]
-                        if all(r is not None for r in resumed):
-                            rec = max(r for r in resumed if r is not None) - t_kill
-                            recoveries.append((tag, rec))
-                            log(f"{tag}: interrupted turns running again after {rec:.1f} s")
-                            return
-                        time.sleep(0.2)
-                    recoveries.append((tag, float("inf")))
-                    return
-                time.sleep(0.2)
-
-        def restart_broker() -> None:
-            """Recovery: from stop_app until every live worker logged its reconnect (consumers restored)."""
-            wall0 = time.time()
-            t0 = time.monotonic()
-            rabbit_restart()
-            log(f"rabbitmq: stop_app + start_app took {time.monotonic() - t0:.1f} s")
-            end = time.monotonic() + 300
-            while time.monotonic() < end:
-                stamps = [reconnected_at(w.log, wall0) for w in workers if w.alive()]
-                if stamps and all(t is not None for t in stamps):
-                    rec = max(t for t in stamps if t is not None) - wall0
-                    recoveries.append(("broker restart", rec))
-                    log(f"rabbitmq restart: every worker consuming again {rec:.1f} s after stop_app")
-                    return
-                time.sleep(0.2)
-            recoveries.append(("broker restart", float("inf")))
-
-        def wait_done(frac: float) -> None:
-            while n_done() < frac * total and time.monotonic() - t_submit < args.timeout:
-                time.sleep(0.5)
-
+        chaos = Chaos(args, cfg, tmp, names, workers, watch, total, t_submit)
+        n_done, wait_done = chaos.n_done, chaos.wait_done
+        recoveries, events = chaos.recoveries, chaos.events
         wait_done(0.1)
-        kill_one("kill 1")
+        chaos.kill_one("kill 1")
         wait_done(0.35)
-        restart_broker()
+        chaos.restart_broker()
         wait_done(0.55)
-        kill_one("kill 2")
+        chaos.kill_one("kill 2")
         while n_done() < total and time.monotonic() - t_submit < args.timeout:
             time.sleep(0.5)
         t_end = max(watch.done.values()) if watch.done else time.monotonic()
@@ -290,7 +344,9 @@ def distributed(args: argparse.Namespace, tmp: Path, upstream_url: str) -> dict[
         log(f"{n_done()}/{total} turns finished in {elapsed:.1f} s")
         time.sleep(1)
         # broker hop on idle workers: submit -> claim
-        broker = AmqpBroker(url, BrokerTopology(prefix=prefix, delivery_limit=args.delivery_limit), name="bench")
+        broker = AmqpBroker(
+            url, BrokerTopology(prefix=prefix, delivery_limit=args.delivery_limit), name="bench"
+        )
         hops = anyio.run(probe, jobs, broker, user, args.probes)
         watch.stop_ev.set()
         refused = Leases(pg.url, schema=pg.schema).refusals()
@@ -298,7 +354,7 @@ def distributed(args: argparse.Namespace, tmp: Path, upstream_url: str) -> dict[
         degraded = sum(1 for j in docs if j.result and json.loads(j.result).get("degraded"))
         missing: dict[str, int] = {}
         for j in docs:
-            for name in (json.loads(j.result).get("missing", []) if j.result else []):
+            for name in json.loads(j.result).get("missing", []) if j.result else []:
                 missing[name] = missing.get(name, 0) + 1
         figures = audit(pg, jobs, sessions, user)
         for w in workers:
@@ -306,8 +362,17 @@ def distributed(args: argparse.Namespace, tmp: Path, upstream_url: str) -> dict[
         for w in workers:
             kill_agents(w.data_dir)
         jobs.close()
-        return {**figures, "elapsed": elapsed, "total": total, "recoveries": recoveries, "hops": hops,
-                "stale_refused": len(refused), "degraded": degraded, "events": events, "missing": missing}
+        return {
+            **figures,
+            "elapsed": elapsed,
+            "total": total,
+            "recoveries": recoveries,
+            "hops": hops,
+            "stale_refused": len(refused),
+            "degraded": degraded,
+            "events": events,
+            "missing": missing,
+        }
 
 
 async def in_process(args: argparse.Namespace, tmp: Path, total_sessions: int) -> tuple[float, int, int]:
@@ -319,8 +384,14 @@ async def in_process(args: argparse.Namespace, tmp: Path, total_sessions: int) -
     scripts = {a: agent_script(a) for a in OUTPUT_TOOLS}
     concurrent = args.workers * args.worker_sessions
     done = degraded = 0
-    async with harness(tmp / "inproc", scripts, specs=specs, max_warm=min(64, 6 * concurrent), time_scale=1.0,
-                       latency=LATENCY) as h:
+    async with harness(
+        tmp / "inproc",
+        scripts,
+        specs=specs,
+        max_warm=min(64, 6 * concurrent),
+        time_scale=1.0,
+        latency=LATENCY,
+    ) as h:
         limiter = anyio.CapacityLimiter(concurrent)
         t0 = time.monotonic()
 
@@ -360,8 +431,10 @@ def main(argv: list[str] | None = None) -> int:
     from tests.launcher.fakes import OUTPUT_TOOLS
     from testsupport.upstream import ScriptedUpstream
 
-    log(f"latency model: {LATENCY} (scripted upstream; docs/latency.md); {args.workers} workers x "
-        f"{args.worker_sessions} sessions; {args.sessions} sessions x {args.turns} turns")
+    log(
+        f"latency model: {LATENCY} (scripted upstream; docs/latency.md); {args.workers} workers x "
+        f"{args.worker_sessions} sessions; {args.sessions} sessions x {args.turns} turns"
+    )
     with tempfile.TemporaryDirectory(prefix="bench-scaleout-") as d:
         tmp = Path(d)
         up = ScriptedUpstream({a: agent_script(a) for a in OUTPUT_TOOLS}, latency=LATENCY, time_scale=1.0)
@@ -381,15 +454,19 @@ def main(argv: list[str] | None = None) -> int:
     for tag, rec in r["recoveries"]:
         log(f"recovery: {tag}: {rec:.1f} s")
     log(f"missing agents in the workers' turns: {r['missing'] or 'none'}")
-    log(f"stale_refused={r['stale_refused']} degraded_turns={r['degraded']} broker_hops_ms="
-        + ",".join(f"{h:.1f}" for h in r["hops"]))
+    log(
+        f"stale_refused={r['stale_refused']} degraded_turns={r['degraded']} broker_hops_ms="
+        + ",".join(f"{h:.1f}" for h in r["hops"])
+    )
     max_rec = max((rec for _, rec in r["recoveries"]), default=0.0)
     hop = statistics.median(r["hops"]) if r["hops"] else float("nan")
     tpm = (r["total"] - r["lost_turns"]) / r["elapsed"] * 60 if r["elapsed"] else 0.0
-    print(f"sessions={args.sessions} turns={r['total']} lost_turns={r['lost_turns']} "
-          f"duplicate_entries={r['duplicate_entries']} stale_writes={r['stale_writes']} max_recovery_s={max_rec:.1f} "
-          f"broker_hop_ms_p50={hop:.1f} turns_per_min={tpm:.1f} single_machine_turns_per_min={single_tpm:.1f}",
-          flush=True)
+    print(
+        f"sessions={args.sessions} turns={r['total']} lost_turns={r['lost_turns']} "
+        f"duplicate_entries={r['duplicate_entries']} stale_writes={r['stale_writes']} max_recovery_s={max_rec:.1f} "
+        f"broker_hop_ms_p50={hop:.1f} turns_per_min={tpm:.1f} single_machine_turns_per_min={single_tpm:.1f}",
+        flush=True,
+    )
     return 0 if r["lost_turns"] == 0 and r["duplicate_entries"] == 0 and r["stale_writes"] == 0 else 1
 
 

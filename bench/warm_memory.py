@@ -63,16 +63,20 @@ def report(groups: dict[str, list[tuple[int, int, int]]]) -> int:
     for s, procs in sorted(groups.items()):
         rss = sum(r for _, r, _ in procs) / 1024
         pss = sum(p for _, _, p in procs) / 1024
-        print(f"session {s}: {len(procs)} processes, RSS {rss:.0f} MiB, PSS {pss:.0f} MiB "
-              f"(per process RSS {rss / max(1, len(procs)):.0f} MiB)")
+        print(
+            f"session {s}: {len(procs)} processes, RSS {rss:.0f} MiB, PSS {pss:.0f} MiB "
+            f"(per process RSS {rss / max(1, len(procs)):.0f} MiB)"
+        )
     if not full:
         print("no session with six warm processes found", file=sys.stderr)
         return 1
     rss_s = sum(sum(r for _, r, _ in p) for p in full.values()) / len(full) / 1024
     pss_s = sum(sum(x for _, _, x in p) for p in full.values()) / len(full) / 1024
-    print(f"warm_sessions={len(full)} procs_per_session=6 rss_mib_per_session={rss_s:.0f} "
-          f"pss_mib_per_session={pss_s:.0f} sessions_per_24gib_rss={int(GIB24_MIB // rss_s)} "
-          f"sessions_per_24gib_pss={int(GIB24_MIB // pss_s)}")
+    print(
+        f"warm_sessions={len(full)} procs_per_session=6 rss_mib_per_session={rss_s:.0f} "
+        f"pss_mib_per_session={pss_s:.0f} sessions_per_24gib_rss={int(GIB24_MIB // rss_s)} "
+        f"sessions_per_24gib_pss={int(GIB24_MIB // pss_s)}"
+    )
     return 0
 
 

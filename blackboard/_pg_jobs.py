@@ -34,8 +34,10 @@ __all__ = ["TERMINAL", "Job", "TurnJobs"]
 #: States after which a job never changes again.
 TERMINAL = frozenset({"done", "failed"})
 
-_COLS = ("job_id, seq, user_id, session_id, state, attempts, turn_id, worker_id, epoch, coach_reply, "
-         "coach_reply_at, synthesis, result, error, created_at, started_at, finished_at, updated_at")
+_COLS = (
+    "job_id, seq, user_id, session_id, state, attempts, turn_id, worker_id, epoch, coach_reply, "
+    "coach_reply_at, synthesis, result, error, created_at, started_at, finished_at, updated_at"
+)
 _MAX_MESSAGE = 64_000
 
 
@@ -68,13 +70,23 @@ class Job:
 
 
 def _job(row: Sequence[Any]) -> Job:
-    return Job(row[0], int(row[1]), row[2], row[3], row[4], int(row[5]), row[6], row[7],
-               None if row[8] is None else int(row[8]), *row[9:])
+    return Job(
+        row[0],
+        int(row[1]),
+        row[2],
+        row[3],
+        row[4],
+        int(row[5]),
+        row[6],
+        row[7],
+        None if row[8] is None else int(row[8]),
+        *row[9:],
+    )
 
 
 def check_job_id(job_id: object) -> str:
     """A job id: the key-part alphabet ([A-Za-z0-9_.-], 1-64 chars)."""
-    return check_part(job_id, "job id")  # type: ignore[arg-type]
+    return check_part(job_id, "job id")
 
 
 class TurnJobs:
@@ -86,7 +98,9 @@ class TurnJobs:
         recheck_s: how often :meth:`wait` re-reads without a notification.
     """
 
-    def __init__(self, url: str, *, schema: str = DEFAULT_SCHEMA, pool: Any = None, recheck_s: float = 0.5) -> None:
+    def __init__(
+        self, url: str, *, schema: str = DEFAULT_SCHEMA, pool: Any = None, recheck_s: float = 0.5
+    ) -> None:
         self.url = url
         self.schema = check_schema_name(schema)
         self._q = f'"{self.schema}"'
@@ -106,8 +120,10 @@ class TurnJobs:
         return call_pooled(self._pool, fn, url=self.url, what="turn jobs", closed=self._closed)
 
     def _guard(self) -> str:
-        return (f"EXISTS (SELECT 1 FROM {self._q}.session_leases l WHERE l.user_id = j.user_id AND "
-                f"l.session_id = j.session_id AND l.worker_id = %s AND l.epoch = %s AND l.expires_at > {NOW_SQL})")
+        return (
+            f"EXISTS (SELECT 1 FROM {self._q}.session_leases l WHERE l.user_id = j.user_id AND "
+            f"l.session_id = j.session_id AND l.worker_id = %s AND l.epoch = %s AND l.expires_at > {NOW_SQL})"
+        )
 
     # -- front end ---------------------------------------------------------------------------------
     def create(self, job_id: str, user: str, session: str, message: str) -> tuple[Job, bool]:
@@ -117,7 +133,9 @@ class TurnJobs:
         check_part(user, "user")
         check_part(session, "session")
         if not isinstance(message, str) or not message.strip() or len(message) > _MAX_MESSAGE:
-            raise InvalidValueError(f"a turn message must be non-empty text of at most {_MAX_MESSAGE} characters")
+            raise InvalidValueError(
+                f"a turn message must be non-empty text of at most {_MAX_MESSAGE} characters"
+            )
         q = self._q
 
         def op(conn: Any) -> tuple[Job, bool]:
@@ -125,7 +143,8 @@ class TurnJobs:
             made = conn.execute(
                 f"INSERT INTO {q}.turn_jobs (job_id, user_id, session_id, message, created_at, updated_at)"
                 " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (job_id) DO NOTHING RETURNING 1",
-                (job_id, user, session, message, now, now)).fetchone()
+                (job_id, user, session, message, now, now),
+            ).fetchone()
             row = conn.execute(f"SELECT {_COLS} FROM {q}.turn_jobs WHERE job_id = %s", (job_id,)).fetchone()
             return _job(row), made is not None
 
@@ -136,15 +155,17 @@ class TurnJobs:
 
     def get(self, job_id: str) -> Job | None:
         q = self._q
-        row = self._call(lambda c: c.execute(f"SELECT {_COLS} FROM {q}.turn_jobs WHERE job_id = %s",
-                                             (job_id,)).fetchone())
+        row = self._call(
+            lambda c: c.execute(f"SELECT {_COLS} FROM {q}.turn_jobs WHERE job_id = %s", (job_id,)).fetchone()
+        )
         return _job(row) if row else None
 
     def message(self, job_id: str) -> str | None:
         """The user's message of the job (never logged)."""
         q = self._q
-        row = self._call(lambda c: c.execute(f"SELECT message FROM {q}.turn_jobs WHERE job_id = %s",
-                                             (job_id,)).fetchone())
+        row = self._call(
+            lambda c: c.execute(f"SELECT message FROM {q}.turn_jobs WHERE job_id = %s", (job_id,)).fetchone()
+        )
         return row[0] if row else None
 
     def wait(self, job_id: str, timeout_s: float, *, seen: float | None = None) -> Job | None:
@@ -158,7 +179,9 @@ class TurnJobs:
             conn.execute(f"LISTEN {JOBS_CHANNEL}")
             try:
                 while True:
-                    row = conn.execute(f"SELECT {_COLS} FROM {q}.turn_jobs WHERE job_id = %s", (job_id,)).fetchone()
+                    row = conn.execute(
+                        f"SELECT {_COLS} FROM {q}.turn_jobs WHERE job_id = %s", (job_id,)
+                    ).fetchone()
                     job = _job(row) if row else None
                     now = time.monotonic()
                     if job is None or seen is None or job.updated_at > seen or now >= end:
@@ -169,7 +192,8 @@ class TurnJobs:
             finally:
                 conn.execute(f"UNLISTEN {JOBS_CHANNEL}")
 
-        return self._call(op)
+        job: Job | None = self._call(op)
+        return job
 
     # -- worker ------------------------------------------------------------------------------------
     def _refuse(self, job_id: str, lease: Lease, what: str) -> None:
@@ -181,30 +205,44 @@ class TurnJobs:
             ok = conn.execute(
                 f"SELECT 1 FROM {q}.session_leases WHERE user_id = %s AND session_id = %s AND worker_id = %s"
                 f" AND epoch = %s AND expires_at > {NOW_SQL}",
-                (lease.user, lease.session, lease.worker_id, lease.epoch)).fetchone()
+                (lease.user, lease.session, lease.worker_id, lease.epoch),
+            ).fetchone()
             if ok is None:
                 conn.execute(
                     f"INSERT INTO {q}.stale_refusals (job_id, user_id, session_id, worker_id, epoch, what, at)"
                     f" VALUES (%s, %s, %s, %s, %s, %s, {NOW_SQL})",
-                    (job_id, lease.user, lease.session, lease.worker_id, lease.epoch, what))
+                    (job_id, lease.user, lease.session, lease.worker_id, lease.epoch, what),
+                )
             return ok is not None
 
         if not self._call(op):
             raise StaleLeaseError(
                 f"worker {lease.worker_id} no longer holds session {lease.session} under epoch {lease.epoch}: "
-                f"{what} of job {job_id} refused (another worker took the session, or the lease expired)")
+                f"{what} of job {job_id} refused (another worker took the session, or the lease expired)"
+            )
 
     def claim(self, job_id: str, lease: Lease) -> Job:
         """Mark the job ``running`` under ``lease`` (attempts + 1). Returns the job; a terminal job is
         returned unchanged. Raises StaleLeaseError when the lease is not held."""
         q = self._q
-        row = self._call(lambda c: c.execute(
-            f"UPDATE {q}.turn_jobs j SET state = 'running', attempts = attempts + 1, worker_id = %s, epoch = %s,"
-            " started_at = COALESCE(started_at, %s), updated_at = %s"
-            f" WHERE job_id = %s AND state IN ('queued', 'running') AND (epoch IS NULL OR epoch <= %s)"
-            f" AND {self._guard()} RETURNING {_COLS}",
-            (lease.worker_id, lease.epoch, time.time(), time.time(), job_id, lease.epoch,
-             lease.worker_id, lease.epoch)).fetchone())
+        row = self._call(
+            lambda c: c.execute(
+                f"UPDATE {q}.turn_jobs j SET state = 'running', attempts = attempts + 1, worker_id = %s, epoch = %s,"
+                " started_at = COALESCE(started_at, %s), updated_at = %s"
+                f" WHERE job_id = %s AND state IN ('queued', 'running') AND (epoch IS NULL OR epoch <= %s)"
+                f" AND {self._guard()} RETURNING {_COLS}",
+                (
+                    lease.worker_id,
+                    lease.epoch,
+                    time.time(),
+                    time.time(),
+                    job_id,
+                    lease.epoch,
+                    lease.worker_id,
+                    lease.epoch,
+                ),
+            ).fetchone()
+        )
         if row:
             return _job(row)
         job = self.get(job_id)
@@ -215,13 +253,17 @@ class TurnJobs:
         self._refuse(job_id, lease, "claim")
         raise StaleLeaseError(f"job {job_id} is held under a newer epoch than {lease.epoch}")
 
-    def _running_update(self, job_id: str, lease: Lease, sets: str, args: tuple[Any, ...], what: str,
-                        extra: str = "") -> Job | None:
+    def _running_update(
+        self, job_id: str, lease: Lease, sets: str, args: tuple[Any, ...], what: str, extra: str = ""
+    ) -> Job | None:
         q = self._q
-        row = self._call(lambda c: c.execute(
-            f"UPDATE {q}.turn_jobs j SET {sets}, updated_at = %s WHERE job_id = %s AND state = 'running'"
-            f" AND worker_id = %s AND epoch = %s{extra} AND {self._guard()} RETURNING {_COLS}",
-            (*args, time.time(), job_id, lease.worker_id, lease.epoch, lease.worker_id, lease.epoch)).fetchone())
+        row = self._call(
+            lambda c: c.execute(
+                f"UPDATE {q}.turn_jobs j SET {sets}, updated_at = %s WHERE job_id = %s AND state = 'running'"
+                f" AND worker_id = %s AND epoch = %s{extra} AND {self._guard()} RETURNING {_COLS}",
+                (*args, time.time(), job_id, lease.worker_id, lease.epoch, lease.worker_id, lease.epoch),
+            ).fetchone()
+        )
         if row:
             return _job(row)
         self._refuse(job_id, lease, what)
@@ -238,54 +280,83 @@ class TurnJobs:
     def record_coach_reply(self, job_id: str, lease: Lease, reply: str) -> bool:
         """Record the Coach's reply once; False when one was recorded before (the user saw that one).
         Raises StaleLeaseError."""
-        job = self._running_update(job_id, lease, "coach_reply = %s, coach_reply_at = %s", (reply, time.time()),
-                                   "coach_reply", extra=" AND coach_reply IS NULL")
+        job = self._running_update(
+            job_id,
+            lease,
+            "coach_reply = %s, coach_reply_at = %s",
+            (reply, time.time()),
+            "coach_reply",
+            extra=" AND coach_reply IS NULL",
+        )
         return job is not None
 
-    def finish(self, job_id: str, lease: Lease, *, result: str, coach_reply: str, synthesis: str) -> Job | None:
+    def finish(
+        self, job_id: str, lease: Lease, *, result: str, coach_reply: str, synthesis: str
+    ) -> Job | None:
         """Mark the job ``done`` with its result document (JSON text), once: the Coach reply already
         recorded is kept. Returns the job, or None when it was terminal already. Raises StaleLeaseError."""
         return self._running_update(
-            job_id, lease,
+            job_id,
+            lease,
             "state = 'done', result = %s, synthesis = %s, coach_reply = COALESCE(coach_reply, %s),"
             " coach_reply_at = COALESCE(coach_reply_at, %s), finished_at = %s",
-            (result, synthesis, coach_reply, time.time(), time.time()), "finish")
+            (result, synthesis, coach_reply, time.time(), time.time()),
+            "finish",
+        )
 
     def fail(self, job_id: str, error: str) -> bool:
         """Mark a job that is not terminal ``failed`` (the dead-letter consumer: the broker gave up on it).
         Returns whether it changed."""
         q = self._q
-        row = self._call(lambda c: c.execute(
-            f"UPDATE {q}.turn_jobs SET state = 'failed', error = %s, finished_at = %s, updated_at = %s"
-            " WHERE job_id = %s AND state IN ('queued', 'running') RETURNING 1",
-            (error[:500], time.time(), time.time(), job_id)).fetchone())
+        row = self._call(
+            lambda c: c.execute(
+                f"UPDATE {q}.turn_jobs SET state = 'failed', error = %s, finished_at = %s, updated_at = %s"
+                " WHERE job_id = %s AND state IN ('queued', 'running') RETURNING 1",
+                (error[:500], time.time(), time.time(), job_id),
+            ).fetchone()
+        )
         return row is not None
 
     def pending(self, user: str, session: str, upto_seq: int) -> list[Job]:
         """The session's jobs not yet terminal with ``seq <= upto_seq``, oldest first."""
         q = self._q
-        rows = self._call(lambda c: c.execute(
-            f"SELECT {_COLS} FROM {q}.turn_jobs WHERE user_id = %s AND session_id = %s AND seq <= %s"
-            " AND state IN ('queued', 'running') ORDER BY seq", (user, session, upto_seq)).fetchall())
+        rows = self._call(
+            lambda c: c.execute(
+                f"SELECT {_COLS} FROM {q}.turn_jobs WHERE user_id = %s AND session_id = %s AND seq <= %s"
+                " AND state IN ('queued', 'running') ORDER BY seq",
+                (user, session, upto_seq),
+            ).fetchall()
+        )
         return [_job(r) for r in rows]
 
     def all(self) -> list[Job]:
         q = self._q
-        return [_job(r) for r in self._call(lambda c: c.execute(f"SELECT {_COLS} FROM {q}.turn_jobs ORDER BY seq").fetchall())]
+        return [
+            _job(r)
+            for r in self._call(
+                lambda c: c.execute(f"SELECT {_COLS} FROM {q}.turn_jobs ORDER BY seq").fetchall()
+            )
+        ]
 
     def counts(self) -> dict[str, int]:
         """Jobs per state."""
         q = self._q
-        rows = self._call(lambda c: c.execute(f"SELECT state, count(*) FROM {q}.turn_jobs GROUP BY state").fetchall())
+        rows = self._call(
+            lambda c: c.execute(f"SELECT state, count(*) FROM {q}.turn_jobs GROUP BY state").fetchall()
+        )
         return {r[0]: int(r[1]) for r in rows}
 
     # -- workers' heartbeats -------------------------------------------------------------------------
     def heartbeat(self, worker_id: str, host: str, pid: int, capacity: int) -> None:
         q = self._q
-        self._call(lambda c: c.execute(
-            f"INSERT INTO {q}.workers (worker_id, host, pid, capacity, started_at, heartbeat_at)"
-            f" VALUES (%s, %s, %s, %s, {NOW_SQL}, {NOW_SQL}) ON CONFLICT (worker_id) DO UPDATE"
-            f" SET heartbeat_at = {NOW_SQL}, capacity = excluded.capacity", (worker_id, host, pid, capacity)))
+        self._call(
+            lambda c: c.execute(
+                f"INSERT INTO {q}.workers (worker_id, host, pid, capacity, started_at, heartbeat_at)"
+                f" VALUES (%s, %s, %s, %s, {NOW_SQL}, {NOW_SQL}) ON CONFLICT (worker_id) DO UPDATE"
+                f" SET heartbeat_at = {NOW_SQL}, capacity = excluded.capacity",
+                (worker_id, host, pid, capacity),
+            )
+        )
 
     def close(self) -> None:
         with self._lock:

@@ -64,7 +64,9 @@ class Leases:
         pool: share an open ``psycopg_pool.ConnectionPool`` (then :meth:`close` leaves it open).
     """
 
-    def __init__(self, url: str, *, schema: str = DEFAULT_SCHEMA, ttl_s: float = 15.0, pool: Any = None) -> None:
+    def __init__(
+        self, url: str, *, schema: str = DEFAULT_SCHEMA, ttl_s: float = 15.0, pool: Any = None
+    ) -> None:
         if not isinstance(ttl_s, (int, float)) or isinstance(ttl_s, bool) or ttl_s <= 0:
             raise InvalidValueError(f"lease ttl_s must be a number > 0, got {ttl_s!r}")
         self.url = url
@@ -91,77 +93,103 @@ class Leases:
         check_part(user, "user")
         check_part(session, "session")
         q = self._q
-        row = self._call(lambda c: c.execute(
-            f"INSERT INTO {q}.session_leases AS l (user_id, session_id, worker_id, epoch, expires_at)"
-            f" VALUES (%s, %s, %s, 1, {NOW_SQL} + %s)"
-            " ON CONFLICT (user_id, session_id) DO UPDATE SET"
-            "  epoch = CASE WHEN l.worker_id = excluded.worker_id AND l.expires_at > " + NOW_SQL +
-            "   THEN l.epoch ELSE l.epoch + 1 END,"
-            "  worker_id = excluded.worker_id, expires_at = excluded.expires_at"
-            f" WHERE l.worker_id = excluded.worker_id OR l.expires_at <= {NOW_SQL}"
-            " RETURNING worker_id, epoch, expires_at",
-            (user, session, worker_id, self.ttl_s)).fetchone())
+        row = self._call(
+            lambda c: c.execute(
+                f"INSERT INTO {q}.session_leases AS l (user_id, session_id, worker_id, epoch, expires_at)"
+                f" VALUES (%s, %s, %s, 1, {NOW_SQL} + %s)"
+                " ON CONFLICT (user_id, session_id) DO UPDATE SET"
+                "  epoch = CASE WHEN l.worker_id = excluded.worker_id AND l.expires_at > "
+                + NOW_SQL
+                + "   THEN l.epoch ELSE l.epoch + 1 END,"
+                "  worker_id = excluded.worker_id, expires_at = excluded.expires_at"
+                f" WHERE l.worker_id = excluded.worker_id OR l.expires_at <= {NOW_SQL}"
+                " RETURNING worker_id, epoch, expires_at",
+                (user, session, worker_id, self.ttl_s),
+            ).fetchone()
+        )
         return Lease(user, session, row[0], int(row[1]), float(row[2])) if row else None
 
     def renew(self, lease: Lease) -> Lease | None:
         """Extend a lease still held under its epoch; None when it expired or changed hands."""
         q = self._q
-        row = self._call(lambda c: c.execute(
-            f"UPDATE {q}.session_leases SET expires_at = {NOW_SQL} + %s"
-            f" WHERE user_id = %s AND session_id = %s AND worker_id = %s AND epoch = %s AND expires_at > {NOW_SQL}"
-            " RETURNING expires_at",
-            (self.ttl_s, lease.user, lease.session, lease.worker_id, lease.epoch)).fetchone())
+        row = self._call(
+            lambda c: c.execute(
+                f"UPDATE {q}.session_leases SET expires_at = {NOW_SQL} + %s"
+                f" WHERE user_id = %s AND session_id = %s AND worker_id = %s AND epoch = %s AND expires_at > {NOW_SQL}"
+                " RETURNING expires_at",
+                (self.ttl_s, lease.user, lease.session, lease.worker_id, lease.epoch),
+            ).fetchone()
+        )
         return Lease(lease.user, lease.session, lease.worker_id, lease.epoch, float(row[0])) if row else None
 
     def check(self, lease: Lease) -> bool:
         """Whether ``lease`` is still held (same worker and epoch, not expired)."""
         q = self._q
-        row = self._call(lambda c: c.execute(
-            f"SELECT 1 FROM {q}.session_leases WHERE user_id = %s AND session_id = %s AND worker_id = %s"
-            f" AND epoch = %s AND expires_at > {NOW_SQL}",
-            (lease.user, lease.session, lease.worker_id, lease.epoch)).fetchone())
+        row = self._call(
+            lambda c: c.execute(
+                f"SELECT 1 FROM {q}.session_leases WHERE user_id = %s AND session_id = %s AND worker_id = %s"
+                f" AND epoch = %s AND expires_at > {NOW_SQL}",
+                (lease.user, lease.session, lease.worker_id, lease.epoch),
+            ).fetchone()
+        )
         return row is not None
 
     def release(self, lease: Lease) -> bool:
         """Let the lease expire now (the next holder bumps the epoch); False when it was not held."""
         q = self._q
-        row = self._call(lambda c: c.execute(
-            f"UPDATE {q}.session_leases SET expires_at = {NOW_SQL} - 0.001"
-            f" WHERE user_id = %s AND session_id = %s AND worker_id = %s AND epoch = %s AND expires_at > {NOW_SQL}"
-            " RETURNING 1",
-            (lease.user, lease.session, lease.worker_id, lease.epoch)).fetchone())
+        row = self._call(
+            lambda c: c.execute(
+                f"UPDATE {q}.session_leases SET expires_at = {NOW_SQL} - 0.001"
+                f" WHERE user_id = %s AND session_id = %s AND worker_id = %s AND epoch = %s AND expires_at > {NOW_SQL}"
+                " RETURNING 1",
+                (lease.user, lease.session, lease.worker_id, lease.epoch),
+            ).fetchone()
+        )
         return row is not None
 
     def holder(self, user: str, session: str) -> Lease | None:
         """The session's current, unexpired lease (anyone's), or None."""
         q = self._q
-        row = self._call(lambda c: c.execute(
-            f"SELECT worker_id, epoch, expires_at FROM {q}.session_leases WHERE user_id = %s AND session_id = %s"
-            f" AND expires_at > {NOW_SQL}", (user, session)).fetchone())
+        row = self._call(
+            lambda c: c.execute(
+                f"SELECT worker_id, epoch, expires_at FROM {q}.session_leases WHERE user_id = %s AND session_id = %s"
+                f" AND expires_at > {NOW_SQL}",
+                (user, session),
+            ).fetchone()
+        )
         return Lease(user, session, row[0], int(row[1]), float(row[2])) if row else None
 
     def held_by(self, worker_id: str) -> list[Lease]:
         """Every unexpired lease ``worker_id`` holds."""
         q = self._q
-        rows = self._call(lambda c: c.execute(
-            f"SELECT user_id, session_id, epoch, expires_at FROM {q}.session_leases WHERE worker_id = %s"
-            f" AND expires_at > {NOW_SQL}", (worker_id,)).fetchall())
+        rows = self._call(
+            lambda c: c.execute(
+                f"SELECT user_id, session_id, epoch, expires_at FROM {q}.session_leases WHERE worker_id = %s"
+                f" AND expires_at > {NOW_SQL}",
+                (worker_id,),
+            ).fetchall()
+        )
         return [Lease(r[0], r[1], worker_id, int(r[2]), float(r[3])) for r in rows]
 
     def refused(self, lease: Lease, what: str, job_id: str | None = None) -> None:
         """Log a refused write of a stale holder in ``stale_refusals`` (the audit)."""
         q = self._q
-        self._call(lambda c: c.execute(
-            f"INSERT INTO {q}.stale_refusals (job_id, user_id, session_id, worker_id, epoch, what, at)"
-            f" VALUES (%s, %s, %s, %s, %s, %s, {NOW_SQL})",
-            (job_id, lease.user, lease.session, lease.worker_id, lease.epoch, what)))
+        self._call(
+            lambda c: c.execute(
+                f"INSERT INTO {q}.stale_refusals (job_id, user_id, session_id, worker_id, epoch, what, at)"
+                f" VALUES (%s, %s, %s, %s, %s, %s, {NOW_SQL})",
+                (job_id, lease.user, lease.session, lease.worker_id, lease.epoch, what),
+            )
+        )
 
     def refusals(self) -> list[dict[str, Any]]:
         """Every logged refusal, oldest first."""
         q = self._q
-        rows = self._call(lambda c: c.execute(
-            f"SELECT job_id, user_id, session_id, worker_id, epoch, what, at FROM {q}.stale_refusals ORDER BY id"
-        ).fetchall())
+        rows = self._call(
+            lambda c: c.execute(
+                f"SELECT job_id, user_id, session_id, worker_id, epoch, what, at FROM {q}.stale_refusals ORDER BY id"
+            ).fetchall()
+        )
         keys = ("job_id", "user", "session", "worker_id", "epoch", "what", "at")
         return [dict(zip(keys, r, strict=True)) for r in rows]
 

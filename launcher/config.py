@@ -14,12 +14,12 @@ Sections (each package owns its own model)::
     [upstream]    url = "http://127.0.0.1:8000"  kind = "openai"   # vLLM / llama.cpp / Anthropic
     [proxy]       proxy.config.ProxyConfig (host, port, [[proxy.models]], [proxy.agents.<name>] ...)
     [mcp]         mcp_server.config.McpConfig (host, port, path, ...)
-    [thresholds]  blackboard.config.Thresholds (COACHING.md defaults)
+    [thresholds]  blackboard.config.Thresholds (docs/coaching.md defaults)
     [safety]      launcher.safety.SafetyConfig (locale, [safety.resources.<REGION>], windows)
     [agents]      dir = "agents"  warm_process_limit = 6  retries = 1  watch = true  idle_close_s = 1800
                   keep_claude_transcripts = false
     [embedded]    launcher.embedded.EmbeddedConfig (llama-server for the no-GPU default)
-    [broker]      launcher.scaleout.config.BrokerConfig (url = "amqp://...": turns as jobs for `coach worker`)
+    [broker]      launcher.config.BrokerConfig (url = "amqp://...": turns as jobs for `coach worker`)
 
 Relative paths are relative to the current directory. Errors: :class:`ConfigError` naming the file,
 the field (``[agents] warm_process_limit``), what was wrong and the fix.
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -37,21 +38,21 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from blackboard.config import Thresholds
+from launcher.embedded import EmbeddedConfig
+from launcher.errors import LauncherError
+from launcher.safety import SafetyConfig
 from mcp_server.config import McpConfig
 from proxy.config import ModelPool, ProxyConfig
 
-from .embedded import EmbeddedConfig
-from .errors import LauncherError
-from .safety import SafetyConfig
-from .scaleout.config import ENV_BROKER_URL, BrokerConfig
-
 __all__ = [
     "DEFAULT_CONFIG_FILE",
+    "ENV_BROKER_URL",
     "ENV_CONFIG",
     "ENV_DATABASE_URL",
     "ENV_DATA_DIR",
     "ENV_UPSTREAM_URL",
     "AgentsConfig",
+    "BrokerConfig",
     "CoachConfig",
     "ConfigError",
     "DataConfig",
@@ -63,6 +64,7 @@ ENV_CONFIG = "COACH_CONFIG"
 ENV_UPSTREAM_URL = "COACH_UPSTREAM_URL"
 ENV_DATA_DIR = "COACH_DATA_DIR"
 ENV_DATABASE_URL = "COACH_DATABASE_URL"
+ENV_BROKER_URL = "COACH_BROKER_URL"
 DEFAULT_CONFIG_FILE = Path("coach.toml")
 
 
@@ -152,14 +154,14 @@ CHECKOUT_AGENTS_DIR = Path(__file__).resolve().parent.parent / "agents"
 class AgentsConfig(BaseModel):
     """The agent files and their processes.
 
-    ``warm_process_limit``: Claude Code processes kept warm across turns (about 200 MiB each; DESIGN.md);
+    ``warm_process_limit``: Claude Code processes kept warm across turns (about 200 MiB each; docs/claude-code.md);
     beyond it agents start cold. ``retries``: retries of an agent after a transient failure (issue 5:
     one). ``watch``: reload edited agent files in long-running modes. ``idle_close_s``: seconds without a
     turn after which a long-running mode (``coach chat``, ``coach serve``) closes a session (compacts it
     into the profile; issue 5's idle timeout); 0 turns it off. ``keep_claude_transcripts``: let the
     agents' Claude Code processes save their conversations (the user's messages) under
     ``<data dir>/claude-home/.claude/projects/``, never pruned: for debugging only (default off:
-    ``--no-session-persistence``; see ``launcher._agent_runner.RunnerConfig``). ``dir`` defaults to
+    ``--no-session-persistence``; see ``launcher.runner._agent_runner.RunnerConfig``). ``dir`` defaults to
     ``./agents``, or, when the current folder has none, to the checkout's ``agents/`` (:meth:`resolved_dir`).
     """
 
@@ -187,6 +189,52 @@ class AgentsConfig(BaseModel):
         return self.dir
 
 
+_BROKER_PREFIX = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
+
+
+class BrokerConfig(BaseModel):
+    """``[broker]``: RabbitMQ for turn jobs (docs/scale-out.md). ``url`` (or ``COACH_BROKER_URL``, which
+    wins; or ``--broker``) turns ``coach run`` and ``coach serve``'s turn endpoint into front ends that
+    publish jobs for ``coach worker`` processes; unset, turns run in-process.
+
+    ``url``: ``amqp://user:password@host:port/vhost``; ``prefix``: the exchanges' and queues' names
+    start with it (one per deployment); ``delivery_limit``: deliveries of a job whose consumer died
+    before the broker dead-letters it (the job is then marked failed); ``lease_ttl_s``: how long a
+    session stays with a worker that stopped renewing (a dead worker's sessions move after it);
+    ``sessions``: warm sessions per worker (six ``claude`` processes each; also the broker prefetch);
+    ``metrics_port``: ``coach worker``'s ``/metrics`` (0 = any free port); ``turns_port``: ``coach
+    serve``'s ``POST /v1/turns`` (server-sent events)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = None
+    prefix: str = "coach"
+    delivery_limit: int = Field(default=5, ge=1, le=100)
+    lease_ttl_s: float = Field(default=15.0, gt=0.5, le=3600)
+    sessions: int = Field(default=2, ge=1, le=64)
+    metrics_port: int = Field(default=9464, ge=0, le=65535)
+    metrics_host: str = "127.0.0.1"
+    turns_port: int = Field(default=8090, ge=0, le=65535)
+
+    @field_validator("url")
+    @classmethod
+    def _amqp(cls, value: str | None) -> str | None:
+        if value is None or value == "":
+            return None
+        if not value.startswith(("amqp://", "amqps://")):
+            raise ValueError(
+                f"not an AMQP URL (got {value[:80]!r}): use amqp://user:password@host:5672/vhost"
+            )
+        return value
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, value: str) -> str:
+        if not _BROKER_PREFIX.fullmatch(value):
+            raise ValueError("use 1-64 characters from A-Z a-z 0-9 _ . -")
+        return value
+
+
 class CoachConfig(BaseModel):
     """The whole configuration (see the module docstring). ``source``: the file it came from, if any."""
 
@@ -208,8 +256,9 @@ class CoachConfig(BaseModel):
         named ``default`` serving every model name from ``[upstream]``."""
         proxy = self.proxy
         if self.data.url and proxy.shared_budgets_url is None:  # budgets shared by every instance
-            proxy = proxy.model_copy(update={"shared_budgets_url": self.data.url,
-                                             "shared_budgets_schema": self.data.db_schema})
+            proxy = proxy.model_copy(
+                update={"shared_budgets_url": self.data.url, "shared_budgets_schema": self.data.db_schema}
+            )
         if proxy.models:
             return proxy
         pool = ModelPool(
@@ -332,8 +381,12 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
             ) from None
     if "source" in data:
         raise ConfigError(f"{p}: 'source' is not a configuration key. Fix: remove it")
-    for var, (section, key) in {ENV_UPSTREAM_URL: ("upstream", "url"), ENV_DATA_DIR: ("data", "dir"),
-                                ENV_DATABASE_URL: ("data", "url"), ENV_BROKER_URL: ("broker", "url")}.items():
+    for var, (section, key) in {
+        ENV_UPSTREAM_URL: ("upstream", "url"),
+        ENV_DATA_DIR: ("data", "dir"),
+        ENV_DATABASE_URL: ("data", "url"),
+        ENV_BROKER_URL: ("broker", "url"),
+    }.items():
         value = env.get(var)
         if value:
             sect = data.setdefault(section, {})

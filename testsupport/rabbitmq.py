@@ -16,8 +16,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 
-__all__ = ["DEFAULT_TEST_BROKER_URL", "broker_problem", "delete_topology", "fresh_prefix", "require_rabbitmq",
-           "test_broker_url"]
+__all__ = [
+    "DEFAULT_TEST_BROKER_URL",
+    "broker_problem",
+    "delete_topology",
+    "fresh_prefix",
+    "require_rabbitmq",
+    "test_broker_url",
+]
 
 DEFAULT_TEST_BROKER_URL = "amqp://guest:guest@127.0.0.1:5672/"
 
@@ -41,8 +47,10 @@ def broker_problem(url: str) -> str | None:
         asyncio.run(probe())
     except (Exception, socket.error) as exc:  # noqa: UP024
         why = " ".join(str(exc).split())[:200] or type(exc).__name__
-        return (f"RabbitMQ test skipped: no broker at {url.split('@')[-1]} ({why}); start it with "
-                "`rabbitmq-server -detached` (then `rabbitmqctl await_startup`) or point COACH_TEST_BROKER_URL at one")
+        return (
+            f"RabbitMQ test skipped: no broker at {url.split('@')[-1]} ({why}); start it with "
+            "`rabbitmq-server -detached` (then `rabbitmqctl await_startup`) or point COACH_TEST_BROKER_URL at one"
+        )
     return None
 
 

@@ -111,8 +111,14 @@ class AmqpBroker:
     """One AMQP connection for publishing (opened on first use, re-opened after a drop) and, with
     :meth:`consume_forever`, a consuming connection that reconnects by itself."""
 
-    def __init__(self, url: str, topology: BrokerTopology | None = None, *, connect_timeout_s: float = 5.0,
-                 name: str = "coach") -> None:
+    def __init__(
+        self,
+        url: str,
+        topology: BrokerTopology | None = None,
+        *,
+        connect_timeout_s: float = 5.0,
+        name: str = "coach",
+    ) -> None:
         self.url = url
         self.name = name  # the connections' connection_name (rabbitmqctl list_connections client_properties)
         self.topology = topology or BrokerTopology()
@@ -127,8 +133,9 @@ class AmqpBroker:
         import aio_pika
 
         try:
-            return await aio_pika.connect(self.url, timeout=self.connect_timeout_s,
-                                          client_properties={"connection_name": self.name})
+            return await aio_pika.connect(
+                self.url, timeout=self.connect_timeout_s, client_properties={"connection_name": self.name}
+            )
         except (TimeoutError, OSError, Exception) as exc:  # aiormq raises its own types too
             raise unreachable(self.url, exc) from None
 
@@ -139,16 +146,27 @@ class AmqpBroker:
         t = self.topology
         ex = await channel.declare_exchange(t.exchange, aio_pika.ExchangeType.DIRECT, durable=True)
         dead_ex = await channel.declare_exchange(t.dead_exchange, aio_pika.ExchangeType.FANOUT, durable=True)
-        queue = await channel.declare_queue(t.queue, durable=True, arguments={
-            "x-queue-type": "quorum", "x-delivery-limit": t.delivery_limit, "x-dead-letter-exchange": t.dead_exchange,
-        })
+        queue = await channel.declare_queue(
+            t.queue,
+            durable=True,
+            arguments={
+                "x-queue-type": "quorum",
+                "x-delivery-limit": t.delivery_limit,
+                "x-dead-letter-exchange": t.dead_exchange,
+            },
+        )
         await queue.bind(ex, routing_key="turn")
         dead = await channel.declare_queue(t.dead_queue, durable=True, arguments={"x-queue-type": "quorum"})
         await dead.bind(dead_ex, routing_key="")
         return ex, queue, dead
 
     async def _publisher(self) -> Any:
-        if self._pub is None or self._pub.is_closed or self._pub_channel is None or self._pub_channel.is_closed:
+        if (
+            self._pub is None
+            or self._pub.is_closed
+            or self._pub_channel is None
+            or self._pub_channel.is_closed
+        ):
             if self._pub is not None:
                 with contextlib.suppress(Exception):
                     await self._pub.close()
@@ -158,8 +176,9 @@ class AmqpBroker:
             self._pub_exchange = ex
         return self._pub_exchange
 
-    async def _send(self, body: bytes, routing_key: str, *, persistent: bool, message_id: str,
-                    mandatory: bool) -> bool:
+    async def _send(
+        self, body: bytes, routing_key: str, *, persistent: bool, message_id: str, mandatory: bool
+    ) -> bool:
         import aio_pika
         from aiormq.exceptions import DeliveryError, PublishError
 
@@ -167,8 +186,12 @@ class AmqpBroker:
             for attempt in (1, 2):  # one retry on a fresh connection (the old one may have dropped)
                 ex = await self._publisher()
                 msg = aio_pika.Message(
-                    body, content_type="application/json", message_id=message_id,
-                    delivery_mode=aio_pika.DeliveryMode.PERSISTENT if persistent else aio_pika.DeliveryMode.NOT_PERSISTENT,
+                    body,
+                    content_type="application/json",
+                    message_id=message_id,
+                    delivery_mode=aio_pika.DeliveryMode.PERSISTENT
+                    if persistent
+                    else aio_pika.DeliveryMode.NOT_PERSISTENT,
                 )
                 try:
                     await ex.publish(msg, routing_key=routing_key, mandatory=mandatory, timeout=10)
@@ -176,7 +199,9 @@ class AmqpBroker:
                 except PublishError:  # returned: no queue is bound to the routing key
                     return False
                 except DeliveryError as exc:  # nacked by the broker
-                    raise BrokerError(f"RabbitMQ at {describe_url(self.url)} refused the message: {exc}") from None
+                    raise BrokerError(
+                        f"RabbitMQ at {describe_url(self.url)} refused the message: {exc}"
+                    ) from None
                 except Exception as exc:
                     self._pub = None
                     if attempt == 2:
@@ -191,14 +216,17 @@ class AmqpBroker:
     async def publish(self, msg: JobMessage) -> None:
         """Publish a job to the shared queue, persistent, and wait for the broker's confirm."""
         if not await self._send(encode(msg), "turn", persistent=True, message_id=msg.job_id, mandatory=True):
-            raise BrokerError(f"RabbitMQ at {describe_url(self.url)} routed job {msg.job_id} to no queue "
-                              f"(is {self.topology.queue} deleted?); it was not queued")
+            raise BrokerError(
+                f"RabbitMQ at {describe_url(self.url)} routed job {msg.job_id} to no queue "
+                f"(is {self.topology.queue} deleted?); it was not queued"
+            )
 
     async def hint(self, worker_id: str, msg: JobMessage) -> bool:
         """Tell ``worker_id`` a job of a session it holds is waiting; False when it has no queue (gone)."""
         hint = JobMessage(msg.job_id, msg.user, msg.session, msg.seq, "hint")
-        return await self._send(encode(hint), f"w.{worker_id}", persistent=False, message_id=msg.job_id,
-                                mandatory=True)
+        return await self._send(
+            encode(hint), f"w.{worker_id}", persistent=False, message_id=msg.job_id, mandatory=True
+        )
 
     async def queue_depth(self) -> int | None:
         """Messages ready in the shared queue (None when the broker cannot be asked)."""
@@ -215,8 +243,16 @@ class AmqpBroker:
             self._pub = None
             return None
 
-    async def consume_forever(self, *, worker_id: str, prefetch: int, on_job: Handler, on_hint: Handler,
-                              on_dead: Handler, retry_s: float = 1.0) -> None:
+    async def consume_forever(
+        self,
+        *,
+        worker_id: str,
+        prefetch: int,
+        on_job: Handler,
+        on_hint: Handler,
+        on_dead: Handler,
+        retry_s: float = 1.0,
+    ) -> None:
         """Consume the shared queue (``prefetch`` unacked at most), this worker's hint queue and the
         dead-letter queue until cancelled, reconnecting (and re-declaring, re-consuming) after every drop.
         Handlers run as tasks; a handler's exception is logged, never stops consuming."""
@@ -242,8 +278,9 @@ class AmqpBroker:
                     hint_ch = await conn.channel()
                     await hint_ch.set_qos(prefetch_count=64)
                     hex_ = await self.declare(hint_ch)
-                    hq = await hint_ch.declare_queue(self.topology.worker_queue(worker_id), exclusive=True,
-                                                     auto_delete=True)
+                    hq = await hint_ch.declare_queue(
+                        self.topology.worker_queue(worker_id), exclusive=True, auto_delete=True
+                    )
                     await hq.bind(hex_[0], routing_key=f"w.{worker_id}")
                     dead_ch = await conn.channel()
                     await dead_ch.set_qos(prefetch_count=16)
@@ -261,6 +298,7 @@ class AmqpBroker:
                             task = asyncio.ensure_future(_guarded(handler, msg, incoming))
                             tasks.add(task)
                             task.add_done_callback(tasks.discard)
+
                         return cb
 
                     await queue.consume(spawn(on_job), no_ack=False)
@@ -296,8 +334,11 @@ async def _guarded(handler: Handler, msg: JobMessage, incoming: Any) -> None:
     except asyncio.CancelledError:
         raise
     except Exception:
-        log.exception("handling %s %s failed; returning it to the queue (its delivery count goes up)",
-                      msg.kind, msg.job_id)
+        log.exception(
+            "handling %s %s failed; returning it to the queue (its delivery count goes up)",
+            msg.kind,
+            msg.job_id,
+        )
         await asyncio.sleep(1.0)  # no hot loop on a store that is down
         with contextlib.suppress(Exception):
             await incoming.nack(requeue=True)

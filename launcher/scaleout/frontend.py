@@ -41,7 +41,9 @@ def new_job_id() -> str:
     return "j" + uuid.uuid4().hex
 
 
-async def submit(jobs: TurnJobs, broker: Any, user: str, session: str, text: str, job_id: str | None = None) -> Job:
+async def submit(
+    jobs: TurnJobs, broker: Any, user: str, session: str, text: str, job_id: str | None = None
+) -> Job:
     """Create the job row, then publish its message (confirmed). Returns the job as created (or found)."""
     job_id = job_id or new_job_id()
     job, created = await anyio.to_thread.run_sync(partial(jobs.create, job_id, user, session, text))
@@ -50,8 +52,14 @@ async def submit(jobs: TurnJobs, broker: Any, user: str, session: str, text: str
     return job
 
 
-async def follow(jobs: TurnJobs, job_id: str, *, on_reply: Callable[[str], None] | None = None,
-                 timeout_s: float = 1800.0, on_note: Callable[[str], None] | None = None) -> dict[str, Any]:
+async def follow(
+    jobs: TurnJobs,
+    job_id: str,
+    *,
+    on_reply: Callable[[str], None] | None = None,
+    timeout_s: float = 1800.0,
+    on_note: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Wait for the job's result document; ``on_reply(text)`` once, when the Coach's reply is recorded.
     Raises TurnJobFailed (failed, or not done within ``timeout_s``)."""
     end = time.monotonic() + timeout_s
@@ -72,44 +80,69 @@ async def follow(jobs: TurnJobs, job_id: str, *, on_reply: Callable[[str], None]
             doc: dict[str, Any] = json.loads(job.result or "{}")
             return doc
         if job.state == "failed":
-            raise TurnJobFailed(f"turn job {job_id} failed: {job.error or 'no reason recorded'}. Nothing more will "
-                                "run for it; send the message again (a new job) once the cause is fixed")
+            raise TurnJobFailed(
+                f"turn job {job_id} failed: {job.error or 'no reason recorded'}. Nothing more will "
+                "run for it; send the message again (a new job) once the cause is fixed"
+            )
         if not noted and job.state == "queued" and time.monotonic() - start > WAITING_NOTE_S and on_note:
             noted = True
-            on_note(f"waiting: no worker has taken turn job {job_id} for {WAITING_NOTE_S:.0f} s. Is a `coach worker` "
-                    "running with the same [broker] url and [data] url?")
+            on_note(
+                f"waiting: no worker has taken turn job {job_id} for {WAITING_NOTE_S:.0f} s. Is a `coach worker` "
+                "running with the same [broker] url and [data] url?"
+            )
         if time.monotonic() > end:
-            raise TurnJobFailed(f"turn job {job_id} did not finish within {timeout_s:.0f} s (state {job.state}); "
-                                "it stays queued: follow it again with the same --job-id")
+            raise TurnJobFailed(
+                f"turn job {job_id} did not finish within {timeout_s:.0f} s (state {job.state}); "
+                "it stays queued: follow it again with the same --job-id"
+            )
 
 
 def turn_result_from_doc(doc: dict[str, Any]) -> Any:
     """A ``TurnResult`` equal to the one whose ``to_json()`` gave ``doc`` (for the text output)."""
-    from launcher._turn_status import AgentStatus, TurnResult
+    from launcher.pipeline._turn_status import AgentStatus, TurnResult
 
     agents = {name: AgentStatus(**a) for name, a in (doc.get("agents") or {}).items()}
     return TurnResult(
-        turn_id=doc["turn_id"], coach_reply=doc.get("coach_reply", ""), synthesis=doc.get("synthesis", ""),
-        synthesis_source=doc.get("synthesis_source", "none"), degraded=bool(doc.get("degraded")),
-        crisis_tier=int(doc.get("crisis_tier", 0)), missing=list(doc.get("missing", [])), agents=agents,
-        coach_fallback=bool(doc.get("coach_fallback")), coach_reply_s=doc.get("coach_reply_s"),
-        synthesis_s=doc.get("synthesis_s"), safety_raises=list(doc.get("safety_raises", [])),
+        turn_id=doc["turn_id"],
+        coach_reply=doc.get("coach_reply", ""),
+        synthesis=doc.get("synthesis", ""),
+        synthesis_source=doc.get("synthesis_source", "none"),
+        degraded=bool(doc.get("degraded")),
+        crisis_tier=int(doc.get("crisis_tier", 0)),
+        missing=list(doc.get("missing", [])),
+        agents=agents,
+        coach_fallback=bool(doc.get("coach_fallback")),
+        coach_reply_s=doc.get("coach_reply_s"),
+        synthesis_s=doc.get("synthesis_s"),
+        safety_raises=list(doc.get("safety_raises", [])),
         safety_refused=list(doc.get("safety_refused", [])),
     )
 
 
-async def run_turn_via_broker(config: Any, broker_url: str, user: str, session: str, text: str, *,
-                              on_reply: Callable[[str], None] | None = None, job_id: str | None = None,
-                              on_note: Callable[[str], None] | None = None, timeout_s: float = 1800.0) -> Any:
+async def run_turn_via_broker(
+    config: Any,
+    broker_url: str,
+    user: str,
+    session: str,
+    text: str,
+    *,
+    on_reply: Callable[[str], None] | None = None,
+    job_id: str | None = None,
+    on_note: Callable[[str], None] | None = None,
+    timeout_s: float = 1800.0,
+) -> Any:
     """``coach run --broker``: submit, follow, and return the ``TurnResult`` (from the job's document)."""
     from launcher.errors import StackError
 
     if not config.data.url:
-        raise StackError("--broker needs the PostgreSQL blackboard the workers use: set [data] url or "
-                         "COACH_DATABASE_URL (docs/postgresql.md)")
+        raise StackError(
+            "--broker needs the PostgreSQL blackboard the workers use: set [data] url or "
+            "COACH_DATABASE_URL (docs/postgresql.md)"
+        )
     jobs = await anyio.to_thread.run_sync(lambda: TurnJobs(config.data.url, schema=config.data.db_schema))
-    broker = AmqpBroker(broker_url, BrokerTopology(prefix=config.broker.prefix,
-                                                   delivery_limit=config.broker.delivery_limit))
+    broker = AmqpBroker(
+        broker_url, BrokerTopology(prefix=config.broker.prefix, delivery_limit=config.broker.delivery_limit)
+    )
     try:
         job = await submit(jobs, broker, user, session, text, job_id)
         await broker.close()

@@ -49,14 +49,21 @@ def turns_app(jobs: Any, broker: Any, secret: str) -> Any:
 
     async def post_turn(request: Request) -> Response:
         if not authorized(request):
-            return JSONResponse({"error": "missing or wrong bearer token: send Authorization: Bearer <the data "
-                                          "directory's mcp_secret, or COACH_MCP_SECRET>"}, status_code=401)
+            return JSONResponse(
+                {
+                    "error": "missing or wrong bearer token: send Authorization: Bearer <the data "
+                    "directory's mcp_secret, or COACH_MCP_SECRET>"
+                },
+                status_code=401,
+            )
         try:
             body = await request.json()
             user, session, message = str(body["user"]), str(body["session"]), str(body["message"])
             job_id = body.get("job_id")
         except (ValueError, KeyError, TypeError):
-            return JSONResponse({"error": 'send JSON {"user": ..., "session": ..., "message": ...}'}, status_code=400)
+            return JSONResponse(
+                {"error": 'send JSON {"user": ..., "session": ..., "message": ...}'}, status_code=400
+            )
         try:
             job = await submit(jobs, broker, user, session, message, str(job_id) if job_id else None)
         except BlackboardError as exc:
@@ -69,22 +76,29 @@ def turns_app(jobs: Any, broker: Any, secret: str) -> Any:
             yield _sse("job", {"job_id": job.job_id})
             send, receive = anyio.create_memory_object_stream[bytes](8)
             async with anyio.create_task_group() as tg:
+
                 async def run() -> None:
                     async with send:
+
                         def on_reply(text: str) -> None:
                             send.send_nowait(_sse("coach_reply", {"job_id": job.job_id, "coach_reply": text}))
+
                         try:
                             doc = await follow(jobs, job.job_id, on_reply=on_reply)
                             await send.send(_sse("synthesis", {"job_id": job.job_id, **doc}))
                         except (TurnJobFailed, BlackboardError) as exc:
                             await send.send(_sse("error", {"job_id": job.job_id, "error": str(exc)}))
+
                 tg.start_soon(run)
                 async with receive:
                     async for chunk in receive:
                         yield chunk
 
-        return StreamingResponse(events(), media_type="text/event-stream",
-                                 headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
+        return StreamingResponse(
+            events(),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
+        )
 
     async def get_turn(request: Request) -> Response:
         if not authorized(request):
@@ -92,12 +106,24 @@ def turns_app(jobs: Any, broker: Any, secret: str) -> Any:
         job = await anyio.to_thread.run_sync(partial(jobs.get, request.path_params["job_id"]))
         if job is None:
             return JSONResponse({"error": "no such job"}, status_code=404)
-        return JSONResponse({"job_id": job.job_id, "state": job.state, "attempts": job.attempts,
-                             "turn_id": job.turn_id, "coach_reply": job.coach_reply,
-                             "result": json.loads(job.result) if job.result else None, "error": job.error})
+        return JSONResponse(
+            {
+                "job_id": job.job_id,
+                "state": job.state,
+                "attempts": job.attempts,
+                "turn_id": job.turn_id,
+                "coach_reply": job.coach_reply,
+                "result": json.loads(job.result) if job.result else None,
+                "error": job.error,
+            }
+        )
 
-    return Starlette(routes=[Route("/v1/turns", post_turn, methods=["POST"]),
-                             Route("/v1/turns/{job_id}", get_turn, methods=["GET"])])
+    return Starlette(
+        routes=[
+            Route("/v1/turns", post_turn, methods=["POST"]),
+            Route("/v1/turns/{job_id}", get_turn, methods=["GET"]),
+        ]
+    )
 
 
 def open_turns_endpoint(config: Any, secret: str, bind: Any, echo: Any) -> tuple[Any, Any, Any, str] | None:
@@ -106,16 +132,21 @@ def open_turns_endpoint(config: Any, secret: str, bind: Any, echo: Any) -> tuple
     if not config.broker.url:
         return None
     if not config.data.url:
-        echo("coach serve: [broker] url is set but [data] url is not: POST /v1/turns needs the PostgreSQL the "
-             "workers use (docs/scale-out.md); not serving it", err=True)
+        echo(
+            "coach serve: [broker] url is set but [data] url is not: POST /v1/turns needs the PostgreSQL the "
+            "workers use (docs/scale-out.md); not serving it",
+            err=True,
+        )
         return None
     from blackboard._pg_jobs import TurnJobs
     from launcher.scaleout.broker import AmqpBroker, BrokerTopology
 
     jobs = TurnJobs(config.data.url, schema=config.data.db_schema)
-    broker = AmqpBroker(config.broker.url, BrokerTopology(prefix=config.broker.prefix,
-                                                          delivery_limit=config.broker.delivery_limit),
-                        name="coach serve")
+    broker = AmqpBroker(
+        config.broker.url,
+        BrokerTopology(prefix=config.broker.prefix, delivery_limit=config.broker.delivery_limit),
+        name="coach serve",
+    )
     host = config.proxy.host
     sock = bind(host, config.broker.turns_port, "turns endpoint")
 

@@ -41,8 +41,13 @@ def decode(body: bytes) -> JobMessage:
     if not isinstance(d, dict) or d.get("v") != VERSION:
         raise ValueError("not a turn-job message of version 1")
     try:
-        msg = JobMessage(str(d["job_id"]), str(d["user"]), str(d["session"]), int(d["seq"]),
-                         "hint" if d.get("kind") == "hint" else "job")
+        msg = JobMessage(
+            str(d["job_id"]),
+            str(d["user"]),
+            str(d["session"]),
+            int(d["seq"]),
+            "hint" if d.get("kind") == "hint" else "job",
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"turn-job message lacks a field: {exc}") from None
     for part, what in ((msg.job_id, "job id"), (msg.user, "user"), (msg.session, "session")):

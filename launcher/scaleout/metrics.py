@@ -38,8 +38,10 @@ def render(worker: Any, runner: Any, queue_depth: int | None) -> str:
         "# TYPE coach_worker_turn_seconds summary",
     ]
     for q in (0.5, 0.9, 0.99):
-        lines.append(f'coach_worker_turn_seconds{{worker="{worker.worker_id}",quantile="{q}"}} '
-                     f"{_quantile(st.latencies, q):.3f}")
+        lines.append(
+            f'coach_worker_turn_seconds{{worker="{worker.worker_id}",quantile="{q}"}} '
+            f"{_quantile(st.latencies, q):.3f}"
+        )
     lines += [
         f'coach_worker_turn_seconds_sum{{worker="{worker.worker_id}"}} {sum(st.latencies):.3f}',
         f'coach_worker_turn_seconds_count{{worker="{worker.worker_id}"}} {len(st.latencies)}',
@@ -52,8 +54,11 @@ def render(worker: Any, runner: Any, queue_depth: int | None) -> str:
         ("stale_refused", st.stale_refused, "Turns stopped because this worker's lease went stale."),
         ("hints_sent", st.hints_sent, "Hints sent to a session's lease holder."),
     ):
-        lines += [f"# HELP coach_worker_{name}_total {help_}", f"# TYPE coach_worker_{name}_total counter",
-                  f'coach_worker_{name}_total{{worker="{worker.worker_id}"}} {value}']
+        lines += [
+            f"# HELP coach_worker_{name}_total {help_}",
+            f"# TYPE coach_worker_{name}_total counter",
+            f'coach_worker_{name}_total{{worker="{worker.worker_id}"}} {value}',
+        ]
     return "\n".join(lines) + "\n"
 
 

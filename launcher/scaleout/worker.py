@@ -102,12 +102,19 @@ def result_from_board(board: Any, job: Job) -> dict[str, Any] | None:
     record = entries.get("record")
     rv = record.value if record is not None else {}
     return {
-        "turn_id": job.turn_id, "coach_reply": d.get("coach_reply", ""), "synthesis": d.get("synthesis", ""),
-        "degraded": bool(d.get("degraded")), "crisis_tier": int(rv.get("crisis_tier", meta.value.get("crisis_tier", 0)
-                                                                      if meta else 0)),
-        "missing": list(d.get("missing", [])), "synthesis_source": d.get("synthesis_source", "none"),
-        "safety_raises": list(rv.get("safety_raises", [])), "safety_refused": list(rv.get("safety_refused", [])),
-        "coach_fallback": False, "coach_reply_s": None, "synthesis_s": None, "agents": dict(d.get("agents", {})),
+        "turn_id": job.turn_id,
+        "coach_reply": d.get("coach_reply", ""),
+        "synthesis": d.get("synthesis", ""),
+        "degraded": bool(d.get("degraded")),
+        "crisis_tier": int(rv.get("crisis_tier", meta.value.get("crisis_tier", 0) if meta else 0)),
+        "missing": list(d.get("missing", [])),
+        "synthesis_source": d.get("synthesis_source", "none"),
+        "safety_raises": list(rv.get("safety_raises", [])),
+        "safety_refused": list(rv.get("safety_refused", [])),
+        "coach_fallback": False,
+        "coach_reply_s": None,
+        "synthesis_s": None,
+        "agents": dict(d.get("agents", {})),
     }
 
 
@@ -122,8 +129,17 @@ class Worker:
         worker_id: this worker's id (unique per process).
     """
 
-    def __init__(self, supervisor: Any, jobs: TurnJobs, leases: Leases, broker: AmqpBroker, *, capacity: int = 1,
-                 worker_id: str | None = None, close_session: Callable[[str, str], Any] | None = None) -> None:
+    def __init__(
+        self,
+        supervisor: Any,
+        jobs: TurnJobs,
+        leases: Leases,
+        broker: AmqpBroker,
+        *,
+        capacity: int = 1,
+        worker_id: str | None = None,
+        close_session: Callable[[str, str], Any] | None = None,
+    ) -> None:
         self.supervisor = supervisor
         self.board = supervisor.board
         self.jobs = jobs
@@ -155,7 +171,13 @@ class Worker:
         key = (user, session)
         prev = self._held.get(key)
         if prev is not None and prev.epoch != lease.epoch:
-            log.info("session %s/%s: lease re-taken under epoch %d (was %d)", user, session, lease.epoch, prev.epoch)
+            log.info(
+                "session %s/%s: lease re-taken under epoch %d (was %d)",
+                user,
+                session,
+                lease.epoch,
+                prev.epoch,
+            )
         self._held[key] = lease
         self._held.move_to_end(key)
         await self._evict()
@@ -195,7 +217,9 @@ class Worker:
                 elif self._held.get(key, None) is not None and self._held[key].epoch == lease.epoch:
                     self._held[key] = renewed
             with contextlib.suppress(Exception):
-                await self._db(self.jobs.heartbeat, self.worker_id, socket.gethostname(), os.getpid(), self.capacity)
+                await self._db(
+                    self.jobs.heartbeat, self.worker_id, socket.gethostname(), os.getpid(), self.capacity
+                )
             await anyio.sleep(every)
 
     async def release_all(self) -> None:
@@ -225,7 +249,11 @@ class Worker:
                 await self.drain(job.user, job.session, job.seq, lease)
                 continue  # re-read: terminal now, unless the lease went stale meanwhile
             holder = await self._db(self.leases.holder, job.user, job.session)
-            if holder is not None and holder.worker_id != self.worker_id and time.monotonic() - last_hint > HINT_EVERY_S:
+            if (
+                holder is not None
+                and holder.worker_id != self.worker_id
+                and time.monotonic() - last_hint > HINT_EVERY_S
+            ):
                 last_hint = time.monotonic()
                 with contextlib.suppress(Exception):
                     if await self.broker.hint(holder.worker_id, msg):
@@ -260,9 +288,11 @@ class Worker:
             stuck = time.monotonic() - last_change[1] > STUCK_S  # held, but nothing happens to it
             holder = await self._db(self.leases.holder, job.user, job.session)
             if holder is None or stuck or job.state == "queued" or holder.worker_id != job.worker_id:
-                why = (f"dead-lettered by RabbitMQ after {self.broker.topology.delivery_limit + 1} deliveries "
-                       f"(x-delivery-limit {self.broker.topology.delivery_limit}): every worker that took it "
-                       "stopped before finishing it")
+                why = (
+                    f"dead-lettered by RabbitMQ after {self.broker.topology.delivery_limit + 1} deliveries "
+                    f"(x-delivery-limit {self.broker.topology.delivery_limit}): every worker that took it "
+                    "stopped before finishing it"
+                )
                 if await self._db(self.jobs.fail, job.job_id, why):
                     self.stats.turns_failed += 1
                     log.error("job %s of session %s/%s failed: %s", job.job_id, job.user, job.session, why)
@@ -310,7 +340,9 @@ class Worker:
         try:
             if claimed.attempts > 1:
                 self.stats.turns_resumed += 1
-                log.info("job %s: attempt %d (resuming turn %s)", claimed.job_id, claimed.attempts, claimed.turn_id)
+                log.info(
+                    "job %s: attempt %d (resuming turn %s)", claimed.job_id, claimed.attempts, claimed.turn_id
+                )
             finished = await self._db(result_from_board, self.board, claimed)
             if finished is not None:  # the turn ended on the board, the row was not marked: mark it
                 await self._finish(claimed, lease, finished)
@@ -326,8 +358,10 @@ class Worker:
             async def before_dispatch(agent: str) -> None:
                 if not await self._db(self.leases.check, lease):
                     await self._db(self.leases.refused, lease, f"dispatch {agent}", claimed.job_id)
-                    raise StaleLeaseError(f"lease of {job.user}/{job.session} epoch {lease.epoch} is stale: "
-                                          f"{agent} of job {claimed.job_id} not started")
+                    raise StaleLeaseError(
+                        f"lease of {job.user}/{job.session} epoch {lease.epoch} is stale: "
+                        f"{agent} of job {claimed.job_id} not started"
+                    )
 
             loop = asyncio.get_running_loop()
 
@@ -337,8 +371,9 @@ class Worker:
 
             hooks = TurnHooks(resume_turn=claimed.turn_id, on_begun=on_begun, before_dispatch=before_dispatch)
             try:
-                result = await self.supervisor.run_turn(job.user, job.session, text, on_coach_reply=on_reply,
-                                                        hooks=hooks)
+                result = await self.supervisor.run_turn(
+                    job.user, job.session, text, on_coach_reply=on_reply, hooks=hooks
+                )
             except BaseException as exc:
                 stale = _find(exc, StaleLeaseError)
                 if stale is not None:
@@ -355,24 +390,46 @@ class Worker:
     async def _finish(self, job: Job, lease: Lease, doc: dict[str, Any]) -> None:
         if not await self._db(self.leases.check, lease):
             await self._db(self.leases.refused, lease, "finish (checked)", job.job_id)
-            raise StaleLeaseError(f"lease of {job.user}/{job.session} epoch {lease.epoch} is stale: job "
-                                  f"{job.job_id} not marked done")
+            raise StaleLeaseError(
+                f"lease of {job.user}/{job.session} epoch {lease.epoch} is stale: job "
+                f"{job.job_id} not marked done"
+            )
         now = await self._db(self.jobs.get, job.job_id)
         if now is not None and now.coach_reply is not None:
             doc = {**doc, "coach_reply": now.coach_reply}  # the reply the user was shown first stays
-        done = await self._db(self.jobs.finish, job.job_id, lease, result=json.dumps(doc, ensure_ascii=False),
-                              coach_reply=str(doc.get("coach_reply", "")), synthesis=str(doc.get("synthesis", "")))
+        done = await self._db(
+            self.jobs.finish,
+            job.job_id,
+            lease,
+            result=json.dumps(doc, ensure_ascii=False),
+            coach_reply=str(doc.get("coach_reply", "")),
+            synthesis=str(doc.get("synthesis", "")),
+        )
         if done is not None:
             self.stats.turns_done += 1
-            log.info("job %s done: turn %s of %s/%s (epoch %d)", job.job_id, doc.get("turn_id"), job.user,
-                     job.session, lease.epoch)
+            log.info(
+                "job %s done: turn %s of %s/%s (epoch %d)",
+                job.job_id,
+                doc.get("turn_id"),
+                job.user,
+                job.session,
+                lease.epoch,
+            )
 
     async def run(self, *, ready: Callable[[], None] | None = None) -> None:
         """Consume until cancelled."""
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.renew_forever)
-            tg.start_soon(partial(self.broker.consume_forever, worker_id=self.worker_id, prefetch=self.capacity,
-                                  on_job=self.on_job, on_hint=self.on_hint, on_dead=self.on_dead))
+            tg.start_soon(
+                partial(
+                    self.broker.consume_forever,
+                    worker_id=self.worker_id,
+                    prefetch=self.capacity,
+                    on_job=self.on_job,
+                    on_hint=self.on_hint,
+                    on_dead=self.on_dead,
+                )
+            )
             if ready is not None:
                 await self.broker.connected.wait()
                 ready()

@@ -10,8 +10,8 @@ import anyio
 import pytest
 
 from blackboard import Blackboard
+from launcher.pipeline.supervisor import Supervisor
 from launcher.scaleout.hooks import TurnHooks
-from launcher.supervisor import Supervisor
 from tests.launcher.fakes import FakeRunner, fake_screen, specs
 
 pytestmark = pytest.mark.anyio
@@ -21,7 +21,9 @@ def _versions(board: Blackboard, user: str, session: str, turn: str) -> dict[str
     return {k: len(board.store.history(e.key)) for k, e in board.read_turn(user, session, turn).items()}
 
 
-async def test_a_redelivered_turn_runs_only_what_is_missing_and_writes_nothing_twice(board: Blackboard) -> None:
+async def test_a_redelivered_turn_runs_only_what_is_missing_and_writes_nothing_twice(
+    board: Blackboard,
+) -> None:
     s = specs()
     begun: list[str] = []
 
@@ -48,8 +50,13 @@ async def test_a_redelivered_turn_runs_only_what_is_missing_and_writes_nothing_t
     second = FakeRunner(board)
     sup2 = Supervisor(board, second, lambda: s, screen=fake_screen)
     replies: list[str] = []
-    res = await sup2.run_turn("u1", "s1", "I want to run more", on_coach_reply=replies.append,
-                              hooks=TurnHooks(resume_turn=turn, before_dispatch=check))
+    res = await sup2.run_turn(
+        "u1",
+        "s1",
+        "I want to run more",
+        on_coach_reply=replies.append,
+        hooks=TurnHooks(resume_turn=turn, before_dispatch=check),
+    )
     assert res.turn_id == turn
     assert sorted(c.agent for c in second.calls) == ["persona", "pineal"]
     assert sorted(checked) == ["persona", "pineal"]
@@ -61,7 +68,8 @@ async def test_a_redelivered_turn_runs_only_what_is_missing_and_writes_nothing_t
     # A third delivery of a finished turn runs nothing and writes nothing.
     third = FakeRunner(board)
     res3 = await Supervisor(board, third, lambda: s, screen=fake_screen).run_turn(
-        "u1", "s1", "I want to run more", hooks=TurnHooks(resume_turn=turn))
+        "u1", "s1", "I want to run more", hooks=TurnHooks(resume_turn=turn)
+    )
     assert third.calls == [] and res3.coach_reply == res.coach_reply
     assert all(n == 1 for n in _versions(board, "u1", "s1", turn).values())
 
@@ -77,7 +85,12 @@ async def test_a_stale_lease_stops_the_turn_before_the_next_dispatch(board: Blac
             raise Stale(agent)
 
     runner = FakeRunner(board)
-    sup = Supervisor(board, runner, lambda: s, screen=fake_screen, )
+    sup = Supervisor(
+        board,
+        runner,
+        lambda: s,
+        screen=fake_screen,
+    )
     with pytest.raises(BaseException) as info:
         await sup.run_turn("u1", "s1", "hello", hooks=TurnHooks(before_dispatch=check))
     got: Any = info.value

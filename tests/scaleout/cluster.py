@@ -19,14 +19,24 @@ from tests.e2e.harness import REPO
 READY = "coach worker: ready"
 
 
-def write_config(tmp: Path, *, upstream_url: str, pg: Any, broker_url: str, prefix: str, delivery_limit: int = 3,
-                 lease_ttl_s: float = 3.0, sessions: int = 1, name: str = "coach.toml") -> Path:
+def write_config(
+    tmp: Path,
+    *,
+    upstream_url: str,
+    pg: Any,
+    broker_url: str,
+    prefix: str,
+    delivery_limit: int = 3,
+    lease_ttl_s: float = 3.0,
+    sessions: int = 1,
+    name: str = "coach.toml",
+) -> Path:
     cfg = tmp / name
     cfg.write_text(
         f'[data]\ndir = "{tmp / "data"}"\nurl = "{pg.url}"\nschema = "{pg.schema}"\n'
         f'[upstream]\nurl = "{upstream_url}"\nkind = "anthropic"\n'
         f'[broker]\nurl = "{broker_url}"\nprefix = "{prefix}"\ndelivery_limit = {delivery_limit}\n'
-        f'lease_ttl_s = {lease_ttl_s}\nsessions = {sessions}\nmetrics_port = 0\n'
+        f"lease_ttl_s = {lease_ttl_s}\nsessions = {sessions}\nmetrics_port = 0\n"
     )
     return cfg
 
@@ -58,8 +68,14 @@ class WorkerProc:
         env = {**os.environ, "COACH_DATA_DIR": str(self.data_dir), "PYTHONPATH": str(REPO), **self.env}
         self.lines = []
         errf = open(self.log, "a")
-        self.proc = subprocess.Popen(coach("worker", "--config", str(self.cfg), "--worker-id", self.name), cwd=REPO,
-                                     stdout=subprocess.PIPE, stderr=errf, text=True, env=env)
+        self.proc = subprocess.Popen(
+            coach("worker", "--config", str(self.cfg), "--worker-id", self.name),
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=errf,
+            text=True,
+            env=env,
+        )
         errf.close()
         out = self.proc.stdout
         assert out is not None
@@ -69,7 +85,9 @@ class WorkerProc:
             if any(line.startswith(READY) for line in self.lines):
                 return self
             if self.proc.poll() is not None:
-                raise AssertionError(f"worker {self.name} exited {self.proc.returncode}: {self.log.read_text()[-3000:]}")
+                raise AssertionError(
+                    f"worker {self.name} exited {self.proc.returncode}: {self.log.read_text()[-3000:]}"
+                )
             time.sleep(0.1)
         raise AssertionError(f"worker {self.name} not ready in {timeout}s: {self.log.read_text()[-3000:]}")
 
@@ -97,8 +115,16 @@ class WorkerProc:
                 self.kill()
 
 
-def front(cfg: Path, message: str, user: str, session: str, *, job_id: str | None = None, timeout: float = 300,
-          data_dir: Path | None = None) -> dict[str, Any]:
+def front(
+    cfg: Path,
+    message: str,
+    user: str,
+    session: str,
+    *,
+    job_id: str | None = None,
+    timeout: float = 300,
+    data_dir: Path | None = None,
+) -> dict[str, Any]:
     """``coach run --broker ... --json`` as a subprocess; returns the JSON document."""
     args = ["run", message, "-u", user, "-s", session, "--json", "--config", str(cfg)]
     if job_id:
@@ -114,6 +140,8 @@ def front(cfg: Path, message: str, user: str, session: str, *, job_id: str | Non
 def comparable(doc: dict[str, Any]) -> dict[str, Any]:
     """A result document without what differs between two runs of the same turn: timings and tokens."""
     out = {k: v for k, v in doc.items() if not k.endswith("_s")}
-    out["agents"] = {n: {k: v for k, v in a.items() if k in ("agent", "status", "error", "attempts")}
-                     for n, a in doc["agents"].items()}
+    out["agents"] = {
+        n: {k: v for k, v in a.items() if k in ("agent", "status", "error", "attempts")}
+        for n, a in doc["agents"].items()
+    }
     return out

@@ -17,7 +17,11 @@ def test_a_job_message_carries_ids_only_and_bad_ones_are_refused() -> None:
     msg = JobMessage("j1", "u1", "s1", 7)
     assert decode(encode(msg)) == msg
     assert set(__import__("json").loads(encode(msg))) == {"v", "job_id", "user", "session", "seq", "kind"}
-    for bad in (b"not json", b'{"v": 2}', b'{"v": 1, "job_id": "../x", "user": "u", "session": "s", "seq": 1}'):
+    for bad in (
+        b"not json",
+        b'{"v": 2}',
+        b'{"v": 1, "job_id": "../x", "user": "u", "session": "s", "seq": 1}',
+    ):
         with pytest.raises(ValueError):
             decode(bad)
 
@@ -37,7 +41,9 @@ def test_publish_consume_and_hint_on_the_real_broker() -> None:
 
         async def main() -> None:
             consumer = AmqpBroker(url, BrokerTopology(prefix=prefix, delivery_limit=2), name="test consumer")
-            publisher = AmqpBroker(url, BrokerTopology(prefix=prefix, delivery_limit=2), name="test publisher")
+            publisher = AmqpBroker(
+                url, BrokerTopology(prefix=prefix, delivery_limit=2), name="test publisher"
+            )
             done = asyncio.Event()
 
             async def on_job(msg: JobMessage, incoming: Any) -> None:
@@ -53,12 +59,17 @@ def test_publish_consume_and_hint_on_the_real_broker() -> None:
             async def on_dead(msg: JobMessage, incoming: Any) -> None:
                 await incoming.ack()
 
-            task = asyncio.ensure_future(consumer.consume_forever(
-                worker_id="w-test", prefetch=1, on_job=on_job, on_hint=on_hint, on_dead=on_dead))
+            task = asyncio.ensure_future(
+                consumer.consume_forever(
+                    worker_id="w-test", prefetch=1, on_job=on_job, on_hint=on_hint, on_dead=on_dead
+                )
+            )
             await asyncio.wait_for(consumer.connected.wait(), 20)
             await publisher.publish(JobMessage("j1", "u1", "s1", 1))
             await asyncio.wait_for(done.wait(), 20)
-            assert not await publisher.hint("w-nobody", JobMessage("j1", "u1", "s1", 1)), "no such worker: False"
+            assert not await publisher.hint("w-nobody", JobMessage("j1", "u1", "s1", 1)), (
+                "no such worker: False"
+            )
             assert await publisher.queue_depth() == 0
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)

@@ -15,7 +15,9 @@ def test_broker_url_from_the_file_and_the_environment_wins(tmp_path: Path) -> No
     assert load_config(cfg, env={}).broker.url == "amqp://a:b@mq:5672/x"
     assert load_config(cfg, env={}).broker.sessions == 3
     got = load_config(cfg, env={"COACH_BROKER_URL": "amqp://guest:guest@127.0.0.1:5672/"}).broker
-    assert got.url == "amqp://guest:guest@127.0.0.1:5672/" and got.delivery_limit == 5 and got.prefix == "coach"
+    assert (
+        got.url == "amqp://guest:guest@127.0.0.1:5672/" and got.delivery_limit == 5 and got.prefix == "coach"
+    )
     assert load_config(None, env={}).broker.url is None, "unset: turns run in-process"
 
 

@@ -35,9 +35,16 @@ def upstream() -> Iterator[ScriptedUpstream]:
 def test_coach_run_broker_gives_the_in_process_document(tmp_path: Path, upstream: ScriptedUpstream) -> None:
     # in-process, SQLite
     local = tmp_path / "local.toml"
-    local.write_text(f'[data]\ndir = "{tmp_path / "local"}"\n[upstream]\nurl = "{upstream.base_url}"\nkind = "anthropic"\n')
-    p = subprocess.run(coach("run", "I want to run more", "-u", "u1", "-s", "s1", "--json", "--config", str(local)),
-                       cwd=REPO, capture_output=True, text=True, timeout=300)
+    local.write_text(
+        f'[data]\ndir = "{tmp_path / "local"}"\n[upstream]\nurl = "{upstream.base_url}"\nkind = "anthropic"\n'
+    )
+    p = subprocess.run(
+        coach("run", "I want to run more", "-u", "u1", "-s", "s1", "--json", "--config", str(local)),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     in_process = json.loads(p.stdout)
 
@@ -45,7 +52,9 @@ def test_coach_run_broker_gives_the_in_process_document(tmp_path: Path, upstream
         cfg = write_config(tmp_path, upstream_url=upstream.base_url, pg=pg, broker_url=url, prefix=prefix)
         worker = WorkerProc(cfg, "w1", tmp_path).start()
         try:
-            via_broker = front(cfg, "I want to run more", "u1", "s1", job_id="job-e2e-1", data_dir=tmp_path / "fe")
+            via_broker = front(
+                cfg, "I want to run more", "u1", "s1", job_id="job-e2e-1", data_dir=tmp_path / "fe"
+            )
             again = front(cfg, "I want to run more", "u1", "s1", job_id="job-e2e-1", data_dir=tmp_path / "fe")
             metrics = urllib.request.urlopen(worker.metrics_url, timeout=10).read().decode()
         finally:

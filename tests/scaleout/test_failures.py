@@ -56,14 +56,28 @@ def upstream() -> Iterator[ScriptedUpstream]:
 @pytest.fixture
 def env(tmp_path: Path, upstream: ScriptedUpstream) -> Iterator[dict[str, Any]]:
     with fresh_schema("sf") as pg, fresh_prefix("fail") as (url, prefix):
-        cfg = write_config(tmp_path, upstream_url=upstream.base_url, pg=pg, broker_url=url, prefix=prefix,
-                           delivery_limit=1, lease_ttl_s=3.0)
+        cfg = write_config(
+            tmp_path,
+            upstream_url=upstream.base_url,
+            pg=pg,
+            broker_url=url,
+            prefix=prefix,
+            delivery_limit=1,
+            lease_ttl_s=3.0,
+        )
         workers: list[WorkerProc] = []
         jobs = TurnJobs(pg.url, schema=pg.schema)
         board = Blackboard(tmp_path / "inspect", database_url=pg.url, database_schema=pg.schema)
         try:
-            yield {"cfg": cfg, "pg": pg, "tmp": tmp_path, "workers": workers, "jobs": jobs, "board": board,
-                   "prefix": prefix}
+            yield {
+                "cfg": cfg,
+                "pg": pg,
+                "tmp": tmp_path,
+                "workers": workers,
+                "jobs": jobs,
+                "board": board,
+                "prefix": prefix,
+            }
         finally:
             for w in workers:
                 w.kill()
@@ -94,12 +108,16 @@ def wait_until(pred: Callable[[], Any], timeout: float, what: str) -> Any:
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
-def _background_front(cfg: Path, message: str, user: str, session: str, job_id: str, tmp: Path) -> dict[str, Any]:
+def _background_front(
+    cfg: Path, message: str, user: str, session: str, job_id: str, tmp: Path
+) -> dict[str, Any]:
     box: dict[str, Any] = {}
 
     def go() -> None:
         try:
-            box["doc"] = front(cfg, message, user, session, job_id=job_id, timeout=500, data_dir=tmp / f"fe-{job_id}")
+            box["doc"] = front(
+                cfg, message, user, session, job_id=job_id, timeout=500, data_dir=tmp / f"fe-{job_id}"
+            )
         except BaseException as exc:  # reported by the test
             box["error"] = exc
 
@@ -114,17 +132,24 @@ def _versions(board: Blackboard, user: str, session: str, turn: str) -> dict[str
 
 
 def test_worker_sigkilled_mid_turn_the_job_finishes_on_another_nothing_doubled(
-        env: dict[str, Any], upstream: ScriptedUpstream) -> None:
+    env: dict[str, Any], upstream: ScriptedUpstream
+) -> None:
     upstream.set_script("persona", slow("persona", 25.0))  # the turn is long: the kill lands mid-turn
     w1 = WorkerProc(env["cfg"], "w1", env["tmp"]).start()
     env["workers"].append(w1)
     box = _background_front(env["cfg"], "I want to run more", "u1", "s1", "job-kill", env["tmp"])
     jobs: TurnJobs = env["jobs"]
     board: Blackboard = env["board"]
-    job = wait_until(lambda: (j := jobs.get("job-kill")) is not None and j.coach_reply and j.turn_id and j,
-                     240, "the Coach reply of the first attempt")
-    wait_until(lambda: {"shadow", "stability"} <= set(board.read_turn("u1", "s1", job.turn_id)), 120,
-               "shadow and stability written")
+    job = wait_until(
+        lambda: (j := jobs.get("job-kill")) is not None and j.coach_reply and j.turn_id and j,
+        240,
+        "the Coach reply of the first attempt",
+    )
+    wait_until(
+        lambda: {"shadow", "stability"} <= set(board.read_turn("u1", "s1", job.turn_id)),
+        120,
+        "shadow and stability written",
+    )
     w2 = WorkerProc(env["cfg"], "w2", env["tmp"]).start()
     env["workers"].append(w2)
     before = set(board.read_turn("u1", "s1", job.turn_id))
@@ -153,7 +178,8 @@ def test_worker_sigkilled_mid_turn_the_job_finishes_on_another_nothing_doubled(
 
 
 def test_poison_turn_is_dead_lettered_and_failed_while_another_session_completes(
-        env: dict[str, Any], upstream: ScriptedUpstream) -> None:
+    env: dict[str, Any], upstream: ScriptedUpstream
+) -> None:
     crash = {"COACH_WORKER_CRASH_ON": "job-poison"}
     names = iter(f"p{i}" for i in range(20))
     workers = [WorkerProc(env["cfg"], next(names), env["tmp"], env=crash).start() for _ in range(2)]
@@ -178,15 +204,20 @@ def test_poison_turn_is_dead_lettered_and_failed_while_another_session_completes
     assert jobs.get("job-good").state == "done"  # type: ignore[union-attr]
 
 
-def test_a_paused_worker_past_its_lease_has_its_writes_refused(env: dict[str, Any], upstream: ScriptedUpstream) -> None:
+def test_a_paused_worker_past_its_lease_has_its_writes_refused(
+    env: dict[str, Any], upstream: ScriptedUpstream
+) -> None:
     upstream.set_script("persona", slow("persona", 12.0))
     w1 = WorkerProc(env["cfg"], "w1", env["tmp"]).start()
     env["workers"].append(w1)
     jobs: TurnJobs = env["jobs"]
     board: Blackboard = env["board"]
     first = _background_front(env["cfg"], "I want to run more", "u1", "s1", "job-a", env["tmp"])
-    job = wait_until(lambda: (j := jobs.get("job-a")) is not None and j.coach_reply and j.turn_id and j, 240,
-                     "the first attempt's Coach reply")
+    job = wait_until(
+        lambda: (j := jobs.get("job-a")) is not None and j.coach_reply and j.turn_id and j,
+        240,
+        "the first attempt's Coach reply",
+    )
     w2 = WorkerProc(env["cfg"], "w2", env["tmp"]).start()
     env["workers"].append(w2)
     assert w1.proc is not None
@@ -202,28 +233,46 @@ def test_a_paused_worker_past_its_lease_has_its_writes_refused(env: dict[str, An
     assert "error" not in first, first.get("error")
     a, b = jobs.get("job-a"), jobs.get("job-b")
     assert a is not None and b is not None
-    assert (a.state, a.worker_id, a.epoch) == ("done", "w2", 2) and (b.state, b.worker_id, b.epoch) == ("done", "w2", 2)
+    assert (a.state, a.worker_id, a.epoch) == ("done", "w2", 2) and (b.state, b.worker_id, b.epoch) == (
+        "done",
+        "w2",
+        2,
+    )
     assert a.turn_id == job.turn_id and a.coach_reply == job.coach_reply
     assert first["doc"]["turn_id"] == a.turn_id and second["doc"]["turn_id"] != a.turn_id
-    refusals = wait_until(lambda: [r for r in Leases(env["pg"].url, schema=env["pg"].schema).refusals()
-                                   if r["worker_id"] == "w1"], 60, "w1's refused writes")
+    refusals = wait_until(
+        lambda: [
+            r for r in Leases(env["pg"].url, schema=env["pg"].schema).refusals() if r["worker_id"] == "w1"
+        ],
+        60,
+        "w1's refused writes",
+    )
     assert all(r["epoch"] == 1 for r in refusals)
     for t in (a.turn_id, b.turn_id):
         assert all(n == 1 for n in _versions(board, "u1", "s1", t).values())  # type: ignore[arg-type]
 
 
 def _close_connections_of(name: str) -> int:
-    out = subprocess.run(["rabbitmqctl", "-q", "list_connections", "pid", "client_properties"], capture_output=True,
-                         text=True, timeout=60).stdout
+    out = subprocess.run(
+        ["rabbitmqctl", "-q", "list_connections", "pid", "client_properties"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
     pids = [line.split("\t", 1)[0] for line in out.splitlines() if name in line]
     for pid in pids:
-        subprocess.run(["rabbitmqctl", "close_connection", pid, "test: connection drop"], capture_output=True,
-                       timeout=60, check=True)
+        subprocess.run(
+            ["rabbitmqctl", "close_connection", pid, "test: connection drop"],
+            capture_output=True,
+            timeout=60,
+            check=True,
+        )
     return len(pids)
 
 
 def test_the_worker_reconnects_and_consumes_again_after_the_broker_closes_its_connection(
-        env: dict[str, Any], upstream: ScriptedUpstream) -> None:
+    env: dict[str, Any], upstream: ScriptedUpstream
+) -> None:
     w1 = WorkerProc(env["cfg"], "w1", env["tmp"]).start()
     env["workers"].append(w1)
     first = front(env["cfg"], "I want to run more", "u1", "s1", job_id="job-r1", data_dir=env["tmp"] / "fe1")
@@ -236,7 +285,9 @@ def test_the_worker_reconnects_and_consumes_again_after_the_broker_closes_its_co
     upstream.set_script("persona", slow("persona", 8.0))
     box = _background_front(env["cfg"], "And cycle", "u1", "s1", "job-r3", env["tmp"])
     jobs: TurnJobs = env["jobs"]
-    wait_until(lambda: (j := jobs.get("job-r3")) is not None and j.coach_reply, 240, "the third turn's Coach reply")
+    wait_until(
+        lambda: (j := jobs.get("job-r3")) is not None and j.coach_reply, 240, "the third turn's Coach reply"
+    )
     assert _close_connections_of("coach worker w1") >= 1
     box["thread"].join(300)
     assert "error" not in box, box.get("error")

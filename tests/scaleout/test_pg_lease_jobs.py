@@ -71,20 +71,26 @@ def test_stale_epoch_writes_are_refused_and_logged(db: tuple[Leases, TurnJobs]) 
     time.sleep(0.7)  # wa pauses past its lease; wb takes the session over
     new = leases.acquire("u", "s", "wb")
     assert new is not None and new.epoch == 2
-    for write in (lambda: jobs.record_coach_reply("j1", old, "stale reply"),
-                  lambda: jobs.finish("j1", old, result="{}", coach_reply="stale", synthesis="stale"),
-                  lambda: jobs.claim("j1", old)):
+    for write in (
+        lambda: jobs.record_coach_reply("j1", old, "stale reply"),
+        lambda: jobs.finish("j1", old, result="{}", coach_reply="stale", synthesis="stale"),
+        lambda: jobs.claim("j1", old),
+    ):
         with pytest.raises(StaleLeaseError):
             write()
     assert [r["what"] for r in leases.refusals()] == ["coach_reply", "finish", "claim"]
     assert all(r["epoch"] == 1 and r["worker_id"] == "wa" for r in leases.refusals())
     claimed = jobs.claim("j1", new)
-    assert claimed.epoch == 2 and claimed.attempts == 2 and claimed.turn_id == "t000001", "the turn is resumed"
+    assert claimed.epoch == 2 and claimed.attempts == 2 and claimed.turn_id == "t000001", (
+        "the turn is resumed"
+    )
     assert jobs.record_coach_reply("j1", new, "reply one")
     assert not jobs.record_coach_reply("j1", new, "reply two"), "one Coach reply per job"
     done = jobs.finish("j1", new, result='{"ok": 1}', coach_reply="ignored", synthesis="syn")
     assert done is not None and done.state == "done" and done.coach_reply == "reply one"
-    assert jobs.finish("j1", new, result="{}", coach_reply="x", synthesis="again") is None, "one result per job"
+    assert jobs.finish("j1", new, result="{}", coach_reply="x", synthesis="again") is None, (
+        "one result per job"
+    )
     assert jobs.get("j1").synthesis == "syn"  # type: ignore[union-attr]
     assert not jobs.fail("j1", "late"), "a done job is never failed"
 

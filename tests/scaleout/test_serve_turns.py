@@ -45,15 +45,23 @@ def _events(resp: httpx.Response) -> list[tuple[str, dict]]:
     return out
 
 
-def test_post_a_turn_get_the_coach_reply_then_the_synthesis_as_events(tmp_path: Path, upstream: ScriptedUpstream) -> None:
+def test_post_a_turn_get_the_coach_reply_then_the_synthesis_as_events(
+    tmp_path: Path, upstream: ScriptedUpstream
+) -> None:
     with fresh_schema("sv") as pg, fresh_prefix("serve") as (url, prefix):
         cfg = write_config(tmp_path, upstream_url=upstream.base_url, pg=pg, broker_url=url, prefix=prefix)
         cfg.write_text(cfg.read_text() + "turns_port = 0\n")
         worker = WorkerProc(cfg, "w1", tmp_path).start()
         serve_dir = tmp_path / "serve-data"
         env = {**os.environ, "PYTHONPATH": str(REPO), "COACH_DATA_DIR": str(serve_dir)}
-        serve = subprocess.Popen(coach("serve", "--config", str(cfg), "--proxy-port", "0", "--mcp-port", "0"),
-                                 cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        serve = subprocess.Popen(
+            coach("serve", "--config", str(cfg), "--proxy-port", "0", "--mcp-port", "0"),
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         lines: list[str] = []
         assert serve.stdout is not None
         threading.Thread(target=lambda: [lines.append(x) for x in serve.stdout], daemon=True).start()  # type: ignore[union-attr]
@@ -67,11 +75,16 @@ def test_post_a_turn_get_the_coach_reply_then_the_synthesis_as_events(tmp_path: 
             secret = (serve_dir / "mcp_secret").read_text().strip()
             body = {"user": "u1", "session": "s1", "message": "I want to run more", "job_id": "job-sse-1"}
             assert httpx.post(turns_url, json=body, timeout=10).status_code == 401
-            with httpx.stream("POST", turns_url, json=body, headers={"authorization": f"Bearer {secret}"},
-                              timeout=300) as resp:
-                assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/event-stream")
+            with httpx.stream(
+                "POST", turns_url, json=body, headers={"authorization": f"Bearer {secret}"}, timeout=300
+            ) as resp:
+                assert resp.status_code == 200 and resp.headers["content-type"].startswith(
+                    "text/event-stream"
+                )
                 events = _events(resp)
-            state = httpx.get(f"{turns_url}/job-sse-1", headers={"authorization": f"Bearer {secret}"}, timeout=10).json()
+            state = httpx.get(
+                f"{turns_url}/job-sse-1", headers={"authorization": f"Bearer {secret}"}, timeout=10
+            ).json()
         finally:
             serve.terminate()
             serve.wait(30)

@@ -1,0 +1,215 @@
+"""``coach worker``: a long-running process that runs turn jobs from RabbitMQ (docs/scale-out.md).
+
+It starts the same stack as ``coach run`` (the proxy and the MCP server in-process, real ``claude``
+agents, the Supervisor) against the PostgreSQL blackboard (``[data] url`` is required), then consumes
+the shared turn queue with a prefetch of ``--sessions`` (its warm-session capacity; six warm ``claude``
+processes per session), runs each job (``launcher.scaleout.worker``) and acknowledges it only once the
+job's row in PostgreSQL says ``done``. Several workers, on one or many machines, share the queue.
+
+``GET /metrics`` (``--metrics-port``, default ``[broker] metrics_port``) reports sessions held, warm
+processes, queue depth and turn latency. SIGTERM or Ctrl-C stops it: its sessions' leases are released
+(another worker takes them at once) and turns in flight are delivered again by the broker and resumed
+elsewhere. Exit codes: 0 stopped by a signal, 2 bad configuration (no PostgreSQL, no broker URL, bad
+agent files), 1 the broker or the database cannot be reached at start (the message says how to start it).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from launcher.cli._common import ConfigOpt, Terminated, fail, load_config_or_exit, run_async
+
+__all__ = ["READY_PREFIX", "worker_cmd"]
+
+#: First words of the line printed once the worker consumes (tests and scripts wait for it).
+READY_PREFIX = "coach worker: ready"
+
+
+def worker_cmd(
+    config_path: ConfigOpt = None,
+    broker: Annotated[
+        str | None, typer.Option("--broker", help="RabbitMQ URL (default \\[broker] url / COACH_BROKER_URL)")
+    ] = None,
+    sessions: Annotated[
+        int | None,
+        typer.Option(
+            "--sessions",
+            help="warm sessions kept and run at once; also the prefetch (default \\[broker] sessions)",
+        ),
+    ] = None,
+    lease_ttl: Annotated[
+        float | None,
+        typer.Option(
+            "--lease-ttl",
+            help="seconds a dead worker's sessions wait before another takes them (default \\[broker] lease_ttl_s)",
+        ),
+    ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            "--metrics-port", help="port of GET /metrics (0 = any free; default \\[broker] metrics_port)"
+        ),
+    ] = None,
+    worker_id: Annotated[
+        str | None, typer.Option("--worker-id", help="this worker's id (default host-pid-random)")
+    ] = None,
+) -> None:
+    """Run turn jobs from RabbitMQ with the six agents (PostgreSQL holds the state)."""
+    config = load_config_or_exit(config_path)
+    bcfg = config.broker
+    url = broker or bcfg.url
+    if not url:
+        fail(
+            "error: coach worker needs a RabbitMQ URL: pass --broker amqp://guest:guest@127.0.0.1:5672/ or set "
+            "[broker] url / COACH_BROKER_URL (start RabbitMQ with: rabbitmq-server -detached)"
+        )
+    if not config.data.url:
+        fail(
+            "error: coach worker needs the PostgreSQL blackboard (several workers share it): set [data] url or "
+            "COACH_DATABASE_URL, e.g. postgresql://postgres@127.0.0.1:5432/coachboard (docs/postgresql.md)"
+        )
+    n = sessions if sessions is not None else bcfg.sessions
+    if not 1 <= n <= 64:
+        fail(f"error: --sessions must be 1-64, got {n}")
+    ttl = lease_ttl if lease_ttl is not None else bcfg.lease_ttl_s
+    port = metrics_port if metrics_port is not None else bcfg.metrics_port
+    _quiet_logging()
+    _run(config, url, n, ttl, port, worker_id)
+
+
+def _quiet_logging() -> None:
+    """INFO lines on stderr; the HTTP, MCP and AMQP libraries' own lines only when they matter."""
+    logging.basicConfig(
+        level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    for noisy in ("httpx", "mcp", "uvicorn"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    for noisy in (
+        "aiormq",
+        "aio_pika",
+    ):  # their connection errors are reported by our own lines, with the fix
+        logging.getLogger(noisy).setLevel(logging.CRITICAL)
+
+
+def _run(config: Any, url: str, n: int, ttl: float, port: int, worker_id: str | None) -> None:
+    """The worker until a signal; the exit codes of the module docstring."""
+    try:
+        run_async(_main, config, url, n, ttl, port, worker_id, sigterm=True)
+    except KeyboardInterrupt:
+        typer.echo(
+            "coach worker: interrupted; leases released, turns in flight go back to the queue", err=True
+        )
+    except Terminated:
+        typer.echo(
+            "coach worker: terminated (SIGTERM); leases released, turns in flight go back to the queue",
+            err=True,
+        )
+    except Exception as exc:
+        from blackboard import BlackboardError
+        from launcher.agents import AgentSpecError
+        from launcher.errors import LauncherError
+
+        if isinstance(exc, (LauncherError, BlackboardError, AgentSpecError)):
+            fail(f"error: {exc}", 2 if isinstance(exc, AgentSpecError) else 1)
+        raise
+
+
+async def _main(config: Any, url: str, sessions: int, ttl: float, port: int, worker_id: str | None) -> None:
+    import anyio
+
+    from blackboard._pg_jobs import TurnJobs
+    from blackboard._pg_lease import Leases
+    from launcher.pipeline._runtime import coach_runtime
+    from launcher.pipeline.stack import _start
+    from launcher.scaleout.broker import AmqpBroker, BrokerTopology, describe_url
+    from launcher.scaleout.metrics import metrics_app
+    from launcher.scaleout.worker import Worker, new_worker_id
+
+    worker_id = worker_id or new_worker_id()
+    bcfg = config.broker
+    topology = BrokerTopology(prefix=bcfg.prefix, delivery_limit=bcfg.delivery_limit)
+    amqp = AmqpBroker(url, topology, name=f"coach worker {worker_id}")
+    await amqp.check()  # BrokerError: which URL, how to start RabbitMQ
+    jobs = await anyio.to_thread.run_sync(lambda: TurnJobs(config.data.url, schema=config.data.db_schema))
+    leases = Leases(config.data.url, schema=config.data.db_schema, ttl_s=ttl)
+    warm = config.agents.model_copy(update={"warm_process_limit": min(64, 6 * sessions)})
+    cfg = config.model_copy(update={"agents": warm})
+    try:
+        async with coach_runtime(cfg) as rt, anyio.create_task_group() as tg:
+            worker = Worker(
+                rt.supervisor,
+                jobs,
+                leases,
+                amqp,
+                capacity=sessions,
+                worker_id=worker_id,
+                close_session=rt.runner.close_session,
+            )
+            metrics_url = "off"
+            if port >= 0:
+                app = metrics_app(worker, rt.runner, amqp)
+                host = bcfg.metrics_host
+                if port == 0:
+                    _server, bound = await _start(tg, app, host, "metrics server")
+                else:
+                    bound = await _serve_on(tg, app, host, port)
+                metrics_url = f"http://{host}:{bound}/metrics"
+
+            def ready() -> None:
+                typer.echo(
+                    f"{READY_PREFIX}: id={worker.worker_id} broker={describe_url(url)} queue={topology.queue} "
+                    f"sessions={sessions} lease_ttl_s={ttl:g} metrics={metrics_url}"
+                )
+                sys.stdout.flush()
+
+            try:
+                await worker.run(ready=ready)
+            finally:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    await worker.release_all()
+                tg.cancel_scope.cancel()
+    finally:
+        jobs.close()
+        leases.close()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(3):
+            await amqp.close()
+
+
+async def _serve_on(tg: Any, app: Any, host: str, port: int) -> int:
+    import socket
+    import time
+
+    import anyio
+    import uvicorn
+
+    from launcher.errors import StackError
+    from launcher.pipeline.stack import _EmbeddedServer
+
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise StackError(
+            f"cannot listen on {host}:{port} for /metrics: {exc.strerror or exc}. Fix: pass another "
+            "--metrics-port (0 = any free port) or set [broker] metrics_port"
+        ) from None
+    sock.listen(128)
+    server = _EmbeddedServer(uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False))
+
+    async def serve() -> None:
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            sock.close()
+
+    tg.start_soon(serve)
+    deadline = time.monotonic() + 15
+    while not server.started and time.monotonic() < deadline:  # noqa: ASYNC110 (uvicorn has no started event)
+        await anyio.sleep(0.01)
+    return int(sock.getsockname()[1])
