@@ -71,6 +71,7 @@ def test_tier_3_family_at_tier_2_is_a_crisis_with_a_time_word() -> None:
 
 def test_action_after_earlier_risk_is_a_crisis() -> None:
     state = SafetyState()
-    assert screen("i keep wishing i could just disappear for good", state).tier == 2
+    assert screen("lined up everything i need").tier == 2  # alone: a pause, not a crisis
+    assert screen("honestly I wish I could fall asleep and never wake up", state).tier == 2
     result = screen("lined up everything i need", state)
     assert result.tier == 3 and "ctx.plan" in result.reasons
