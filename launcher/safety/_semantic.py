@@ -223,7 +223,7 @@ class SemanticLayer:
 
     def assess(self, text: str) -> SemanticVerdict:
         """The tier (0-3), family and score of ``text`` by the rule in the module docstring. Cost: one
-        encoder pass over the message and, for several sentences, one over its sentences."""
+        encoder pass over the message's pieces (:func:`embed_message`)."""
         p, risk = self._score(text)
         j = int(risk.argmax())
         score = float(risk[j])
