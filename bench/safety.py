@@ -10,7 +10,8 @@ screened at tier 3 and at tier >= 2 (those corpora hold almost no real crises; s
 ``docs/safety.md`` for the reviewed hits).
 
 Last line, exactly: ``p95_ms=X recall_t3=X recall_t2plus=X false_alarms_per_1000=X`` (the ``all`` layer
-on the chosen set; recalls as shares 0-1).
+on the chosen set; recalls as shares 0-1). The default set, ``bench/data/safety_fresh``, is the
+development set of round 3 (docs/safety.md).
 
 Usage: .venv/bin/python bench/safety.py [--set bench/data/safety_fresh] [--shared]
 (``--set PREFIX`` reads PREFIX.dialogs.jsonl and PREFIX.labels.jsonl.) About 20-60 s on 2 cores.

@@ -17,7 +17,10 @@ from launcher.cli._common import fail
 
 __all__ = ["db_app"]
 
-db_app = typer.Typer(help="The PostgreSQL schema of [data] url (docs/postgresql.md).", no_args_is_help=True)
+db_app = typer.Typer(
+    help="The PostgreSQL schema of the blackboard at data.url in coach.toml or COACH_DATABASE_URL (docs/postgresql.md).",
+    no_args_is_help=True,
+)
 
 
 @db_app.command("upgrade")

@@ -141,12 +141,14 @@ class Bert:
             self._local.ws = ws
         return ws
 
-    def embed(self, seqs: Sequence[Sequence[int]]) -> F32:
+    def embed(self, seqs: Sequence[Sequence[int]], means: F32 | None = None) -> F32:
         """Unit-norm mean-pooled embeddings, float32 ``(len(seqs), 384)``, of token-id sequences (each
         1 to ``max_len`` ids, ``[CLS]``/``[SEP]`` included). Raises ``ValueError`` on an empty or too
         long sequence. Segments are packed ``chunk_tokens`` tokens at a time; a row does not depend on
-        the other sequences."""
+        the other sequences. ``means``, if given (same shape), receives the mean-pooled vectors before
+        normalisation."""
         out = np.empty((len(seqs), DIM), dtype=np.float32)
+        means = np.empty((len(seqs), DIM), dtype=np.float32) if means is None else means
         start = 0
         while start < len(seqs):
             end, total = start, 0
@@ -155,11 +157,11 @@ class Bert:
                     raise ValueError(f"sequence of {len(seqs[end])} tokens; expected 1..{self.max_len}")
                 total += len(seqs[end])
                 end += 1
-            out[start:end] = self._forward(seqs[start:end], total)
+            out[start:end] = self._forward(seqs[start:end], total, means[start:end])
             start = end
         return out
 
-    def _forward(self, seqs: Sequence[Sequence[int]], n: int) -> F32:
+    def _forward(self, seqs: Sequence[Sequence[int]], n: int, means: F32) -> F32:
         ws = self._workspace(n)
         lens = np.array([len(s) for s in seqs], dtype=np.int64)
         starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
@@ -189,6 +191,7 @@ class Bert:
             y += x
             layer_norm_(y, L.ln2_w, L.ln2_b, self.eps, out=x)
         pooled = np.add.reduceat(x, starts, axis=0) / lens[:, None].astype(np.float32)
+        means[:] = pooled
         norm = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), np.float32(1e-12))
         return (pooled / norm).astype(np.float32, copy=False)
 

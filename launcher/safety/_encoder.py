@@ -192,6 +192,27 @@ class MiniLMEncoder:
         with self._threads():
             return self._bert.embed(ids)
 
+    def encode_joined(self, parts: list[str]) -> F32:
+        """Embed each of ``parts`` and, as row 0, their concatenation approximated without a second pass:
+        the token-weighted mean of the parts' mean-pooled vectors, normalised (the exact embedding of the
+        joined text also lets every token attend across parts; measured on the anchors' multi-sentence
+        examples the two agree to a cosine of about 0.95). Shape ``(1 + len(parts), 384)``."""
+        if not parts:
+            return np.zeros((0, DIM), dtype=np.float32)
+        ids = [e.ids for e in self._tok.encode_batch(list(parts))]
+        means = np.empty((len(ids), DIM), dtype=np.float32)
+        with self._threads():
+            unit = self._bert.embed(ids, means)
+        lens = np.array([len(i) for i in ids], dtype=np.float32)
+        whole = (means * lens[:, None]).sum(axis=0) / lens.sum()
+        whole /= max(float(np.linalg.norm(whole)), 1e-12)
+        return np.concatenate([whole[None, :].astype(np.float32), unit])
+
+    def blas_limit(self) -> Any:
+        """A context manager capping BLAS at this encoder's thread cap (re-entrant; see :meth:`encode`),
+        for the matrix products that follow an encoding (the semantic head's)."""
+        return self._threads()
+
     def token_count(self, text: str) -> int:
         """Tokens ``text`` takes (``[CLS]``/``[SEP]`` included, after truncation to :data:`MAX_TOKENS`)."""
         return len(self._tok.encode(text).ids)

@@ -95,7 +95,8 @@ FAMILY_RULES: tuple[Rule, ...] = (
        requires="risk", fallback=("t1.ambiguous_intent", 1), negation="before"),
     # a time anchor for the act: "new years eve is when i check out", "2moro is the day i go"
     _r("t3.timeline", 3,
-       r"(?:is|s) (?:the day|the night|when|the date) (?:that )?i (?:go|do it|check out|end it|die|leave|am gone)|"
+       r"(?:is|s|thats|that is) (?:the day|the night|when|the date) (?:that )?i (?:go|do it|check out|end it|end it al|"
+    r"end (?:everything|evrything|everythin)|end things|die|leave|am gone)(?! (?:back|to|out|in|on|home|for|shoping|away|with)\b)|"
        r"(?:when|once|after) (?:the clock|it) (?:hits|gets to|strikes) {G2}(?:im|i am|i wil|il) "
        r"(?:done|gone|ending it|out)",
        requires="risk", fallback=("t2.timeline_ambiguous", 2), negation="before"),
@@ -123,6 +124,20 @@ FAMILY_RULES: tuple[Rule, ...] = (
        r"(?:im|i am|now) {G1}(?:on|at|up on|standing on|siting on) (?:the |a )?ACT_PLACE",
        requires="risk", negation="before"),
     # ---- preparatory acts and farewells (C-SSRS 6)
+    # a preparatory act said together with what it prepares for: "so it's all sorted after i'm gone"
+    _r("t3.preparatory", 3,
+       r"(?:gave|giving|give|given|rehom(?:ed|ing)|sold|seling|donated|donating|clearing|cleared|sorting|"
+       r"sorted|wrote|writing|writen|left|leaving|recorded|recording|paid|paying|cancel(?:ed|ing)|deleted|"
+       r"deleting|tidied|tidying) (?:\b\w+ ){0,16}?(?:(?:after|when|once|for when|for after) (?:im|i am|i m) "
+       r"(?:gone|not here|dead|not around)|(?:after|when|once) i die\b|"
+       r"(?:wont|wil not|dont) need (?:it|them|any of it|anything|those|these) (?:anymore|where im going|after)|"
+       r"(?:wont|wil not) be (?:here|around|able to lok after))",
+       negation="none"),
+    _r("t3.preparatory", 3,
+       r"(?:easier|simpler|les (?:to|for)|nothing (?:to|for)|sorted|in order|taken care of|ready) {G6}"
+       r"(?:after|when|once|for when|for after) (?:im|i am|i m) (?:gone|not here|dead|not around)"
+       r"(?! (?:for|to|on|away|from)\b)",
+       requires="risk", fallback=("t2.after_im_gone", 2), fallback_requires="distress", negation="none"),
     _r("t3.preparatory", 3,
        r"(?:gave|giving|give|given) (?:away )?{G2}(?:cat|cats|dog|dogs|pet|pets|puppy|kitten|bird|hamster) "
        r"(?:to|away)|(?:gave|giving|give|given) away {G2}(?:things|stuf|belongings|posesions|everything|"
@@ -138,10 +153,38 @@ FAMILY_RULES: tuple[Rule, ...] = (
        r"(?:updated|made|wrote|finished|sorted out|sorted) my (?:wil|afairs|finances for my family)|"
        r"(?:said|saying|say) (?:my )?godbyes?(?: to)? (?:everyone|everybody|the world|you al|al of you|my family|"
        r"my kids)",
-       requires="risk", fallback=("t2.preparatory_after_distress", 2), negation="before"),
+       requires="risk", fallback=("t2.preparatory_after_distress", 2), fallback_requires="distress",
+       negation="before"),
     _r("t3.farewell", 3, "FAREWELL", requires="risk", negation="none", distress=False),
     _r("t2.farewell", 2, "FAREWELL", requires="distress", negation="none", distress=False),
+    # ---- slang and cut-short forms of intent, and conditional timelines without "that's when"
+    _r("t3.euphemism_intent", 3,
+       r"(?:gona|going to|about to|ima|imma|wil|il|finaly going to) od(?! on)\b|"
+       r"(?:gona|going to|about to|ima|imma|wil|il|wana|want to|ready to) {G1}end it (?:al )?"
+       r"(?:tonight|tonite|today|tomorow|this weekend|this week|now|son|for real|fr|for god)\b"
+       r"(?! (?:with|between|on)\b)|"
+       r"(?:im|i am|ima|imma|gona|going to|about to|ready to) {G1}unaliv(?:e|ing)\b",
+       past=_PAST, question=("t2.ambivalent_question", 2)),
+    _r("t3.conditional_timeline", 3,
+       r"(?:once|when|after|as son as|the minute|the moment|the second|the day|if) (?:\b\w+ ){1,10}?"
+       r"(?:im|i am|il|i wil|ima|imma|i) {G1}(?:going to |gona |wil )?(?:{ACT_SELF}|EUPHEMISM|unaliv(?:e|ing)|"
+       r"kil(?:ing)?$)",
+       past=_PAST),
+    _r("t3.conditional_timeline", 3,
+       r"(?:once|when|after|as son as|the minute|the moment|the second|the day) (?:\b\w+ ){1,10}?"
+       r"(?:im|i am|il|i wil|ima|imma) {G1}(?:going to |gona )?(?:end it|end it al|end everything|end things|"
+       r"go through with it|check out)(?! (?:with|between|early|at|for now)\b)",
+       requires="distress", fallback=("t2.timeline_ambiguous", 2)),
     # ---- passive ideation said as a wish or an expectation (C-SSRS 1)
+    _r("t2.passive_wish", 2,
+       r"(?:hoping|hope|wish|praying|pray) (?:that )?(?:something|someone) {G1}(?:happens|would happen|wil happen|"
+       r"hits|would hit|kils|would kil) (?:to )?me|"
+       r"no (?:wish|wil|desire|reason) (?:left )?to (?:carry on|go on|kep going|live|be here|be alive)|"
+       r"(?:dont|do not) want to (?:kep going|go on|carry on|be alive|live)(?: anymore| any more| like this)?$",
+       negation="none", past=_PAST),
+    _r("t2.self_harm", 2,
+       r"(?:did|done|doing|relapsed on|relapsed with|back to|started) sh\b|\bsh (?:again|last night|tonight)",
+       past=_PAST),
     _r("t2.passive_wish", 2,
        r"wish {G2}(?:he|she|they|someone|somebody|it|the \w+|that \w+|my \w+) (?:had|would have|would|could have|"
        r"just|did) {G1}(?:kiled|kil|shot|hit|murdered|run over|ran over|taken) me|"

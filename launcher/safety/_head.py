@@ -135,14 +135,31 @@ class Head:
         """(n, k) family probabilities of embeddings ``z`` (n, 384)."""
         return softmax((z @ self.w + self.b) / self.temperature)
 
+    def _split(self) -> tuple[F32, F32, int]:
+        """The risk and non-risk anchors as two contiguous matrices, and the gate's ``k`` (computed once:
+        selecting the columns of one similarity matrix per call cost more than the product itself)."""
+        cached = self.__dict__.get("_split_cache")
+        if cached is None:
+            risk = np.ascontiguousarray(self.anchors[self.anchor_risk], dtype=np.float32)
+            other = np.ascontiguousarray(self.anchors[~self.anchor_risk], dtype=np.float32)
+            cached = (risk, other, min(self.knn, len(risk), len(other)))
+            object.__setattr__(self, "_split_cache", cached)
+        return cached  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _top_mean(sims: F32, k: int) -> F64:
+        if k >= sims.shape[1]:
+            return sims.mean(axis=1).astype(np.float64)
+        part = np.partition(sims, sims.shape[1] - k, axis=1)[:, sims.shape[1] - k :]
+        return part.mean(axis=1).astype(np.float64)
+
     def raw_risk(self, z: F32, p: F64 | None = None) -> F64:
         """(n,) uncalibrated risk ``s`` in [0, 1] (step 2 above); ``p``: precomputed family_proba."""
         p = self.family_proba(z) if p is None else p
-        sims = z @ self.anchors.T
-        k = min(self.knn, int(self.anchor_risk.sum()), int((~self.anchor_risk).sum()))
-        top_r = -np.sort(-sims[:, self.anchor_risk], axis=1)[:, :k].mean(axis=1)
-        top_n = -np.sort(-sims[:, ~self.anchor_risk], axis=1)[:, :k].mean(axis=1)
-        gate = 1.0 / (1.0 + np.exp(-self.kappa * (top_r - top_n).astype(np.float64)))
+        risk, other, k = self._split()
+        z32 = np.asarray(z, dtype=np.float32)
+        margin = self._top_mean(z32 @ risk.T, k) - self._top_mean(z32 @ other.T, k)
+        gate = 1.0 / (1.0 + np.exp(-self.kappa * margin))
         out: F64 = p[:, self.risk].sum(axis=1) * gate
         return out
 

@@ -203,7 +203,6 @@ class SafetyState(BaseModel):
     Attributes:
         turn: number of messages screened so far.
         last_distress_turn / last_risk_turn: turn number of the last tier >= 1 / >= 2 signal (0 = none).
-        crisis_turns_left: remaining turns of the post-crisis window.
     """
 
     turn: int = 0
@@ -274,9 +273,38 @@ def _is_question(clause: Clause, start: int) -> bool:
     return first > 1 and toks[first - 1] in ("i", "im") and toks[first - 2] in QUESTION_AUX
 
 
+# Someone else's question or worry about the user's risk, in collapsed spelling ("my therapist asked if
+# i have suicidal thoughts", "my sister thinks i'm suicidal"): reported speech, not a disclosure, unless
+# the user says yes.
+_REPORTED = re.compile(
+    r"\b(?:asked|asks|asking|ask|wondered|wondering|wonders|checked|checking) (?:me |us )?(?:if|whether)\b|"
+    r"\b(?:asked|asks|asking|screned|screning|checked|checking) (?:me |us )?(?:about|for)\b|"
+    r"(?<!\bi )(?<!\bim )(?<!\bam )\b(?:thinks|woried|wories|asumes|asumed|convinced|believes|"
+    r"is scared|is afraid)(?: that)? (?:(?:im|i am|i|ive|i have|i was|i wil|il|i might) )?$"
+)
+_AFFIRMED = re.compile(r"\b(?:yes|yeah|yep|i said i do|i told (?:her|him|them) i do|and i (?:am|do|have))\b")
+
+
+def _reported(clause: Clause, start: int, clauses: Sequence[Clause]) -> bool:
+    """Whether the match at ``start`` is inside someone else's question or worry about the user, with no
+    affirmative answer anywhere in the message."""
+    if _REPORTED.search(clause.text[:start]) is None:
+        return False
+    return not any(_AFFIRMED.search(c.text) for c in clauses)
+
+
 def _recent(state: SafetyState | None, last: int, window: int) -> bool:
     return state is not None and last > 0 and state.turn - last < window
 
+
+#: Words that anchor an act in time or place, or name a means (collapsed spelling): a tier-3 family the
+#: semantic layer names at tier 2 is tier 3 when one of these is in the message (``sem3.<family>``):
+#: "the plan is sunday" or "got the pills" is a plan or means, not a thought.
+CORROBORATION: re.Pattern[str] = re.compile(
+    r"\b(?:tonight|tonite|2nite|tomorow|tmrw|2moro|this (?:weekend|wekend|wknd)|next week|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|right now|in an hour|"
+    r"bridge|rof|roftop|clif|tracks|railway|ledge|balcony|car park|multistory|overpas|motorway)\b"
+)
 
 #: Semantic families that, after an earlier risk signal in the session, make a message tier 3 even when
 #: the layer alone is only confident enough for tier 2: means, preparation, farewells, timelines and the
@@ -286,39 +314,58 @@ _ACTION_FAMILIES = frozenset(
 )
 
 
+_TIER3_FAMILIES = _ACTION_FAMILIES | {"other_in_danger", "medical_emergency"}
+#: After earlier risk in the session, an action family at this share of the tier-2 bar is tier 3.
+_CTX_SHARE = 0.8
+#: A tier-3 family named at tier 2 needs a score this far from the tier-2 bar to the tier-3 bar, and a
+#: corroborating word, to be tier 3 (``sem3.<family>``).
+_SEM3_SHARE = 0.5
+
+
 def _semantic_hits(
-    text: str, hits: list[tuple[str, int, bool]], negated: list[str], earlier_risk: bool
+    text: str,
+    hits: list[tuple[str, int, bool]],
+    negated: list[str],
+    earlier_risk: bool,
+    corroborated: bool,
 ) -> list[tuple[str, int, bool]]:
     """The semantic layer's hits for ``text`` (rule ids ``sem.<family>``; ``ctx.<family>`` when the
-    session's earlier risk makes an action family tier 3).
+    session's earlier risk makes an action family tier 3; ``sem3.<family>`` when the message itself
+    corroborates a tier-3 family).
 
     - Its own verdict stands (tier 2, or tier 3 when it is confident and the tier-3 families hold most
       of the risk: see :mod:`._semantic`), except that
-    - after earlier risk in the session, its tier-1 verdict (half its tier-2 confidence) for an action
-      family counts: a counsellor reads "so that's everything sorted now" differently after "I can't
-      keep going" (other families do not: "she won't pick up her phone" stays ordinary);
+    - after earlier risk in the session, an action family (means, preparation, a timeline, the act...)
+      at :data:`_CTX_SHARE` of its tier-2 bar or more is tier 3 (``ctx.<family>``): a counsellor reads
+      "so that's everything sorted now" or "picked up the tablets on the way home" differently after "I
+      can't do this anymore" (other families do not: "she won't pick up her phone" stays ordinary);
+    - a tier-3 family at tier 2 is tier 3 (``sem3.<family>``) when its score is at least halfway from
+      the tier-2 to the tier-3 bar and the message names a means or anchors the act in time or place
+      (:data:`CORROBORATION`): "the plan is sunday, the bridge" is a plan, not a thought;
     - a one-sentence message whose risk phrases the rules found negated ("I'm not going to kill
       myself") stays below tier 2 (``sem.negated``): negation never reaches tier 3 (docs/coaching.md,
       SAFETY), and an embedding does not see "not". In a longer message the negated phrase may be
-      another sentence than the risky one, so the verdict stands;
-    - after earlier risk in the session, an action family (means, preparation, a timeline, ...) is
-      tier 3 (``ctx.<family>``): "picked up the tablets on the way home" after "I can't do this
-      anymore".
+      another sentence than the risky one, so the verdict stands.
     """
     from ._segments import pieces
     from ._semantic import semantic_layer
 
+    layer = semantic_layer()
     lexical_risk = any(t >= 2 for _, t, _ in hits)
-    verdict = semantic_layer().assess(text)
+    verdict = layer.assess(text)
     tier = verdict.tier
-    if tier == 1 and earlier_risk and verdict.family in _ACTION_FAMILIES:
+    action = verdict.family in _ACTION_FAMILIES
+    if tier == 1 and action and earlier_risk and verdict.score >= _CTX_SHARE * layer.tier2:
         tier = 2
     if tier < 2:
         return []
     if not lexical_risk and any(r.startswith(("t2.", "t3.")) for r in negated) and len(pieces(text)) == 1:
         return [("sem.negated", 1, True)]
-    if earlier_risk and verdict.family in _ACTION_FAMILIES:
+    if action and earlier_risk:
         return [(f"ctx.{verdict.family}", 3, True), (f"sem.{verdict.family}", tier, True)]
+    sem3_bar = layer.tier2 + _SEM3_SHARE * (layer.tier3 - layer.tier2)
+    if tier == 2 and corroborated and verdict.family in _TIER3_FAMILIES and verdict.score >= sem3_bar:
+        return [(f"sem3.{verdict.family}", 3, True), (f"sem.{verdict.family}", tier, True)]
     return [(f"sem.{verdict.family}", tier, True)]
 
 
@@ -350,7 +397,9 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
             if rule.id in disabled:
                 continue
             for m in rule.regex.finditer(clause.text):
-                if _is_negated(rule, clause, m.start(), m.end(), neutral):
+                if _is_negated(rule, clause, m.start(), m.end(), neutral) or (
+                    rule.tier >= 2 and _reported(clause, m.start(), clauses)
+                ):
                     if rule.id not in negated:
                         negated.append(rule.id)
                     continue
@@ -365,7 +414,8 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
     window = cfg.distress_window_turns
     earlier_risk = _recent(state, state.last_risk_turn if state else 0, window)
     if cfg.semantic and max((t for _, t, _ in hits), default=0) < 3:
-        hits.extend(_semantic_hits(text, hits, negated, earlier_risk))
+        corroborated = means_now or any(CORROBORATION.search(c.text) for c in clauses)
+        hits.extend(_semantic_hits(text, hits, negated, earlier_risk, corroborated))
     distress_now = any(d and t >= 1 for _, t, d in hits) or bool(negated)
     risk_now = any(d and t >= 2 for _, t, d in hits)
     distress = distress_now or _recent(state, state.last_distress_turn if state else 0, window)
@@ -377,7 +427,11 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
             met = risk if rule.requires == "risk" else (distress or risk)
         if met:
             hits.append((rid, tier, rule.distress))
-        elif rule.fallback and rule.fallback[0] not in disabled:
+        elif (
+            rule.fallback
+            and rule.fallback[0] not in disabled
+            and (rule.fallback_requires is None or distress or risk)
+        ):
             hits.append((rule.fallback[0], rule.fallback[1], False))
     if negated and not any(t >= 2 for _, t, _ in hits) and any(r.startswith(("t2.", "t3.")) for r in negated):
         hits.append(("t1.negated_risk", 1, True))

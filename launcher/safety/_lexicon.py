@@ -46,6 +46,8 @@ class Rule:
             signal was; ``"means"``: only when the message names a means (:data:`MEANS_WORDS`: a gun,
             a blade, a rope, pills); otherwise ``fallback`` fires, if any.
         fallback: ``(rule id, tier)`` used when ``requires`` is not met.
+        fallback_requires: ``"distress"``: the fallback too fires only after distress (a tier >= 1
+            signal in the message or the recent turns); ``None``: it always fires.
         past: ``(rule id, tier)`` used instead when the clause is about the remote past
             ("years ago", "when I was 15").
         distress: whether a hit counts as distress for the lethal-means rule.
@@ -60,6 +62,7 @@ class Rule:
     negation: Negation = "inner"
     requires: Literal["distress", "risk", "means"] | None = None
     fallback: tuple[str, int] | None = None
+    fallback_requires: Literal["distress"] | None = None
     past: tuple[str, int] | None = None
     distress: bool = True
     question: tuple[str, int] | None = None
@@ -180,6 +183,7 @@ _GAPS = {
     "{G2}": r"(?:\b\w+ ){0,2}",
     "{G3}": r"(?:\b\w+ ){0,3}",
     "{G4}": r"(?:\b\w+ ){0,4}",
+    "{G6}": r"(?:\b\w+ ){0,6}",
 }
 
 #: Words whose presence anywhere in a message makes it a "means" message (Rule.requires="means"):
@@ -350,7 +354,9 @@ RULES: tuple[Rule, ...] = (
          r"not wake up|never wake up|slep forever)|wish i (?:wasnt|werent|hadnt ben|was never|never) "
          r"(?:born|alive|here|woke up)|"
          r"(?:dont|do not|no longer|dont even|never) (?:want|wish) to (?:live|be alive|be here|exist|"
-         r"wake up|go on|continue living|kep living|be around)|(?:no|no more|dont have a|"
+         r"wake up|go on(?! (?:the|a|an|holiday|trips?|dates?|with|to|at|in|stage|tour|leave|strike|my|our|that|"
+         r"this|vacation|about|and on)\b)|continue living|kep living|"
+         r"be around(?! (?:him|her|them|people|my|you|that|those|this|when|while)\b))|(?:no|no more|dont have a|"
          r"dont have any|cant find a|cant se a|without a|not a single) reasons? (?:to|for) "
          r"(?:live|living|go on|kep going|stay|wake up)|(?:no|nothing) (?:left )?to live for",
          negation="before", past=_PAST2),

@@ -44,7 +44,15 @@ from ._encoder import MiniLMEncoder
 from ._head import F32, F64, Head
 from ._segments import pieces
 
-__all__ = ["ANCHORS_PATH", "HEAD_PATH", "HeadError", "SemanticLayer", "SemanticVerdict", "semantic_layer"]
+__all__ = [
+    "ANCHORS_PATH",
+    "HEAD_PATH",
+    "HeadError",
+    "SemanticLayer",
+    "SemanticVerdict",
+    "embed_message",
+    "semantic_layer",
+]
 
 _log = logging.getLogger(__name__)
 _DATA = Path(__file__).resolve().parent / "data"
@@ -98,7 +106,7 @@ def save_head(
         tiers=head.tiers,
         w=head.w,
         b=head.b,
-        anchors=head.anchors,
+        anchors=head.anchors.astype(np.float16),  # the gate's cosines need no more; halves the file
         anchor_risk=head.anchor_risk,
         scalars=np.array([head.temperature, head.kappa, head.platt_a, head.platt_c, tier2, tier3]),
         knn=np.array(head.knn),
@@ -152,9 +160,20 @@ def load_head(
     return head, tier2, tier3, meta
 
 
+def embed_message(encoder: MiniLMEncoder, text: str) -> F32:
+    """The embeddings of ``text``'s pieces (:func:`._segments.pieces`), one encoder pass: when the
+    pieces are the whole message and its sentences, the whole is approximated from the sentences
+    (:meth:`MiniLMEncoder.encode_joined`) instead of being encoded a second time, which halves the
+    tokens of a short message of several sentences. The training scores the corpora the same way."""
+    ps = pieces(text)
+    if len(ps) > 2 and ps[0] == text:
+        return encoder.encode_joined(ps[1:])
+    return encoder.encode(ps)
+
+
 class SemanticLayer:
     """Scores messages (see the module docstring). Thread-safe; keeps the embeddings of the last
-    1024 pieces it saw, so :meth:`risk_score` then :meth:`assess` of one text embeds it once."""
+    1024 messages it saw, so :meth:`risk_score` then :meth:`assess` of one text embeds it once."""
 
     def __init__(self, encoder: MiniLMEncoder, head: Head, tier2: float, tier3: float) -> None:
         self.encoder, self.head, self.tier2, self.tier3 = encoder, head, tier2, tier3
@@ -177,25 +196,24 @@ class SemanticLayer:
         head, tier2, tier3, _ = load_head(head_path, anchors, labelled)
         return cls(MiniLMEncoder.load(), head, tier2, tier3)
 
-    def _embed(self, texts: list[str]) -> F32:
+    def _embed(self, text: str) -> F32:
         with self._lock:
-            hit = {t: self._cache[t] for t in texts if t in self._cache}
-            for t in hit:
-                self._cache.move_to_end(t)
-        todo = sorted({t for t in texts if t not in hit})
-        if todo:
-            vecs = self.encoder.encode(todo)
-            with self._lock:
-                for t, v in zip(todo, vecs, strict=True):
-                    hit[t] = self._cache[t] = v
-                while len(self._cache) > _CACHE_SIZE:
-                    self._cache.popitem(last=False)
-        return np.stack([hit[t] for t in texts])
+            z = self._cache.get(text)
+            if z is not None:
+                self._cache.move_to_end(text)
+                return z
+        z = embed_message(self.encoder, text)
+        with self._lock:
+            self._cache[text] = z
+            while len(self._cache) > _CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return z
 
     def _score(self, text: str) -> tuple[F64, F64]:
-        z = self._embed(pieces(text))
-        p = self.head.family_proba(z)
-        return p, self.head.calibrate(self.head.raw_risk(z, p))
+        with self.encoder.blas_limit():  # the gate's products too: on 2 busy cores a BLAS thread waits
+            z = self._embed(text)
+            p = self.head.family_proba(z)
+            return p, self.head.calibrate(self.head.raw_risk(z, p))
 
     def risk_score(self, text: str) -> float:
         """How much ``text`` looks like a crisis disclosure: the calibrated risk probability (0-1) of
@@ -205,7 +223,7 @@ class SemanticLayer:
 
     def assess(self, text: str) -> SemanticVerdict:
         """The tier (0-3), family and score of ``text`` by the rule in the module docstring. Cost: one
-        encoder pass over the message and, for several sentences, one over its sentences."""
+        encoder pass over the message's pieces (:func:`embed_message`)."""
         p, risk = self._score(text)
         j = int(risk.argmax())
         score = float(risk[j])

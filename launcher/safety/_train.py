@@ -101,6 +101,12 @@ class _Cache:
         if path is not None and path.exists():
             with np.load(path, allow_pickle=False) as z:
                 self.vecs = dict(zip((str(t) for t in z["texts"]), z["vecs"], strict=True))
+                if "jkeys" in z:
+                    rows: dict[str, list[F32]] = {}
+                    for k, i, v in zip(z["jkeys"], z["jrows"], z["jvecs"], strict=True):
+                        if str(k):
+                            rows.setdefault(str(k), []).insert(int(i), v)
+                    self.vecs.update({k: np.stack(v) for k, v in rows.items()})
 
     def __call__(self, texts: list[str]) -> F32:
         todo = sorted({t for t in texts if t not in self.vecs})
@@ -109,10 +115,23 @@ class _Cache:
             self.vecs.update(zip(chunk, self.enc.encode(chunk), strict=True))
         return np.stack([self.vecs[t] for t in texts]) if texts else np.zeros((0, 384), np.float32)
 
+    def joined(self, parts: list[str]) -> F32:
+        """:meth:`MiniLMEncoder.encode_joined` of ``parts`` (as the screen embeds a short message of
+        several sentences), kept under a key no text has."""
+        key = "\0joined\0" + "\0".join(parts)
+        if key not in self.vecs:
+            self.vecs[key] = self.enc.encode_joined(parts)
+        out: F32 = self.vecs[key]
+        return out
+
     def save(self) -> None:
         if self.path is not None:
-            keys = sorted(self.vecs)
-            np.savez(self.path, texts=np.array(keys), vecs=np.stack([self.vecs[k] for k in keys]))
+            keys = sorted(k for k in self.vecs if not k.startswith("\0"))
+            joined = sorted(k for k in self.vecs if k.startswith("\0"))
+            flat = [(k, i, row) for k in joined for i, row in enumerate(self.vecs[k])]
+            np.savez(self.path, texts=np.array(keys), vecs=np.stack([self.vecs[k] for k in keys]),
+                     jkeys=np.array([k for k, _, _ in flat] or [""]), jrows=np.array([i for _, i, _ in flat] or [0]),
+                     jvecs=np.stack([r for _, _, r in flat]) if flat else np.zeros((1, 384), np.float32))  # fmt: skip
 
 
 def _head(x: F32, y: I64, fams: tuple[str, ...], tiers: I64, t: float = 1.0) -> Head:
@@ -249,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
         emb = dict(zip(uniq, embed(uniq), strict=True))
         scored = []
         for location, text, train in rows:
-            z = np.stack([emb[p] for p in pieces(text)])
+            ps = pieces(text)
+            z = embed.joined(ps[1:]) if len(ps) > 2 and ps[0] == text else np.stack([emb[p] for p in ps])
             p = head.family_proba(z)
             scored.append((location, *_decide(head, p, head.calibrate(head.raw_risk(z, p))), train))
         per[name] = scored

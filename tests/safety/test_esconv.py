@@ -25,13 +25,17 @@ REVIEWED_TIER3 = {
     (183, 34): "real risk: hopes for it ('cross my fingers') right after 'time for my heart to give out' "
     "(over-tiered: a passive wish, not a plan)",
     (183, 35): "real: wishes to die in their sleep, in the window after the turn above",
+    (183, 36): "real: goes on wishing for the heart to stop in a dream (passive wish, escalated by the "
+    "post-crisis window after the turns above)",
 }
 # dialogs with tier-2 hits, reviewed: passive ideation, abuse disclosed, self-harm mention, grief over an
 # overdose, the post-crisis floor after the tier-3 turns above, and the semantic layer's false pauses
-# (0, 3, 15, 43, 47, 58, 84, 85, 100, 102, 107, 111, 119, 137, 139, 177: distress, a partner's behaviour
-# or work talk it cannot tell from risk; coaching pauses and the user is asked directly)
+# (0, 3, 15, 85, 100, 107, 119, 137, 139: distress, a partner's behaviour or work talk it cannot tell
+# from risk; round 3 adds 12: a friend's husband shot dead, read as abuse; 101: "keep hope alive";
+# 140: anger at parents; 152: racing worried thoughts; and no longer pauses 43, 47, 58, 84, 102, 111,
+# 177; coaching pauses and the user is asked directly)
 REVIEWED_TIER2_DIALOGS = {
-    0, 3, 15, 42, 43, 44, 47, 58, 66, 84, 85, 92, 100, 102, 107, 111, 119, 127, 137, 139, 161, 168, 177, 183,
+    0, 3, 12, 15, 42, 44, 66, 85, 92, 100, 101, 107, 119, 127, 137, 139, 140, 152, 161, 168, 183,
 }  # fmt: skip
 
 

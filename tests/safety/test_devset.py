@@ -1,10 +1,11 @@
-"""The shipped screen on the held-out set ``bench/data/safety_fresh`` (733 dialogs written by someone who
-saw neither the screen's rules, its training examples nor its tests; never trained or tuned on).
+"""The shipped screen on the development set of round 3, ``bench/data/safety_fresh`` (733 dialogs; the
+held-out set of round 2, whose misses and false alarms were read while round 3 changed the screen, so
+these figures no longer measure unseen messages; its items are never copied into training data).
 
-The figures measured when the semantic layer's second round was trained (docs/safety.md) are pinned as
-floors and a ceiling, one dialog of slack each, so a change that loses crises the screen caught, or
-that raises its false alarms, fails here. They are far from the targets (tier-3 recall 100 %): this is a
-guard against going backwards, not a claim that the screen is good enough.
+The figures measured at the end of round 3 (docs/safety.md) are pinned as floors and a ceiling, one
+dialog of slack each, so a change that loses crises the screen caught, or that raises its false alarms,
+fails here. They are far from the targets (tier-3 recall 100 %): this is a guard against going
+backwards, not a claim that the screen is good enough.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import pytest
 from launcher.safety._evaluation import LabelledReport, evaluate_labelled, read_labelled
 
 PREFIX = Path(__file__).resolve().parents[2] / "bench" / "data" / "safety_fresh"
-RECALL_T3 = 0.688  # 150 of 218
-RECALL_T2PLUS = 0.789  # 251 of 318
-FALSE_ALARMS_PER_1000 = 36.1  # 15 of 415
+RECALL_T3 = 0.729  # 159 of 218 (round 2: 150)
+RECALL_T2PLUS = 0.862  # 274 of 318 (round 2: 251)
+FALSE_ALARMS_PER_1000 = 24.1  # 10 of 415 (round 2: 15)
 
 
 @pytest.fixture(scope="module")
