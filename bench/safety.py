@@ -10,10 +10,10 @@ screened at tier 3 and at tier >= 2 (those corpora hold almost no real crises; s
 ``docs/safety.md`` for the reviewed hits).
 
 Last line, exactly: ``p95_ms=X recall_t3=X recall_t2plus=X false_alarms_per_1000=X`` (the ``all`` layer
-on the chosen set; recalls as shares 0-1). The default set, ``bench/data/safety_fresh``, is the
-development set of round 3 (docs/safety.md).
+on the chosen set; recalls as shares 0-1). The default set, ``bench/data/safety_fresh2``, is the
+held-out set of round 3; ``bench/data/safety_fresh`` is its development set (docs/safety.md).
 
-Usage: .venv/bin/python bench/safety.py [--set bench/data/safety_fresh] [--shared]
+Usage: .venv/bin/python bench/safety.py [--set bench/data/safety_fresh2] [--shared]
 (``--set PREFIX`` reads PREFIX.dialogs.jsonl and PREFIX.labels.jsonl.) About 20-60 s on 2 cores.
 """
 
@@ -32,7 +32,7 @@ from launcher.cli.eval import evaluate, turns_from_file  # noqa: E402
 from launcher.safety import SafetyConfig, SafetyState, screen  # noqa: E402
 from launcher.safety._evaluation import LAYERS, evaluate_labelled, read_labelled  # noqa: E402
 
-DEFAULT_SET = ROOT / "bench" / "data" / "safety_fresh"
+DEFAULT_SET = ROOT / "bench" / "data" / "safety_fresh2"
 SHARED = ROOT.parent / "shared" / "data"
 CORPORA = {
     "esconv": SHARED / "esconv" / "ESConv-test.jsonl",

@@ -115,10 +115,22 @@ class LabelledReport:
             "recall_t2plus": self.recall_t2plus,
             "false_alarms_per_1000": self.false_alarms_per_1000,
             "recall_per_family": {f: {"reached": h, "of": n} for f, (h, n) in self.per_family().items()},
-            "misses": [{"id": o.label.id, "label": o.label.tier, "family": o.label.family, "tier": o.tier,
-                        "reasons": list(o.reasons)} for o in self.outcomes if o.miss],
-            "false_alarms": [{"id": o.label.id, "family": o.label.family, "tier": o.tier, "reasons": list(o.reasons)}
-                             for o in self.outcomes if o.false_alarm],
+            "misses": [
+                {
+                    "id": o.label.id,
+                    "label": o.label.tier,
+                    "family": o.label.family,
+                    "tier": o.tier,
+                    "reasons": list(o.reasons),
+                }
+                for o in self.outcomes
+                if o.miss
+            ],
+            "false_alarms": [
+                {"id": o.label.id, "family": o.label.family, "tier": o.tier, "reasons": list(o.reasons)}
+                for o in self.outcomes
+                if o.false_alarm
+            ],
         }
 
 
@@ -128,14 +140,18 @@ def _jsonl(path: Path, what: str) -> Iterable[tuple[int, dict[str, object]]]:
     except FileNotFoundError:
         raise LabelError(f"{path}: no such {what} file") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise LabelError(f"{path}: cannot read the {what} file ({exc}); it must be UTF-8 JSON Lines") from None
+        raise LabelError(
+            f"{path}: cannot read the {what} file ({exc}); it must be UTF-8 JSON Lines"
+        ) from None
     for no, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except ValueError as exc:
-            raise LabelError(f"{path}:{no}: not JSON ({exc.args[0]}); each line must be one JSON object") from None
+            raise LabelError(
+                f"{path}:{no}: not JSON ({exc.args[0]}); each line must be one JSON object"
+            ) from None
         if not isinstance(obj, dict):
             raise LabelError(f"{path}:{no}: expected a JSON object, got {type(obj).__name__}")
         yield no, obj
@@ -148,16 +164,27 @@ def read_labelled(dialogs_path: Path, labels_path: Path) -> list[tuple[Dialog, L
     dialogs: dict[str, Dialog] = {}
     for no, obj in _jsonl(dialogs_path, "dialogs"):
         turns = obj.get("turns")
-        if not isinstance(obj.get("id"), str) or not isinstance(turns, list) or not turns or \
-                not all(isinstance(t, str) for t in turns):  # fmt: skip
+        if (
+            not isinstance(obj.get("id"), str)
+            or not isinstance(turns, list)
+            or not turns
+            or not all(isinstance(t, str) for t in turns)
+        ):
             raise LabelError(f'{dialogs_path}:{no}: expected {{"id": "...", "turns": ["user message", ...]}}')
         dialogs[str(obj["id"])] = Dialog(str(obj["id"]), tuple(str(t) for t in turns))
     labels: dict[str, Label] = {}
     for no, obj in _jsonl(labels_path, "labels"):
         tier, family, style = obj.get("tier"), obj.get("family"), obj.get("style", [])
-        if not isinstance(obj.get("id"), str) or not isinstance(tier, int) or not 0 <= tier <= 3 or \
-                not isinstance(family, str) or not isinstance(style, list):  # fmt: skip
-            raise LabelError(f'{labels_path}:{no}: expected {{"id": "...", "tier": 0-3, "family": "...", "style": [...]}}')
+        if (
+            not isinstance(obj.get("id"), str)
+            or not isinstance(tier, int)
+            or not 0 <= tier <= 3
+            or not isinstance(family, str)
+            or not isinstance(style, list)
+        ):
+            raise LabelError(
+                f'{labels_path}:{no}: expected {{"id": "...", "tier": 0-3, "family": "...", "style": [...]}}'
+            )
         if obj["id"] not in dialogs:
             raise LabelError(f"{labels_path}:{no}: id {obj['id']!r} is not in {dialogs_path}")
         labels[str(obj["id"])] = Label(str(obj["id"]), tier, family, tuple(str(s) for s in style))
@@ -169,7 +196,9 @@ def read_labelled(dialogs_path: Path, labels_path: Path) -> list[tuple[Dialog, L
     return [(d, labels[d.id]) for d in dialogs.values()]
 
 
-def _layer_screen(layer: Layer, config: SafetyConfig) -> Callable[[Sequence[str]], tuple[int, tuple[str, ...]]]:
+def _layer_screen(
+    layer: Layer, config: SafetyConfig
+) -> Callable[[Sequence[str]], tuple[int, tuple[str, ...]]]:
     def lexicon(turns: Sequence[str]) -> tuple[int, tuple[str, ...]]:
         r = screen(turns[-1], None, config.model_copy(update={"semantic": False}))
         return r.tier, tuple(r.reasons)

@@ -6,7 +6,7 @@ preparatory behaviour (item 6: "collected pills, obtained a gun, gave away valua
 suicide note") are tier 3. Euphemisms follow the Samaritans and Crisis Text Line guidance on how people
 write about suicide online ("unalive", "check out", "end it", "not be around"). Someone else in danger now
 (an overdose, a person who will not wake up, an abuser with a weapon) is imminent harm, tier 3
-(COACHING.md's tier-3 list).
+(the tier-3 list of docs/coaching.md).
 
 Preparatory acts and means are ordinary words in ordinary lives ("picked up my pills", "gave my bike
 away", "wrote a letter"), so those rules fire at tier 3 only after a risk signal (tier >= 2) in the
@@ -38,7 +38,9 @@ WEAK_EUPHEMISM = (
     r"be gone (?:for god|forever)|disapear (?:for god|forever|permanently)|do it (?:tonight|today|now|son)|"
     r"not (?:be )?(?:here|around|alive) (?:anymore|any more|much longer))"
 )
-ACT_PLACE = r"(?:bridge|rof|roftop|clif|tracks|train tracks|railway|ledge|edge|balcony|top flor|overpas|tower)"
+ACT_PLACE = (
+    r"(?:bridge|rof|roftop|clif|tracks|train tracks|railway|ledge|edge|balcony|top flor|overpas|tower)"
+)
 MEANS_ITEM = (
     r"(?:pils|sleping pils|painkilers|tablets|meds|medication|insulin|rope|nose|gun|pistol|rifle|shotgun|"
     r"bulets|ammo|knife|razor|razor blades|blades|charcoal|poison|cyanide|antifreze|paracetamol|tylenol)"
@@ -59,9 +61,15 @@ WEAPON = r"(?:knife|gun|pistol|rifle|shotgun|weapon|hamer|bat|blade|machete|axe)
 
 
 def _r(rule_id: str, tier: int, template: str, **kw: object) -> Rule:
-    for name, value in (("FAREWELL", FAREWELL), ("WEAK_EUPHEMISM", WEAK_EUPHEMISM), ("EUPHEMISM", EUPHEMISM), ("ACT_PLACE", ACT_PLACE),
-                        ("MEANS_ITEM", MEANS_ITEM),
-                        ("OTHER", OTHER), ("WEAPON", WEAPON)):  # fmt: skip
+    for name, value in (
+        ("FAREWELL", FAREWELL),
+        ("WEAK_EUPHEMISM", WEAK_EUPHEMISM),
+        ("EUPHEMISM", EUPHEMISM),
+        ("ACT_PLACE", ACT_PLACE),
+        ("MEANS_ITEM", MEANS_ITEM),
+        ("OTHER", OTHER),
+        ("WEAPON", WEAPON),
+    ):
         template = template.replace(name, value)
     return Rule(rule_id, tier, template, **kw)  # type: ignore[arg-type]
 

@@ -168,8 +168,11 @@ def judge_raise(message: str, assessment: Any, current_tier: int, *, agent: str)
 
     tier, family, quote = (_field(assessment, n) for n in ("tier", "family", "quote"))
     if (
-        isinstance(tier, bool) or not isinstance(tier, int) or not 0 <= tier <= 3
-        or family not in FAMILY_TIER_FLOOR or not isinstance(quote, str)
+        isinstance(tier, bool)
+        or not isinstance(tier, int)
+        or not 0 <= tier <= 3
+        or family not in FAMILY_TIER_FLOOR
+        or not isinstance(quote, str)
     ):
         return refused("invalid")
     if tier <= current:
@@ -186,7 +189,9 @@ def judge_raise(message: str, assessment: Any, current_tier: int, *, agent: str)
         return refused("quote_not_in_message")
     if not _quote_supports(wrote, family, tier, message):
         return refused("quote_not_supporting")
-    return RaiseDecision(True, tier, (f"model.{agent}.raised_t{tier}", f"model.family.{family}"), agent, family)
+    return RaiseDecision(
+        True, tier, (f"model.{agent}.raised_t{tier}", f"model.family.{family}"), agent, family
+    )
 
 
 def apply_raise(

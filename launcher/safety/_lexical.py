@@ -1,6 +1,6 @@
 """The deterministic safety screen: every user message gets a crisis tier 0-3 before any agent runs.
 
-Tiers (../shared/COACHING.md, SAFETY; rule sources in :mod:`launcher.safety._lexicon`):
+Tiers (docs/coaching.md, SAFETY; docs/safety.md; rule sources in :mod:`launcher.safety._lexicon`):
 
 - **3**: explicit intent, plan, means or timeline for self-harm; self-harm in progress; a medical
   emergency; imminent harm to others; a request for lethal-means information (heights, doses, weapons)
@@ -136,7 +136,7 @@ class SafetyConfig(BaseModel):
             (a ``"default"`` entry is always present).
         distress_window_turns: how many earlier turns count as "recent" for the rules that need
             distress (lethal-means requests) or risk (means, timeline, farewell). Default 5 (proposal).
-        post_crisis_turns: turns after a tier-3 event screened at tier-2 sensitivity (COACHING.md: 3).
+        post_crisis_turns: turns after a tier-3 event screened at tier-2 sensitivity (docs/coaching.md: 3).
         post_crisis_floor: lowest tier during that window (2 = coaching stays paused; proposal).
         post_crisis_escalate: during that window a tier-2 signal gives tier 3 (proposal).
         semantic: run the semantic layer (:mod:`launcher.safety._semantic`) after the rules (default on;
@@ -192,7 +192,9 @@ class SafetyConfig(BaseModel):
 def _alternation(rules: tuple[Rule, ...]) -> re.Pattern[str]:
     parts = []
     for r in rules:
-        flags = "".join(c for f, c in ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s")) if r.regex.flags & f)
+        flags = "".join(
+            c for f, c in ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s")) if r.regex.flags & f
+        )
         parts.append(f"(?{flags}:{r.regex.pattern})" if flags else f"(?:{r.regex.pattern})")
     return re.compile("|".join(parts))
 
@@ -308,7 +310,7 @@ CORROBORATION: re.Pattern[str] = re.compile(
 
 #: Semantic families that, after an earlier risk signal in the session, make a message tier 3 even when
 #: the layer alone is only confident enough for tier 2: means, preparation, farewells, timelines and the
-#: act itself (COACHING.md: earlier ideation plus later means, preparation or a timeline is a crisis).
+#: act itself (docs/coaching.md: earlier ideation plus later means, preparation or a timeline is a crisis).
 _ACTION_FAMILIES = frozenset(
     {"means", "preparatory", "timeline", "plan", "method", "intent", "in_progress", "lethal_means_request"}
 )
@@ -382,11 +384,44 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
     """
     cfg = config or SafetyConfig()
     disabled = set(cfg.disabled_rules)
-    hits: list[tuple[str, int, bool]] = []  # (rule id, tier, counts as distress)
-    pending: list[tuple[Rule, str, int]] = []
-    negated: list[str] = []
     clauses = normalize(text)
     means_now = any(MEANS_WORDS.search(c.text) for c in clauses)
+    hits, pending, negated = _rule_hits(clauses, cfg, disabled)
+    window = cfg.distress_window_turns
+    earlier_risk = _recent(state, state.last_risk_turn if state else 0, window)
+    if cfg.semantic and max((t for _, t, _ in hits), default=0) < 3:
+        corroborated = means_now or any(CORROBORATION.search(c.text) for c in clauses)
+        hits.extend(_semantic_hits(text, hits, negated, earlier_risk, corroborated))
+    distress_now = any(d and t >= 1 for _, t, d in hits) or bool(negated)
+    risk_now = any(d and t >= 2 for _, t, d in hits)
+    distress = distress_now or _recent(state, state.last_distress_turn if state else 0, window)
+    risk = risk_now or _recent(state, state.last_risk_turn if state else 0, window)
+    hits.extend(_pending_hits(pending, disabled, means_now=means_now, distress=distress, risk=risk))
+    if negated and not any(t >= 2 for _, t, _ in hits) and any(r.startswith(("t2.", "t3.")) for r in negated):
+        hits.append(("t1.negated_risk", 1, True))
+    tier = max((t for _, t, _ in hits), default=0)
+    reasons = list(dict.fromkeys(rid for rid, _, _ in sorted(hits, key=lambda h: -h[1])))
+    post_crisis = state is not None and state.crisis_turns_left > 0
+    if post_crisis:
+        tier = _post_crisis_tier(tier, reasons, cfg)
+    if state is not None:
+        _advance(state, cfg, tier, distress_now=distress_now, risk_now=risk_now)
+    return ScreenResult(
+        tier=tier, reasons=reasons, negated=negated, distress=distress_now, post_crisis=post_crisis
+    )
+
+
+#: A rule hit: (rule id, tier, whether it counts as distress for the conversation context).
+_Hit = tuple[str, int, bool]
+
+
+def _rule_hits(
+    clauses: list[Clause], cfg: SafetyConfig, disabled: set[str]
+) -> tuple[list[_Hit], list[tuple[Rule, str, int]], list[str]]:
+    """The lexicon over every clause: (hits, rules waiting on context, negated rule ids)."""
+    hits: list[_Hit] = []
+    pending: list[tuple[Rule, str, int]] = []
+    negated: list[str] = []
     any_rule = cfg.any_rule()
     for clause in clauses:
         if any_rule.search(clause.text) is None:
@@ -411,54 +446,54 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
                 else:
                     hits.append((rid, tier, rule.distress))
                 break
-    window = cfg.distress_window_turns
-    earlier_risk = _recent(state, state.last_risk_turn if state else 0, window)
-    if cfg.semantic and max((t for _, t, _ in hits), default=0) < 3:
-        corroborated = means_now or any(CORROBORATION.search(c.text) for c in clauses)
-        hits.extend(_semantic_hits(text, hits, negated, earlier_risk, corroborated))
-    distress_now = any(d and t >= 1 for _, t, d in hits) or bool(negated)
-    risk_now = any(d and t >= 2 for _, t, d in hits)
-    distress = distress_now or _recent(state, state.last_distress_turn if state else 0, window)
-    risk = risk_now or _recent(state, state.last_risk_turn if state else 0, window)
+    return hits, pending, negated
+
+
+def _pending_hits(
+    pending: list[tuple[Rule, str, int]], disabled: set[str], *, means_now: bool, distress: bool, risk: bool
+) -> list[_Hit]:
+    """Rules that count only in context (means in the message, earlier risk or distress), else their
+    fallback."""
+    out: list[_Hit] = []
     for rule, rid, tier in pending:
         if rule.requires == "means":
             met = means_now
         else:
             met = risk if rule.requires == "risk" else (distress or risk)
         if met:
-            hits.append((rid, tier, rule.distress))
+            out.append((rid, tier, rule.distress))
         elif (
             rule.fallback
             and rule.fallback[0] not in disabled
             and (rule.fallback_requires is None or distress or risk)
         ):
-            hits.append((rule.fallback[0], rule.fallback[1], False))
-    if negated and not any(t >= 2 for _, t, _ in hits) and any(r.startswith(("t2.", "t3.")) for r in negated):
-        hits.append(("t1.negated_risk", 1, True))
-    tier = max((t for _, t, _ in hits), default=0)
-    reasons = [rid for rid, _, _ in sorted(hits, key=lambda h: -h[1])]
-    reasons = list(dict.fromkeys(reasons))
-    post_crisis = state is not None and state.crisis_turns_left > 0
-    if post_crisis:
-        if cfg.post_crisis_escalate and tier == 2:
-            tier = 3
-            reasons.insert(0, "post_crisis.escalated")
-        if tier < cfg.post_crisis_floor:
-            tier = cfg.post_crisis_floor
-            reasons.append("post_crisis.floor")
-    if state is not None:
-        state.turn += 1
-        if distress_now:
-            state.last_distress_turn = state.turn
-        if risk_now:
-            state.last_risk_turn = state.turn
-        if tier >= 3:
-            state.crisis_turns_left = cfg.post_crisis_turns
-        elif state.crisis_turns_left > 0:
-            state.crisis_turns_left -= 1
-    return ScreenResult(
-        tier=tier, reasons=reasons, negated=negated, distress=distress_now, post_crisis=post_crisis
-    )
+            out.append((rule.fallback[0], rule.fallback[1], False))
+    return out
+
+
+def _post_crisis_tier(tier: int, reasons: list[str], cfg: SafetyConfig) -> int:
+    """The post-crisis window: a tier-2 signal counts as 3, and the tier is at least the floor
+    (``reasons`` gains the rule ids)."""
+    if cfg.post_crisis_escalate and tier == 2:
+        tier = 3
+        reasons.insert(0, "post_crisis.escalated")
+    if tier < cfg.post_crisis_floor:
+        tier = cfg.post_crisis_floor
+        reasons.append("post_crisis.floor")
+    return tier
+
+
+def _advance(state: SafetyState, cfg: SafetyConfig, tier: int, *, distress_now: bool, risk_now: bool) -> None:
+    """Move the session's state past this message."""
+    state.turn += 1
+    if distress_now:
+        state.last_distress_turn = state.turn
+    if risk_now:
+        state.last_risk_turn = state.turn
+    if tier >= 3:
+        state.crisis_turns_left = cfg.post_crisis_turns
+    elif state.crisis_turns_left > 0:
+        state.crisis_turns_left -= 1
 
 
 def combine_tiers(

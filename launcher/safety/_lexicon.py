@@ -1,6 +1,6 @@
 """The safety screen's rules: regular expressions over normalised clauses, with tiers and rule ids.
 
-Tier definitions follow ../shared/COACHING.md ("Rules the code enforces", SAFETY). The split between
+Tier definitions follow docs/coaching.md ("Rules the code enforces", SAFETY). The split between
 passive ideation (tier 2) and intent / plan / means / timeline (tier 3) follows the Columbia Suicide
 Severity Rating Scale (C-SSRS screener; Posner et al., Am J Psychiatry 2011): item 1 "wish to be dead"
 and item 2 non-specific active thoughts are lower acuity; items 3-6 (method, intent, plan, recent
@@ -276,7 +276,7 @@ RULES: tuple[Rule, ...] = (
     Rule("t3.timeline", 3,
          r"{ACT_LETHAL} {G3}(?:tonight|today|tomorow|this weekend|right now|in an hour|next week|"
          r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday))", past=_T3_PAST),
-    # "want to die" alone is passive ideation (tier 2); with a time it is a timeline (COACHING.md tier 3)
+    # "want to die" alone is passive ideation (tier 2); with a time it is a timeline (docs/coaching.md, tier 3)
     Rule("t3.timeline", 3,
          r"(?:want to|ready to|plan to|planing to|wish to) {G1}(?:die|be dead) "
          r"(?:tonight|tonite|today|tomorow|this weekend|right now|in an hour)(?! (?:of|from|laughing|for|than))",

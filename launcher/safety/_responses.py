@@ -6,7 +6,7 @@ Australia Lifeline 13 11 14 (lifeline.org.au), New Zealand 1737 (1737.org.nz); t
 points at the local emergency number and findahelpline.com (an international directory run by
 ThroughLine). Override or extend it with ``[safety.resources]`` in ``coach.toml``.
 
-Texts follow COACHING.md (SAFETY): tier 3 = acknowledgement, encouragement to contact a crisis line or
+Texts follow docs/coaching.md (SAFETY): tier 3 = acknowledgement, encouragement to contact a crisis line or
 emergency services now, at least one resource for the locale, an invitation to keep talking, no coaching
 content and no method details; tier 2 = pause coaching, reflect, ask directly, offer resources. Asking
 directly about suicide does not increase risk (Dazzi et al., Psychol Med 2014).

@@ -129,9 +129,14 @@ class _Cache:
             keys = sorted(k for k in self.vecs if not k.startswith("\0"))
             joined = sorted(k for k in self.vecs if k.startswith("\0"))
             flat = [(k, i, row) for k in joined for i, row in enumerate(self.vecs[k])]
-            np.savez(self.path, texts=np.array(keys), vecs=np.stack([self.vecs[k] for k in keys]),
-                     jkeys=np.array([k for k, _, _ in flat] or [""]), jrows=np.array([i for _, i, _ in flat] or [0]),
-                     jvecs=np.stack([r for _, _, r in flat]) if flat else np.zeros((1, 384), np.float32))  # fmt: skip
+            np.savez(
+                self.path,
+                texts=np.array(keys),
+                vecs=np.stack([self.vecs[k] for k in keys]),
+                jkeys=np.array([k for k, _, _ in flat] or [""]),
+                jrows=np.array([i for _, i, _ in flat] or [0]),
+                jvecs=np.stack([r for _, _, r in flat]) if flat else np.zeros((1, 384), np.float32),
+            )
 
 
 def _head(x: F32, y: I64, fams: tuple[str, ...], tiers: I64, t: float = 1.0) -> Head:
@@ -278,17 +283,31 @@ def main(argv: list[str] | None = None) -> int:
     held = [[r for r in scored_rows if not r[3]] for scored_rows in per.values()]
     tier2 = _threshold([np.array([r[1] for r in part]) for part in held], FA_TIER2, 0.5)
     tier3 = _threshold([np.array([r[1] if r[2] else 0.0 for r in part]) for part in held], FA_TIER3, tier2)
-    meta: dict[str, object] = {"l2": L2, "knn": KNN, "kappa": KAPPA, "tier2": tier2, "tier3": tier3,
-                               "examples": dict(Counter(fam_of))}  # fmt: skip
+    meta: dict[str, object] = {
+        "l2": L2,
+        "knn": KNN,
+        "kappa": KAPPA,
+        "tier2": tier2,
+        "tier3": tier3,
+        "examples": dict(Counter(fam_of)),
+    }
     for name, scored_rows in per.items():
-        for half, part in (("heldout", [r for r in scored_rows if not r[3]]),
-                           ("train", [r for r in scored_rows if r[3]])):  # fmt: skip
+        for half, part in (
+            ("heldout", [r for r in scored_rows if not r[3]]),
+            ("train", [r for r in scored_rows if r[3]]),
+        ):
             t2 = sum(r[1] >= tier2 for r in part)
             hits3 = [r[0] for r in part if r[1] >= tier3 and r[2]]
-            meta[f"{name}.{half}"] = {"turns": len(part), "tier_ge2": t2, "rate_ge2": t2 / max(1, len(part)),
-                                      "tier3_hits": hits3}  # fmt: skip
-            print(f"{name} ({half} half): tier>=2 {t2}/{len(part)} = {100 * t2 / max(1, len(part)):.2f}%; "
-                  f"tier 3 {len(hits3)}: {hits3}")  # fmt: skip
+            meta[f"{name}.{half}"] = {
+                "turns": len(part),
+                "tier_ge2": t2,
+                "rate_ge2": t2 / max(1, len(part)),
+                "tier3_hits": hits3,
+            }
+            print(
+                f"{name} ({half} half): tier>=2 {t2}/{len(part)} = {100 * t2 / max(1, len(part)):.2f}%; "
+                f"tier 3 {len(hits3)}: {hits3}"
+            )
     oof = head.calibrate(raw.astype(np.float64))
     pos = tiers[y] >= 2
     major3 = proba[:, tiers == 3].sum(1) >= 0.5 * proba[:, tiers >= 2].sum(1)
@@ -305,8 +324,14 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(f"thresholds: tier2 {tier2:.4f}, tier3 {tier3:.4f}")
     print("cross-validation (out of fold): " + json.dumps(cv, indent=1))
-    save_head(args.out, head, digest=anchors_digest(args.anchors, args.labelled), tier2=tier2, tier3=tier3,
-              meta=meta)  # fmt: skip
+    save_head(
+        args.out,
+        head,
+        digest=anchors_digest(args.anchors, args.labelled),
+        tier2=tier2,
+        tier3=tier3,
+        meta=meta,
+    )
     print(f"wrote {args.out}")
     return 0
 

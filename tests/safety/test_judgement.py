@@ -55,7 +55,12 @@ def test_quote_absent_from_the_message_is_refused() -> None:
 
 @pytest.mark.parametrize(
     "paraphrase",
-    ["I have got everything ready", "everything is ready", "I have all I need ready", "I have everything prepared"],
+    [
+        "I have got everything ready",
+        "everything is ready",
+        "I have all I need ready",
+        "I have everything prepared",
+    ],
 )
 def test_paraphrased_quote_is_refused(paraphrase: str) -> None:
     d = judge_raise(MESSAGE, risk(3, "preparatory", paraphrase), 0, agent="coach")
@@ -69,8 +74,17 @@ def test_quote_must_sit_on_word_boundaries() -> None:
 
 @pytest.mark.parametrize(
     ("tier", "family"),
-    [(2, "plan"), (2, "means"), (2, "medical_emergency"), (2, "none"), (2, "distress"), (3, "distress"),
-     (3, "none"), (1, "self_harm"), (1, "abuse")],
+    [
+        (2, "plan"),
+        (2, "means"),
+        (2, "medical_emergency"),
+        (2, "none"),
+        (2, "distress"),
+        (3, "distress"),
+        (3, "none"),
+        (1, "self_harm"),
+        (1, "abuse"),
+    ],
 )
 def test_family_inconsistent_with_the_tier_is_refused(tier: int, family: str) -> None:
     d = judge_raise(MESSAGE, risk(tier, family, "I have everything ready"), 0, agent="coach")
@@ -78,7 +92,9 @@ def test_family_inconsistent_with_the_tier_is_refused(tier: int, family: str) ->
     assert d.rules == ("model.coach.refused_family_tier_mismatch",)
 
 
-@pytest.mark.parametrize(("tier", "family"), [(1, "distress"), (1, "none"), (2, "abuse"), (3, "passive_ideation")])
+@pytest.mark.parametrize(
+    ("tier", "family"), [(1, "distress"), (1, "none"), (2, "abuse"), (3, "passive_ideation")]
+)
 def test_family_at_or_above_its_floor_is_consistent(tier: int, family: str) -> None:
     assert judge_raise(MESSAGE, risk(tier, family, "I have everything ready"), 0, agent="coach").accepted
 
@@ -113,9 +129,14 @@ def test_a_one_word_message_may_be_quoted_whole() -> None:
 
 @pytest.mark.parametrize(
     "assessment",
-    [None, {}, {"tier": "3", "family": "plan", "quote": "I have everything ready"},
-     {"tier": 3, "family": "despair", "quote": "I have everything ready"}, {"tier": True, "family": "plan", "quote": "x y"},
-     {"tier": 9, "family": "plan", "quote": "I have everything ready"}],
+    [
+        None,
+        {},
+        {"tier": "3", "family": "plan", "quote": "I have everything ready"},
+        {"tier": 3, "family": "despair", "quote": "I have everything ready"},
+        {"tier": True, "family": "plan", "quote": "x y"},
+        {"tier": 9, "family": "plan", "quote": "I have everything ready"},
+    ],
 )
 def test_malformed_assessments_are_refused_without_raising(assessment: object) -> None:
     d = judge_raise(MESSAGE, assessment, 0, agent="coach")
@@ -123,7 +144,9 @@ def test_malformed_assessments_are_refused_without_raising(assessment: object) -
 
 
 def test_a_mapping_works_like_the_model() -> None:
-    d = judge_raise(MESSAGE, {"tier": 2, "family": "abuse", "quote": "all arranged for Friday"}, 0, agent="coach")
+    d = judge_raise(
+        MESSAGE, {"tier": 2, "family": "abuse", "quote": "all arranged for Friday"}, 0, agent="coach"
+    )
     assert d.accepted and d.rules == ("model.coach.raised_t2", "model.family.abuse")
 
 
@@ -145,8 +168,15 @@ def test_the_evidence_hook_can_refuse(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_families_and_refusals_are_closed_lists() -> None:
     assert set(FAMILY_TIER_FLOOR) == set(RISK_FAMILIES)
     assert len(RISK_FAMILIES) == 16
-    assert set(REFUSALS) == {"invalid", "not_higher", "family_tier_mismatch", "quote_missing", "quote_too_short",
-                             "quote_not_in_message", "quote_not_supporting"}
+    assert set(REFUSALS) == {
+        "invalid",
+        "not_higher",
+        "family_tier_mismatch",
+        "quote_missing",
+        "quote_too_short",
+        "quote_not_in_message",
+        "quote_not_supporting",
+    }
 
 
 def test_apply_raise_merges_through_combine_tiers_and_starts_the_post_crisis_window() -> None:
@@ -155,9 +185,13 @@ def test_apply_raise_merges_through_combine_tiers_and_starts_the_post_crisis_win
     accepted = judge_raise(MESSAGE, risk(3, "preparatory", "I have everything ready"), 1, agent="coach")
     merged = apply_raise(base, accepted, state=state, config=SafetyConfig(post_crisis_turns=5))
     assert merged.tier == 3 and merged.model_raised
-    assert merged.reasons == ["t1.distress", "model.raised", "model.coach.raised_t3", "model.family.preparatory"]
+    assert merged.reasons == [
+        "t1.distress",
+        "model.raised",
+        "model.coach.raised_t3",
+        "model.family.preparatory",
+    ]
     assert state.crisis_turns_left == 5
     refused = judge_raise(MESSAGE, risk(3, "plan", "not in there at all"), 1, agent="coach")
     other = SafetyState()
     assert apply_raise(base, refused, state=other) is base and other.crisis_turns_left == 0
-

@@ -22,7 +22,9 @@ def layer() -> SemanticLayer:
 
 def test_gate_matches_the_sorted_definition(layer: SemanticLayer) -> None:
     head = layer.head
-    z = layer.encoder.encode(["i have the pills counted out", "the printer jammed again", "so tired of it all"])
+    z = layer.encoder.encode(
+        ["i have the pills counted out", "the printer jammed again", "so tired of it all"]
+    )
     p = head.family_proba(z)
     sims = z @ head.anchors.T
     k = min(head.knn, int(head.anchor_risk.sum()), int((~head.anchor_risk).sum()))

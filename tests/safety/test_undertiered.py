@@ -16,6 +16,7 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
     are tested in test_layers.py and measured by ``coach eval safety --labels``."""
     return _screen(text, state, (config or SafetyConfig()).model_copy(update={"semantic": False}))
 
+
 # (message, expected tier, a rule id that must be among the reasons); each tester row first, then variants
 RAISED = [
     # means + intent, self-directed (means named anywhere in the message)
