@@ -27,6 +27,9 @@ Figures (seconds since the turn started, wall clock):
                        cold turn. The proxy emits a tool call whole when its stream ends, so for the
                        Coach (whose reply is its write_coach call) this is when the reply is complete;
                        the table also shows the first token at the model (upstream first byte).
+  first_words_s        the Coach's first words shown to the user (TurnResult.coach_first_words_s: the
+                       reply streams to the front end while write_coach's arguments arrive at the proxy,
+                       once its risk assessment is complete; launcher._reply_stream), cold turn
   synthesis_s          the synthesis delivered (TurnResult.synthesis_s), cold turn
   overhead_s           synthesis_s minus the critical path of model time, cold turn. Critical path =
                        max over Coach + the four specialists of the sum of their model-call durations
@@ -45,7 +48,7 @@ did not, so its real figures were worse than this replay.
 
 Deadlines are raised to 600 s (this measures speed, not deadlines). The last line is exactly
 ``model=qwen3-30b-a3b@2x4090 coach_first_token_s=X synthesis_s=X overhead_s=X speedup_vs_sequential=X
-warm_vs_cold=X seed_way_synthesis_s=X`` (the figures of that latency model).
+warm_vs_cold=X seed_way_synthesis_s=X first_words_s=X`` (the figures of that latency model).
 
 Usage: .venv/bin/python bench/turn.py [--models NAME ...] [--time-scale 1.0] [--skip-seed]
        [--skip-sequential] [--json FILE]
@@ -100,7 +103,7 @@ PREWARM_MESSAGE = (
 _EV = [{"session": "s-prev", "turn": "t000002", "note": "said evenings are for running, skipped twice"},
        {"session": "s-prev", "turn": "t000004", "note": "described collapsing after work again"}]
 PAYLOADS: dict[str, dict[str, Any]] = {
-    "coach": {"reply": (
+    "coach": {"risk": {"tier": 0, "family": "none", "quote": ""}, "reply": (
         "It sounds like running three times a week really matters to you, and it is frustrating when the plan "
         "slips. You have already noticed the pattern, which is a real first step. What tends to happen on the "
         "days you skip: is it time, energy, or something else competing for that slot? If we picked just one "
@@ -324,6 +327,7 @@ class TurnFigures:
     coach_first_token_s: float | None = None
     coach_first_token_model_s: float | None = None
     coach_reply_s: float | None = None
+    coach_first_words_s: float | None = None
     synthesis_s: float | None = None
     critical_path_s: float = 0.0
     overhead_s: float | None = None
@@ -345,7 +349,7 @@ async def measure(label: str, sup: Any, runner: Any, upstream: Any, session: str
     before = len(upstream.requests)
     started = runner.started_processes
     t_start = time.monotonic()  # the in-process upstream records times on this same clock
-    result = await sup.run_turn(USER, session, text)
+    result = await sup.run_turn(USER, session, text, on_reply_stream=lambda event: None)  # a front end that streams
     calls = [r for r in upstream.requests[before:] if r.path in MODEL_PATHS
              and r.headers.get("x-coach-session") == session and r.finished_at is not None]
     per_agent: dict[str, float] = {}
@@ -362,6 +366,7 @@ async def measure(label: str, sup: Any, runner: Any, upstream: Any, session: str
         coach_first_token_s=result.agents["coach"].first_token_s if "coach" in result.agents else None,
         coach_first_token_model_s=min(coach_bytes) - t_start if coach_bytes else None,
         coach_reply_s=result.coach_reply_s,
+        coach_first_words_s=result.coach_first_words_s,
         synthesis_s=result.synthesis_s,
         critical_path_s=path,
         overhead_s=None if result.synthesis_s is None else result.synthesis_s - path,
@@ -454,6 +459,7 @@ def print_table(run: ModelRun, time_scale: float) -> None:
     rows: list[tuple[str, Callable[[TurnFigures], str]]] = [
         ("Coach first token at the model", lambda t: _f(t.coach_first_token_model_s)),
         ("Coach first token seen by Claude Code", lambda t: _f(t.coach_first_token_s)),
+        ("Coach first words shown", lambda t: _f(t.coach_first_words_s)),
         ("Coach reply shown", lambda t: _f(t.coach_reply_s)),
         ("synthesis delivered", lambda t: _f(t.synthesis_s)),
         ("critical path of model time", lambda t: _f(t.critical_path_s)),
@@ -484,7 +490,8 @@ def summary_line(run: ModelRun) -> str:
     return (f"model={run.model} coach_first_token_s={_f(cold.coach_first_token_s)} synthesis_s={_f(cold.synthesis_s)} "
             f"overhead_s={_f(cold.overhead_s)} speedup_vs_sequential={_f(run.ratio('sequential', 'warm'))} "
             f"warm_vs_cold={_f(run.ratio('cold', 'warm'))} "
-            f"seed_way_synthesis_s={_f(seed.synthesis_s if seed else None)}")
+            f"seed_way_synthesis_s={_f(seed.synthesis_s if seed else None)} "
+            f"first_words_s={_f(cold.coach_first_words_s)}")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

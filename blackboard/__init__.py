@@ -6,6 +6,7 @@ Reference: README "blackboard" section; rules and thresholds: ``../shared/COACHI
 """
 
 from ._arbitration import SPECIALISTS, build_brief, fallback_synthesis, validate_synthesis
+from ._shown_prefix import shown_prefix
 from ._backend import open_backend
 from ._barrier import Barrier
 from ._blackboard import Blackboard
@@ -143,6 +144,7 @@ __all__ = [
     "parse_key",
     "profile_key",
     "session_key",
+    "shown_prefix",
     "stability_gate",
     "turn_entry_key",
     "turn_prefix",

@@ -82,6 +82,7 @@ class _StatusView:
         self.states: dict[str, Any] = {n: SimpleNamespace(agent=n, status="pending") for n in _ORDER}
         self.live: Any = None
         self._printed: set[str] = set()
+        self.reply: Any = None  # the Coach's reply as it is written (launcher._reply_view.ReplyText), live only
 
     def __enter__(self) -> _StatusView:
         if self.console.is_terminal:
@@ -103,7 +104,21 @@ class _StatusView:
         for name, st in self.states.items():
             colour = {"ok": "green", "running": "yellow", "pending": "dim", "skipped": "dim"}.get(st.status, "red")
             line.append(f"{_ICON.get(st.status, '?')} {name}  ", style=colour)
+        if self.reply is not None and self.reply.text and not self.reply.ended:  # words being written
+            from rich.console import Group
+
+            return Group(Text.assemble(("Coach: ", "bold cyan"), self.reply.text), line)
         return line
+
+    def reply_event(self, event: Any) -> None:
+        """``on_reply_stream``: re-render the words written so far (a retraction empties them; the final
+        reply is printed above the live line by ``on_coach_reply``)."""
+        if self.reply is None:
+            from launcher._reply_view import ReplyText
+
+            self.reply = ReplyText()
+        self.reply(event)
+        self.refresh()
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
         """Print above the live line (or plainly)."""
@@ -323,6 +338,7 @@ async def _chat(config: Any, user: str, session: str, console: Any, urls: tuple[
                             user, session, line,
                             on_coach_reply=first_reply,
                             on_status=view.update,
+                            on_reply_stream=view.reply_event if view.live is not None else None,
                         )
                     except SessionClosedError as exc:  # closed by another process meanwhile
                         console.print(f"error: {exc}", markup=False, highlight=False)

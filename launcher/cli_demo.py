@@ -216,7 +216,7 @@ def demo_cmd(
                 return await run_replay(dataclasses.replace(rt, supervisor=sup), transcript, user=user,
                                         prefix=prefix, console=console, sink=sink,
                                         turns_per_session=turns_per_session, on_turn=show_turn,
-                                        on_coach_reply=show_reply)
+                                        on_coach_reply=show_reply, stream_reply=True)
 
     try:
         turns = anyio.run(main)

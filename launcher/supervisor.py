@@ -55,6 +55,7 @@ from launcher._agent_task import MIN_RETRY_S, run_agent
 from launcher._context_pack import AgentPackSpec, PackInputs, build_followups, build_packs
 from launcher._fallbacks import FALLBACK_COACH_REPLY, SAFE_SYNTHESIS_TEXT, blocked_problems, degraded_note
 from launcher._model_raise import StopCoaching, TurnSafety, raise_fn_of, risk_of
+from launcher._reply_stream import ReplyEvent, ReplyStream, add_stability_blocks, close_stream, open_stream
 from launcher._screen import SafetyScreen, ScreenOutcome
 from launcher._spec_view import AgentView, view_of
 from launcher._turn_io import SessionContext, load_context, write_entry
@@ -242,6 +243,7 @@ class Supervisor:
         *,
         on_coach_reply: Callable[[str], None] | None = None,
         on_status: Callable[[AgentStatus], None] | None = None,
+        on_reply_stream: Callable[[ReplyEvent], None] | None = None,
     ) -> TurnResult:
         """Run one turn; see the module docstring. Returns the :class:`TurnResult`.
 
@@ -249,10 +251,13 @@ class Supervisor:
         ``on_status(status)`` on every agent status change. Turns of one session run one at a time (in
         call order); different sessions run concurrently. Raises ``blackboard`` errors only when the
         blackboard itself is unusable (bad ids, store unavailable); agent failures never raise.
+        ``on_reply_stream(event)`` shows the Coach's reply while it is written (``delta`` / ``retract`` /
+        ``end``; :mod:`launcher._reply_stream` says what is shown and when it is taken back).
         """
         lock = self._session_locks.setdefault((user, session), anyio.Lock())
         async with lock:
-            return await self._run_turn(user, session, text, on_coach_reply, _safe_status(on_status))
+            return await self._run_turn(user, session, text, on_coach_reply, _safe_status(on_status),
+                                        on_reply_stream)
 
     async def _run_turn(
         self,
@@ -261,6 +266,7 @@ class Supervisor:
         text: str,
         on_coach_reply: Callable[[str], None] | None,
         on_status: Callable[[AgentStatus], None] | None,
+        on_reply_stream: Callable[[ReplyEvent], None] | None = None,
     ) -> TurnResult:
         t0 = time.monotonic()
         started_at = time.time()
@@ -280,17 +286,33 @@ class Supervisor:
         statuses = {n: AgentStatus(n) for n in AGENT_ORDER if n in views}
 
         delivered: dict[str, Any] = {}
+        stream = open_stream(self.directory, user, session, turn, text, verdict.tier, t0, on_reply_stream)
 
         def deliver(reply: str, *, fallback: bool) -> None:
             if "reply" in delivered:
                 return
             delivered.update(reply=reply, fallback=fallback, at=time.monotonic() - t0)
+            if stream is not None:  # streamed words: completed, or retracted first when the reply differs
+                stream.final(reply)
+                delivered["first_words_at"] = stream.first_words_s
             if on_coach_reply:
                 try:
                     on_coach_reply(reply)
                 except Exception:  # a broken display must not stop the turn
                     log.exception("on_coach_reply callback failed")
 
+        try:
+            return await self._screened_turn(user, session, turn, text, views, statuses, ctx, safety, verdict,
+                                             deliver, delivered, t0, started_at, on_status, stream)
+        finally:
+            close_stream(self.directory, user, session, turn, stream)
+
+    async def _screened_turn(
+        self, user: str, session: str, turn: str, text: str, views: Mapping[str, AgentView],
+        statuses: dict[str, AgentStatus], ctx: SessionContext, safety: TurnSafety, verdict: ScreenOutcome,
+        deliver: Callable[..., None], delivered: dict[str, Any], t0: float, started_at: float,
+        on_status: Callable[[AgentStatus], None] | None, stream: ReplyStream | None,
+    ) -> TurnResult:
         if verdict.tier >= 3:
             for st in statuses.values():
                 st.status = "skipped"
@@ -298,6 +320,7 @@ class Supervisor:
             result = TurnResult(
                 turn_id=turn, coach_reply=delivered["reply"], synthesis="", synthesis_source="crisis",
                 degraded=False, crisis_tier=verdict.tier, agents=statuses, coach_reply_s=delivered["at"],
+                coach_first_words_s=delivered.get("first_words_at"),
             )
             await self._finish(user, session, turn, result, [], None, started_at)
             return result
@@ -314,7 +337,7 @@ class Supervisor:
             await self.directory.synced()  # an external proxy knows the turn before the agents' first call
             return await self._agents_turn(
                 user, session, turn, text, views, statuses, ctx, safety, launch, deliver, delivered,
-                t0, started_at, on_status,
+                t0, started_at, on_status, stream,
             )
         finally:
             self.directory.close(user, session, turn)
@@ -335,9 +358,12 @@ class Supervisor:
         t0: float,
         started_at: float,
         on_status: Callable[[AgentStatus], None] | None,
+        stream: ReplyStream | None = None,
     ) -> TurnResult:
         # Moves blocked in earlier turns of the session stay blocked (checked on every final text).
         earlier_blocks = [build_brief({"stability": e}) for e in ctx.earlier_stability]
+        if stream is not None:
+            stream.add_blocks(*earlier_blocks)
         screened = safety.screened.tier
         safety_line = (
             f"Safety screen: tier {screened}. Pause coaching: reflect, ask directly about safety, offer resources."
@@ -438,6 +464,8 @@ class Supervisor:
                         on_change=coach_status if name == "coach" else on_status,
                         on_started=coach_up.set if name == "coach" else partial(up, name),
                     )
+                    if name == "stability":  # its blocked moves hold from now on over the streamed reply
+                        await add_stability_blocks(stream, self.board.store, turn_entry_key(user, session, turn, name))
             finally:
                 if name == "coach":
                     coach_up.set()
@@ -506,7 +534,7 @@ class Supervisor:
             turn_id=turn, coach_reply=delivered["reply"], synthesis=text_out, synthesis_source=source,
             degraded=degraded, crisis_tier=safety.tier, missing=missing, agents=statuses,
             coach_fallback=bool(delivered.get("fallback")), coach_reply_s=delivered["at"],
-            synthesis_s=time.monotonic() - t0,
+            coach_first_words_s=delivered.get("first_words_at"), synthesis_s=time.monotonic() - t0,
             synthesis_citations=[c.model_dump(mode="json") for c in synthesis.citations],
             safety_raises=list(safety.raises), safety_refused=list(safety.refused),
         )
@@ -541,6 +569,7 @@ class Supervisor:
         result = TurnResult(
             turn_id=turn, coach_reply=delivered["reply"], synthesis="", synthesis_source="crisis", degraded=False,
             crisis_tier=safety.tier, agents=statuses, coach_reply_s=delivered["at"], synthesis_s=time.monotonic() - t0,
+            coach_first_words_s=delivered.get("first_words_at"),
             safety_raises=list(safety.raises), safety_refused=list(safety.refused),
         )
         versions = {name: e.version for name, e in entries.items() if name in statuses}

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._app import create_app
+    from ._tool_tap import ToolArgsEvent
     from ._turns import CONTROL_TOKEN_HEADER, TURNS_PATH, turn_control_token
     from .config import AgentPolicy, ModelPool, ProxyConfig, load_config
     from .errors import (
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 
 _WHERE = {
     "create_app": "._app",
+    "ToolArgsEvent": "._tool_tap",
     **dict.fromkeys(("AgentPolicy", "ModelPool", "ProxyConfig", "load_config"), ".config"),
     **dict.fromkeys(("AuthenticationError", "BudgetExceededError", "ConfigError", "InvalidRequestError",
                      "InvalidToolArgumentsError", "NotFoundError", "OverloadedError", "PermissionDeniedError",
@@ -50,6 +52,7 @@ _WHERE = {
 __all__ = [
     "CONTROL_TOKEN_HEADER",
     "TURNS_PATH",
+    "ToolArgsEvent",
     "AgentPolicy",
     "AuthenticationError",
     "BudgetExceededError",

@@ -37,6 +37,7 @@ from ._router import Router
 from ._shared_budget import SharedBudgetHook
 from ._stream import Event, StreamBuilder
 from ._tokens import count_tokens
+from ._tool_tap import ToolDeltaObserver, tool_tap
 from ._toolnames import map_tool_names
 from ._turns import TURNS_PATH, TurnTable, turn_control_token, turns_route
 from .config import AgentPolicy, ModelPool, ProxyConfig
@@ -67,6 +68,7 @@ class ProxyState:
     turns: TurnTable | None = None
     turn_token: str = field(default="", repr=False)
     budgets: SharedBudgetHook | None = None  # shared_budgets_url set: budgets shared across instances
+    on_tool_delta: ToolDeltaObserver | None = None  # in-process observer of forced tool calls (_tool_tap)
 
     def set_agent_policies(self, policies: Mapping[str, AgentPolicy | Mapping[str, Any]]) -> None:
         """Replace the per-agent policy table (``ProxyConfig.agents``) of the running app, e.g. after the
@@ -201,6 +203,7 @@ async def messages(request: Request) -> Response:
     builder = StreamBuilder(model=p.model, input_tokens=est, think_tags=pool.think_tags,
                             start_in_think=pool.think_starts_open and bool(enable_thinking), tool_name=names.client)
     record.id = builder.message_id
+    builder.tap = tool_tap(state.on_tool_delta, who, builder.message_id, outcome.forced_tool, p.tools, names.client)
     if state.budgets is not None:
         try:
             max_tokens = await state.budgets.reserve(who, record.id, policy.token_budget if policy else None, est,
@@ -350,17 +353,20 @@ async def _health_loop(state: ProxyState) -> None:
 
 def create_app(config: ProxyConfig, *, transport: httpx.AsyncBaseTransport | None = None,
                health_checks: bool = True, turn_for: TurnResolver | None = None,
-               turn_secret: str | None = None) -> Starlette:
+               turn_secret: str | None = None, on_tool_delta: ToolDeltaObserver | None = None) -> Starlette:
     """Build the proxy ASGI app for ``config``. ``transport`` replaces the upstream HTTP transport (tests);
     ``health_checks`` runs the active health loop while the app's lifespan is running; ``turn_for``
     resolves the turn of requests without ``x-coach-turn`` (metering of warm agent processes; see
     :data:`TurnResolver`); ``turn_secret`` (a proxy in its own process: ``coach serve``) serves ``POST
     /coach/turns``, where the supervisor posts its turns for the same purpose, authenticated with
     ``proxy._turns.turn_control_token(turn_secret)``. ``app.state.proxy.set_agent_policies(...)`` updates
-    the per-agent policies."""
+    the per-agent policies. ``on_tool_delta`` (in-process callers) is called with a
+    ``proxy._tool_tap.ToolArgsEvent`` as a forced tool call's arguments stream in (the call itself is
+    still delivered whole, after validation)."""
     client = httpx.AsyncClient(transport=transport, limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
                                timeout=httpx.Timeout(config.read_timeout_s, connect=config.connect_timeout_s))
-    state = ProxyState(config=config, client=client, router=Router(config), meter=Meter(config), turn_for=turn_for)
+    state = ProxyState(config=config, client=client, router=Router(config), meter=Meter(config), turn_for=turn_for,
+                       on_tool_delta=on_tool_delta)
     routes = [
         Route("/v1/messages", messages, methods=["POST"]),
         Route("/v1/messages/count_tokens", count_tokens_route, methods=["POST"]),
