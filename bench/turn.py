@@ -335,6 +335,9 @@ class TurnFigures:
     prompt_tokens_mean: float = 0.0
     first_call_prompt_tokens_mean: float = 0.0
     cached_share: float = 0.0
+    pineal_cached_share: float = 0.0
+    prefill_s: float | None = None
+    pineal_model_s: float = 0.0
     output_tokens: int = 0
     processes_started: int = 0
     degraded: bool = False
@@ -352,6 +355,10 @@ async def measure(label: str, sup: Any, runner: Any, upstream: Any, session: str
     result = await sup.run_turn(USER, session, text, on_reply_stream=lambda event: None)  # a front end that streams
     calls = [r for r in upstream.requests[before:] if r.path in MODEL_PATHS
              and r.headers.get("x-coach-session") == session and r.finished_at is not None]
+    # Pineal's prefill (x-coach-prefill: max_tokens 1 while the specialists work) is not a model call of the
+    # critical path; it is counted in the prompt tokens and the cached share, and shown on its own row.
+    prefills = [r for r in calls if r.headers.get("x-coach-prefill")]
+    calls = [r for r in calls if not r.headers.get("x-coach-prefill")]
     per_agent: dict[str, float] = {}
     for r in calls:
         per_agent[r.agent or "?"] = per_agent.get(r.agent or "?", 0.0) + r.finished_at - r.arrived_at
@@ -359,7 +366,9 @@ async def measure(label: str, sup: Any, runner: Any, upstream: Any, session: str
     path = sum(per_agent.values()) if serial else before_pineal + per_agent.get("pineal", 0.0)
     prompt = [int(r.prompt_tokens or 0) for r in calls]
     first = [int(r.prompt_tokens or 0) for r in calls if r.step_index == 0 and r.body.get("tools")]
-    cached = sum(int(r.cached_tokens or 0) for r in calls)
+    cached = sum(int(r.cached_tokens or 0) for r in calls + prefills)
+    processed = sum(int(r.prompt_tokens or 0) for r in calls + prefills)
+    pineal = [r for r in calls if r.agent == "pineal" and r.body.get("tools")]
     coach_bytes = [r.first_byte_at for r in calls if r.agent == "coach" and r.body.get("tools") and r.first_byte_at]
     fig = TurnFigures(
         label=label,
@@ -373,7 +382,11 @@ async def measure(label: str, sup: Any, runner: Any, upstream: Any, session: str
         model_calls=len(calls),
         prompt_tokens_mean=sum(prompt) / len(prompt) if prompt else 0.0,
         first_call_prompt_tokens_mean=sum(first) / len(first) if first else 0.0,
-        cached_share=cached / sum(prompt) if sum(prompt) else 0.0,
+        cached_share=cached / processed if processed else 0.0,
+        pineal_cached_share=(sum(int(r.cached_tokens or 0) for r in pineal[:1])
+                             / max(1, sum(int(r.prompt_tokens or 0) for r in pineal[:1]))) if pineal else 0.0,
+        prefill_s=(max(r.finished_at for r in prefills) - t_start) if prefills else None,
+        pineal_model_s=per_agent.get("pineal", 0.0),
         output_tokens=sum(int(r.output_tokens or 0) for r in calls),
         processes_started=runner.started_processes - started,
         degraded=result.degraded,
@@ -463,11 +476,14 @@ def print_table(run: ModelRun, time_scale: float) -> None:
         ("Coach reply shown", lambda t: _f(t.coach_reply_s)),
         ("synthesis delivered", lambda t: _f(t.synthesis_s)),
         ("critical path of model time", lambda t: _f(t.critical_path_s)),
+        ("  of it Pineal's model calls", lambda t: _f(t.pineal_model_s)),
+        ("Pineal's prefix prefilled (done at)", lambda t: _f(t.prefill_s)),
         ("orchestration overhead", lambda t: _f(t.overhead_s)),
         ("model calls", lambda t: str(t.model_calls)),
         ("mean prompt tokens / request", lambda t: f"{t.prompt_tokens_mean:.0f}"),
         ("  of an agent's first call", lambda t: f"{t.first_call_prompt_tokens_mean:.0f}"),
         ("prompt tokens from prefix cache", lambda t: f"{t.cached_share:.0%}"),
+        ("  of Pineal's first call", lambda t: f"{t.pineal_cached_share:.0%}"),
         ("output tokens (all calls)", lambda t: str(t.output_tokens)),
         ("claude processes started", lambda t: str(t.processes_started)),
         ("synthesis source / degraded", lambda t: f"{t.source} / {'yes' if t.degraded else 'no'}"),

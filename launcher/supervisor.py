@@ -55,6 +55,7 @@ from launcher._agent_task import MIN_RETRY_S, run_agent
 from launcher._context_pack import AgentPackSpec, PackInputs, build_followups, build_packs
 from launcher._fallbacks import FALLBACK_COACH_REPLY, SAFE_SYNTHESIS_TEXT, blocked_problems, degraded_note
 from launcher._model_raise import StopCoaching, TurnSafety, raise_fn_of, risk_of
+from launcher._pineal_prefill import prefill_pineal
 from launcher._reply_stream import ReplyEvent, ReplyStream, add_stability_blocks, close_stream, open_stream
 from launcher._screen import SafetyScreen, ScreenOutcome
 from launcher._spec_view import AgentView, view_of
@@ -448,6 +449,9 @@ class Supervisor:
                 v = views["pineal"]
                 # bounded: a stuck start must not hold up the join for long (the run would start its own)
                 await _prestart(self.runner, invocation("pineal", "", ""), evict=True, limit_s=min(v.deadline_s, 30.0))
+                # its shared context computed by the model server while the specialists work (once per turn)
+                shared = next(iter(packs.values())).shared if packs else ""
+                await prefill_pineal(self.runner, invocation("pineal", "", ""), shared, statuses, launch, SPECIALISTS)
 
         async def one(name: str) -> None:
             v = views[name]

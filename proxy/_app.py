@@ -33,6 +33,7 @@ from ._metering import Meter, UsageRecord, Who, now_ms
 from ._normalize import Prepared, estimate_request_tokens, prepare
 from ._openai_request import dumps, to_openai
 from ._policy import apply_policy, narrow_forced_tool
+from ._prefill import PREFILL_HEADER, PREFILL_REPLY, Prefills, is_prefill
 from ._router import Router
 from ._shared_budget import SharedBudgetHook
 from ._stream import Event, StreamBuilder
@@ -69,6 +70,7 @@ class ProxyState:
     turn_token: str = field(default="", repr=False)
     budgets: SharedBudgetHook | None = None  # shared_budgets_url set: budgets shared across instances
     on_tool_delta: ToolDeltaObserver | None = None  # in-process observer of forced tool calls (_tool_tap)
+    prefills: Prefills = field(default_factory=Prefills)  # prefill calls running upstream (_prefill)
 
     def set_agent_policies(self, policies: Mapping[str, AgentPolicy | Mapping[str, Any]]) -> None:
         """Replace the per-agent policy table (``ProxyConfig.agents``) of the running app, e.g. after the
@@ -149,10 +151,10 @@ def _upstream_headers(pool: ModelPool, who: Who) -> dict[str, str]:
     return h
 
 
-def _local_events(state: ProxyState, p: Prepared) -> list[Event]:
+def _local_events(state: ProxyState, p: Prepared, text: str | None = None) -> list[Event]:
     b = StreamBuilder(model=p.model)
     b.usage(input_tokens=0, output_tokens=0)
-    ev = b.start() + b.text(state.config.local_stop_text)
+    ev = b.start() + b.text(text or state.config.local_stop_text)
     b.finish("end_turn")
     return ev + b.end()
 
@@ -187,9 +189,15 @@ async def messages(request: Request) -> Response:
             return Response(b"".join(encode_sse(e) for e in events), media_type="text/event-stream", headers=SSE_HEADERS)
         return JSONResponse(accumulate(events))
 
+    prefill = is_prefill(p)  # the agent's context sent ahead: computed upstream, answered here (_prefill)
+    key = (who.agent, who.user, who.session)
+    if not prefill:
+        await state.prefills.wait(key)
     names = map_tool_names(p)
     est = estimate_request_tokens(p)
     headers = _upstream_headers(pool, who)
+    if prefill:
+        headers[PREFILL_HEADER] = "1"
     try:
         max_tokens = await cap_max_tokens(state.limits, state.client, state.router, pool, p, session=who.session or None,
                                           headers=headers, token_methods=state.token_methods,
@@ -203,7 +211,8 @@ async def messages(request: Request) -> Response:
     builder = StreamBuilder(model=p.model, input_tokens=est, think_tags=pool.think_tags,
                             start_in_think=pool.think_starts_open and bool(enable_thinking), tool_name=names.client)
     record.id = builder.message_id
-    builder.tap = tool_tap(state.on_tool_delta, who, builder.message_id, outcome.forced_tool, p.tools, names.client)
+    if not prefill:
+        builder.tap = tool_tap(state.on_tool_delta, who, builder.message_id, outcome.forced_tool, p.tools, names.client)
     if state.budgets is not None:
         try:
             max_tokens = await state.budgets.reserve(who, record.id, policy.token_budget if policy else None, est,
@@ -212,6 +221,8 @@ async def messages(request: Request) -> Response:
             record.status = f"error:{exc.error_type}"
             state.meter.record(record)
             raise
+    if prefill:
+        max_tokens = 1  # only the prompt's KV cache is wanted
     if pool.kind == "openai":
         oa, warnings = to_openai(p, upstream_model=pool.upstream_name, max_tokens=max_tokens,
                                  enable_thinking=enable_thinking, chat_template_kwargs=pool.chat_template_kwargs)
@@ -236,6 +247,12 @@ async def messages(request: Request) -> Response:
                       body=payload, headers=headers, session=who.session or None,
                       builder=builder, feed=feed, record=record, t0=t0)
     run.start()
+    if prefill:
+        state.prefills.start(key, run.collect())
+        events = _local_events(state, p, PREFILL_REPLY)
+        if p.stream:
+            return Response(b"".join(encode_sse(e) for e in events), media_type="text/event-stream", headers=SSE_HEADERS)
+        return JSONResponse(accumulate(events))
     if not p.stream:
         collect = asyncio.create_task(run.collect())
         watch = asyncio.create_task(_cancel_on_disconnect(request, collect))
@@ -391,6 +408,7 @@ def create_app(config: ProxyConfig, *, transport: httpx.AsyncBaseTransport | Non
         finally:
             if state.health_task is not None:
                 state.health_task.cancel()
+            state.prefills.cancel_all()
             if state.budgets is not None:
                 await state.budgets.close()
             await client.aclose()
