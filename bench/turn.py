@@ -309,10 +309,12 @@ async def stack(upstream_url: str, specs: dict[str, Any], work: Path, *, seed_wa
         async with running_stack(board=board, directory=directory, proxy_config=proxy_cfg,
                                  agents=None if seed_way else specs, mcp_secret=secret) as urls:
             cfg = RunnerConfig(proxy_url=urls.proxy_url, mcp_url=urls.mcp_url, max_warm=6, mcp_secret=secret,
-                               seed_way=seed_way,
+                               seed_way=seed_way, pool_size=0 if seed_way else 6,
                                cwd=str(work), extra_env={"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")})
             runner_cls = seed_runner_class() if seed_way else ClaudeAgentRunner
-            async with runner_cls(cfg) as runner:
+            from launcher._process_pool import bindings_for
+
+            async with runner_cls(cfg, bindings=bindings_for(directory)) as runner:
                 sup = Supervisor(board, runner, lambda: specs, directory=directory)
                 serial = Supervisor(board, runner, lambda: specs, directory=directory,
                                     settings=SupervisorSettings(sequential=True))
@@ -340,6 +342,7 @@ class TurnFigures:
     pineal_model_s: float = 0.0
     output_tokens: int = 0
     processes_started: int = 0
+    pooled_processes: int = 0
     degraded: bool = False
     source: str = ""
     agents: dict[str, Any] = field(default_factory=dict)
@@ -351,6 +354,7 @@ async def measure(label: str, sup: Any, runner: Any, upstream: Any, session: str
     another, so the critical path of model time is the sum of every agent's model time."""
     before = len(upstream.requests)
     started = runner.started_processes
+    pooled = runner.pool.handed_out
     t_start = time.monotonic()  # the in-process upstream records times on this same clock
     result = await sup.run_turn(USER, session, text, on_reply_stream=lambda event: None)  # a front end that streams
     calls = [r for r in upstream.requests[before:] if r.path in MODEL_PATHS
@@ -389,6 +393,7 @@ async def measure(label: str, sup: Any, runner: Any, upstream: Any, session: str
         pineal_model_s=per_agent.get("pineal", 0.0),
         output_tokens=sum(int(r.output_tokens or 0) for r in calls),
         processes_started=runner.started_processes - started,
+        pooled_processes=runner.pool.handed_out - pooled,
         degraded=result.degraded,
         source=result.synthesis_source,
         agents={n: s.to_json() for n, s in result.agents.items()},
@@ -423,6 +428,14 @@ async def run_model(model: str, time_scale: float, specs: dict[str, Any], work: 
         print(f"[{model}] ours: cold turn, warm turn{', sequential turn' if sequential else ''}, prewarmed turn ...",
               flush=True)
         async with stack(upstream.base_url, specs, work / f"{_slug(model)}-ours", seed_way=False) as st:
+            from launcher._process_pool import pool_invocations
+
+            t = time.monotonic()
+            n = await st.runner.fill_pool(pool_invocations(specs))
+            print(f"[{model}] process pool: {n} idle processes started in {time.monotonic() - t:.1f}s, before the "
+                  f"service's first session, which comes {TYPING_S * time_scale:.0f}s later (a running service has "
+                  "them long before)", flush=True)
+            await anyio.sleep(TYPING_S * time_scale)
             run.turns["cold"] = await measure("ours cold", st.supervisor, st.runner, upstream, "s-ours", MESSAGES[0])
             run.turns["warm"] = await measure("ours warm", st.supervisor, st.runner, upstream, "s-ours", MESSAGES[1])
             if sequential:
@@ -486,6 +499,7 @@ def print_table(run: ModelRun, time_scale: float) -> None:
         ("  of Pineal's first call", lambda t: f"{t.pineal_cached_share:.0%}"),
         ("output tokens (all calls)", lambda t: str(t.output_tokens)),
         ("claude processes started", lambda t: str(t.processes_started)),
+        ("  taken from the pool instead", lambda t: str(t.pooled_processes)),
         ("synthesis source / degraded", lambda t: f"{t.source} / {'yes' if t.degraded else 'no'}"),
     ]
     for name, fn in rows:

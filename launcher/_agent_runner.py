@@ -97,6 +97,9 @@ class RunnerConfig:
     seed_way: bool = False
     extra_env: dict[str, str] = field(default_factory=dict)
     keep_claude_transcripts: bool = False
+    pool_size: int = 0
+    """Started idle processes kept for new sessions, at most one per agent (``launcher._process_pool``;
+    needs the in-process proxy and MCP server, which translate a pooled process's identity)."""
 
 
 @dataclass(frozen=True)
@@ -178,6 +181,7 @@ class _Warm:
     busy: bool = False
     primed: bool = False  # its conversation holds the session (a run succeeded): send the follow-up
     starting: anyio.Event | None = None  # set when a prestart's connect ended (ok or not)
+    pool_session: str | None = None  # a pooled process's own session id, bound to this entry's session
     last_input_tokens: int = 0
     stderr: deque[str] = field(default_factory=lambda: deque(maxlen=20))
 
@@ -194,12 +198,15 @@ class ClaudeAgentRunner:
     """:class:`AgentRunner` over real ``claude`` processes (claude-agent-sdk). Use as an async context
     manager or call :meth:`aclose`: every process it started is stopped."""
 
-    def __init__(self, config: RunnerConfig) -> None:
+    def __init__(self, config: RunnerConfig, *, bindings: Any = None) -> None:
         self.config = config
         self._warm: OrderedDict[tuple[str, str, str], _Warm] = OrderedDict()
         self._lock = anyio.Lock()
         self._background: set[asyncio.Task[None]] = set()
         self.started_processes = 0
+        from launcher._process_pool import ProcessPool
+
+        self.pool = ProcessPool(self, bindings)
 
     async def __aenter__(self) -> ClaudeAgentRunner:
         return self
@@ -363,6 +370,9 @@ class ClaudeAgentRunner:
             self._stop_in_background(old.client, kill=False)
         ok = False
         try:
+            if self.pool.hand_out(inv, entry):  # a started, never-used process of the pool
+                ok = True
+                return True
             client = ClaudeSDKClient(self.options(inv, one_shot=False, stderr=entry.stderr.append))
             entry.client = client
             self.started_processes += 1
@@ -432,6 +442,7 @@ class ClaudeAgentRunner:
         SDK's disconnect in a background task that :meth:`aclose` awaits."""
         if client is None:
             return
+        self.pool.revoke(client)
         if kill:
             kill_process(client)
         task = asyncio.get_running_loop().create_task(disconnect(client))
@@ -453,6 +464,8 @@ class ClaudeAgentRunner:
         reuse = entry is not None and entry.primed
         ok = False
         try:
+            if client is None and entry is not None and self.pool.hand_out(inv, entry):
+                client = entry.client
             if client is None:
                 opts = self.options(inv, one_shot=one_shot, stderr=stderr_lines.append)
                 client = ClaudeSDKClient(opts)
@@ -560,6 +573,7 @@ class ClaudeAgentRunner:
             keys = [k for k, w in self._warm.items() if k[0] == user and k[1] == session and not w.busy]
             entries = [self._warm.pop(k) for k in keys]
         for e in entries:
+            self.pool.revoke(e.client)
             await disconnect(e.client)
 
     def pid_of(self, user: str, session: str, agent: str) -> int | None:
@@ -574,13 +588,23 @@ class ClaudeAgentRunner:
         """How many warm processes are held now."""
         return len(self._warm)
 
+    def busy_count(self) -> int:
+        """How many warm processes are running an agent (or starting) now."""
+        return sum(1 for w in self._warm.values() if w.busy)
+
+    async def fill_pool(self, invocations: list[AgentInvocation]) -> int:
+        """Start the pool's idle processes now (``launcher._process_pool``; ``pool_invocations``)."""
+        return await self.pool.fill(invocations)
+
     async def aclose(self) -> None:
         """Stop every warm process and wait for the background stops."""
         async with self._lock:
             entries = list(self._warm.values())
             self._warm.clear()
         with anyio.CancelScope(shield=True):
+            await self.pool.aclose()
             for e in entries:
+                self.pool.revoke(e.client)
                 await disconnect(e.client)
             if self._background:
                 await asyncio.wait(list(self._background), timeout=10)

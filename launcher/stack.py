@@ -141,7 +141,10 @@ async def running_stack(
                 # The Coach's reply streams to the turn's front end while write_coach's arguments arrive.
                 from launcher._reply_stream import taps_for
 
-                app = create_app(cfg, turn_for=directory.turn_for, on_tool_delta=taps_for(directory).observe)
+                from launcher._process_pool import bindings_for
+
+                app = create_app(cfg, turn_for=directory.turn_for, on_tool_delta=taps_for(directory).observe,
+                                 identity_for=bindings_for(directory).resolve)  # pooled processes' sessions
                 state = app.state.proxy
 
                 def set_agents(specs: Mapping[str, Any]) -> None:

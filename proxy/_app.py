@@ -71,6 +71,7 @@ class ProxyState:
     budgets: SharedBudgetHook | None = None  # shared_budgets_url set: budgets shared across instances
     on_tool_delta: ToolDeltaObserver | None = None  # in-process observer of forced tool calls (_tool_tap)
     prefills: Prefills = field(default_factory=Prefills)  # prefill calls running upstream (_prefill)
+    identity_for: Callable[[str, str], tuple[str, str] | None] | None = None  # pooled processes' identity
 
     def set_agent_policies(self, policies: Mapping[str, AgentPolicy | Mapping[str, Any]]) -> None:
         """Replace the per-agent policy table (``ProxyConfig.agents``) of the running app, e.g. after the
@@ -86,6 +87,9 @@ class ProxyState:
         whose headers are fixed at its start) the turn comes from :attr:`turns` (posted by the
         supervisor) or else :attr:`turn_for`, when set."""
         who = _who(request)
+        bound = self.identity_for(who.user, who.session) if self.identity_for and who.user else None
+        if bound is not None:  # a pooled agent process: the session it was handed to (in-process callers)
+            who.user, who.session = bound
         if not who.turn and who.agent and who.user and who.session:
             if self.turns is not None:
                 who.turn = self.turns.turn_for(who.user, who.session, who.agent) or ""
@@ -370,7 +374,8 @@ async def _health_loop(state: ProxyState) -> None:
 
 def create_app(config: ProxyConfig, *, transport: httpx.AsyncBaseTransport | None = None,
                health_checks: bool = True, turn_for: TurnResolver | None = None,
-               turn_secret: str | None = None, on_tool_delta: ToolDeltaObserver | None = None) -> Starlette:
+               turn_secret: str | None = None, on_tool_delta: ToolDeltaObserver | None = None,
+               identity_for: Callable[[str, str], tuple[str, str] | None] | None = None) -> Starlette:
     """Build the proxy ASGI app for ``config``. ``transport`` replaces the upstream HTTP transport (tests);
     ``health_checks`` runs the active health loop while the app's lifespan is running; ``turn_for``
     resolves the turn of requests without ``x-coach-turn`` (metering of warm agent processes; see
@@ -379,11 +384,12 @@ def create_app(config: ProxyConfig, *, transport: httpx.AsyncBaseTransport | Non
     ``proxy._turns.turn_control_token(turn_secret)``. ``app.state.proxy.set_agent_policies(...)`` updates
     the per-agent policies. ``on_tool_delta`` (in-process callers) is called with a
     ``proxy._tool_tap.ToolArgsEvent`` as a forced tool call's arguments stream in (the call itself is
-    still delivered whole, after validation)."""
+    still delivered whole, after validation). ``identity_for(user, session)`` maps the identity headers of
+    a pooled agent process to the session it was handed to (None: unchanged)."""
     client = httpx.AsyncClient(transport=transport, limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
                                timeout=httpx.Timeout(config.read_timeout_s, connect=config.connect_timeout_s))
     state = ProxyState(config=config, client=client, router=Router(config), meter=Meter(config), turn_for=turn_for,
-                       on_tool_delta=on_tool_delta)
+                       on_tool_delta=on_tool_delta, identity_for=identity_for)
     routes = [
         Route("/v1/messages", messages, methods=["POST"]),
         Route("/v1/messages/count_tokens", count_tokens_route, methods=["POST"]),
