@@ -432,6 +432,7 @@ async def run_model(model: str, time_scale: float, specs: dict[str, Any], work: 
 
             t = time.monotonic()
             n = await st.runner.fill_pool(pool_invocations(specs))
+            await st.supervisor.warm_up()  # as a service does once at start (the safety screen's first call)
             print(f"[{model}] process pool: {n} idle processes started in {time.monotonic() - t:.1f}s, before the "
                   f"service's first session, which comes {TYPING_S * time_scale:.0f}s later (a running service has "
                   "them long before)", flush=True)

@@ -6,7 +6,6 @@ Reference: README "blackboard" section; rules and thresholds: ``../shared/COACHI
 """
 
 from ._arbitration import SPECIALISTS, build_brief, fallback_synthesis, validate_synthesis
-from ._shown_prefix import shown_prefix
 from ._backend import open_backend
 from ._barrier import Barrier
 from ._blackboard import Blackboard
@@ -56,6 +55,7 @@ from ._schema_shadow import (
 )
 from ._schema_stability import GateResult, StabilityMove, StabilityOutput, stability_gate
 from ._sequencer import Sequencer, WaitResult
+from ._shown_prefix import shown_prefix
 from ._sqlite import SQLiteStore, open_store
 from ._store import Entry, Store
 from .config import Thresholds

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
@@ -102,7 +102,7 @@ class PlasticityOutput(StrictModel):
         return self
 
 
-def _risk_first(schema: dict[str, object]) -> None:
+def _risk_first(schema: dict[str, Any]) -> None:
     # The advertised schema REQUIRES risk (validation still defaults it to tier 0): grammar-constrained
     # decoders write required properties first, in schema order (llama.cpp's json-schema-to-grammar puts
     # optional ones after the required ones), so risk is complete before any word of the reply, which

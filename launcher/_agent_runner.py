@@ -394,40 +394,11 @@ class ClaudeAgentRunner:
         return ok
 
     async def prefill(self, invocation: AgentInvocation, text: str) -> bool:
-        """Send ``text`` (an agent's context, ending with ``proxy._prefill.PREFILL_MARKER``) as the first
-        message of the idle, started, never-used warm process of the invocation's (user, session, agent),
-        so the model server computes that prompt prefix now (the proxy answers it locally; see
-        ``launcher._pineal_prefill``). The conversation then holds the context: the next :meth:`run`
-        sends ``invocation.followup``. A run meanwhile waits for it (it holds the process as a prestart
-        does). Returns False (nothing sent) when there is no such process; a failure discards it."""
-        inv = invocation
-        key = (inv.user, inv.session, inv.agent)
-        async with self._lock:
-            entry = self._warm.get(key)
-            if (entry is None or entry.busy or entry.primed or entry.client is None or entry.starting is not None
-                    or self._stale(entry, inv) or self.config.seed_way):
-                return False
-            entry.busy, entry.starting = True, anyio.Event()
-        ok = False
-        try:
-            from claude_agent_sdk.types import ResultMessage
+        """Send ``text`` as the first message of the idle, never-used warm process of the invocation's
+        (user, session, agent): ``launcher._pineal_prefill.send_context``."""
+        from launcher._pineal_prefill import send_context
 
-            await entry.client.query(text)
-            async for msg in entry.client.receive_response():
-                if isinstance(msg, ResultMessage) and msg.is_error:
-                    raise RuntimeError(f"prefill ended with {msg.subtype}")
-            ok = entry.primed = True
-        except Exception as exc:  # the SDK's errors; the process is replaced by the next run
-            log.warning("prefill of agent %s failed (%s)", inv.agent, type(exc).__name__)
-        finally:
-            with anyio.CancelScope(shield=True):
-                if not ok:
-                    await self._discard(inv, entry, kill=True)
-                entry.busy = False
-                if entry.starting is not None:
-                    entry.starting.set()
-                    entry.starting = None
-        return ok
+        return await send_context(self, invocation, text)
 
     async def _discard(self, inv: AgentInvocation, entry: _Warm, *, kill: bool) -> None:
         key = (inv.user, inv.session, inv.agent)

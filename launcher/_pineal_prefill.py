@@ -15,12 +15,15 @@ when every specialist has already ended (nothing left to overlap with).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
 
-__all__ = ["POLL_S", "prefill_pineal", "prefill_text"]
+__all__ = ["POLL_S", "prefill_pineal", "prefill_text", "send_context"]
+
+log = logging.getLogger(__name__)
 
 POLL_S = 0.05
 _LIVE = ("pending", "running")
@@ -41,8 +44,46 @@ async def prefill_pineal(runner: Any, invocation: Any, shared: str, statuses: Ma
     send = getattr(runner, "prefill", None)
     if send is None or not shared:
         return False
-    while any(statuses[n].status in _LIVE and statuses[n].first_token_s is None for n in waited_for if n in statuses):
+    # polled (every 50 ms) rather than signalled: the statuses are the supervisor's, updated in place
+    while any(statuses[n].status in _LIVE and statuses[n].first_token_s is None for n in waited_for if n in statuses):  # noqa: ASYNC110
         await anyio.sleep(POLL_S)
     if not any(statuses[n].status in _LIVE for n in specialists if n in statuses):
         return False
     return bool(await send(invocation, prefill_text(shared)))
+
+
+async def send_context(runner: Any, invocation: Any, text: str) -> bool:
+    """Send ``text`` (an agent's context, ending with ``proxy._prefill.PREFILL_MARKER``) as the first
+    message of the idle, started, never-used warm process of the invocation's (user, session, agent),
+    so the model server computes that prompt prefix now (the proxy answers it locally; see
+    ``launcher._pineal_prefill``). The conversation then holds the context: the next :meth:`run`
+    sends ``invocation.followup``. A run meanwhile waits for it (it holds the process as a prestart
+    does). Returns False (nothing sent) when there is no such process; a failure discards it."""
+    inv = invocation
+    key = (inv.user, inv.session, inv.agent)
+    async with runner._lock:
+        entry = runner._warm.get(key)
+        if (entry is None or entry.busy or entry.primed or entry.client is None or entry.starting is not None
+                or runner._stale(entry, inv) or runner.config.seed_way):
+            return False
+        entry.busy, entry.starting = True, anyio.Event()
+    ok = False
+    try:
+        from claude_agent_sdk.types import ResultMessage
+
+        await entry.client.query(text)
+        async for msg in entry.client.receive_response():
+            if isinstance(msg, ResultMessage) and msg.is_error:
+                raise RuntimeError(f"prefill ended with {msg.subtype}")
+        ok = entry.primed = True
+    except Exception as exc:  # the SDK's errors; the process is replaced by the next run
+        log.warning("prefill of agent %s failed (%s)", inv.agent, type(exc).__name__)
+    finally:
+        with anyio.CancelScope(shield=True):
+            if not ok:
+                await runner._discard(inv, entry, kill=True)
+            entry.busy = False
+            if entry.starting is not None:
+                entry.starting.set()
+                entry.starting = None
+    return ok

@@ -164,10 +164,9 @@ async def replay_transcript(
                         progress.update(task, activity=_activity(statuses))
 
                     t0 = time.monotonic()
-                    shown = _streamed(progress, task) if stream_reply else None
+                    streamed = {"on_reply_stream": _streamed(progress, task)} if stream_reply else {}
                     result = await supervisor.run_turn(
-                        user, session_id, utt.text, on_coach_reply=on_coach_reply, on_status=on_status,
-                        on_reply_stream=shown,
+                        user, session_id, utt.text, on_coach_reply=on_coach_reply, on_status=on_status, **streamed
                     )
                     turn = ReplayedTurn(s_index, t_index, session_id, utt.index, result, time.monotonic() - t0)
                     done.append(turn)

@@ -139,9 +139,8 @@ async def running_stack(
                 # Warm agent processes send no x-coach-turn: the proxy meters them with the turn the
                 # supervisor opened (the same directory the MCP server resolves turns from).
                 # The Coach's reply streams to the turn's front end while write_coach's arguments arrive.
-                from launcher._reply_stream import taps_for
-
                 from launcher._process_pool import bindings_for
+                from launcher._reply_stream import taps_for
 
                 app = create_app(cfg, turn_for=directory.turn_for, on_tool_delta=taps_for(directory).observe,
                                  identity_for=bindings_for(directory).resolve)  # pooled processes' sessions

@@ -211,6 +211,14 @@ class Supervisor:
         self.settings = settings or SupervisorSettings()
         self._session_locks: dict[tuple[str, str], anyio.Lock] = {}
 
+    async def warm_up(self) -> None:
+        """Pay this process's one-time costs of a turn now, off any turn's critical path: the safety
+        screen's first call (its encoder's lazy parts). Never raises."""
+        try:
+            await anyio.to_thread.run_sync(self._screen, "Hello, I would like some help with a plan.", None)
+        except Exception:
+            log.exception("warm-up of the safety screen failed")
+
     async def prewarm(self, user: str, session: str) -> list[str]:
         """Start the session's agent processes now (Coach first, Pineal last), while the user types, so
         the session's first :meth:`run_turn` skips process start-up. Only free slots of the runner's
@@ -223,6 +231,7 @@ class Supervisor:
         views = {name: view_of(spec) for name, spec in self._agents().items()}
         order = [n for n in (*EARLY, *SPECIALISTS, "pineal") if n in views]
         started: list[str] = []
+        await self.warm_up()
         limiter = anyio.CapacityLimiter(2)
 
         async def one(name: str) -> None:

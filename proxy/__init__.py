@@ -53,8 +53,8 @@ _WHERE = {
 
 __all__ = [
     "CONTROL_TOKEN_HEADER",
+    "PREFILL_MARKER",
     "TURNS_PATH",
-    "ToolArgsEvent",
     "AgentPolicy",
     "AuthenticationError",
     "BudgetExceededError",
@@ -64,12 +64,12 @@ __all__ = [
     "ModelPool",
     "NotFoundError",
     "OverloadedError",
-    "PREFILL_MARKER",
     "PermissionDeniedError",
     "ProxyConfig",
     "ProxyError",
     "RateLimitedError",
     "RequestTooLargeError",
+    "ToolArgsEvent",
     "TruncatedStreamError",
     "UpstreamError",
     "UpstreamTimeoutError",

@@ -80,7 +80,7 @@ class PartialObject:
     def _fail(self) -> int:
         raise ValueError("not a JSON object")
 
-    def _step(self, s: str, i: int) -> int:  # noqa: C901 - one state machine
+    def _step(self, s: str, i: int) -> int:
         st = self._state
         c = s[i]
         if st == _STRING:

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from blackboard import Blackboard, build_brief, shown_prefix, turn_entry_key
@@ -67,7 +68,7 @@ def streaming(board: Blackboard, payload: dict[str, Any], *, chunk: int = 7, bef
             raw = json.dumps(payload)
             for i in range(0, len(raw), chunk):
                 tap.feed(0, TOOL, raw[i:i + chunk])
-                await anyio.sleep(0)
+                await anyio.lowlevel.checkpoint()
             if before_write is not None:
                 await before_write()
             seen["at_write"] = seen["screen"].text

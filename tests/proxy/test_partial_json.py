@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -37,7 +38,7 @@ def documents(draw: Any) -> tuple[dict[str, Any], str]:
 
 def chunked(doc: str, cuts: list[int]) -> list[str]:
     points = sorted({c % (len(doc) + 1) for c in cuts} | {0, len(doc)})
-    return [doc[a:b] for a, b in zip(points, points[1:], strict=False)]
+    return [doc[a:b] for a, b in itertools.pairwise(points)]
 
 
 def prefixes(doc: str, chunks: list[str]) -> dict[int, str | None]:
@@ -55,7 +56,7 @@ def prefixes(doc: str, chunks: list[str]) -> dict[int, str | None]:
 @given(documents(), st.lists(st.integers(0, 10**6), max_size=30), st.lists(st.integers(0, 10**6), max_size=30))
 def test_any_chunking_gives_the_same_decoded_prefix_of_the_field(doc: tuple[dict[str, Any], str],
                                                                   cuts_a: list[int], cuts_b: list[int]) -> None:
-    obj, text = doc
+    _obj, text = doc
     final = json.loads(text)["reply"]
     a = prefixes(text, chunked(text, cuts_a))
     b = prefixes(text, chunked(text, cuts_b))
@@ -78,7 +79,7 @@ def test_any_chunking_gives_the_same_decoded_prefix_of_the_field(doc: tuple[dict
 @settings(max_examples=200, deadline=None)
 @given(documents(), st.lists(st.integers(0, 10**6), max_size=20))
 def test_complete_members_equal_json_loads(doc: tuple[dict[str, Any], str], cuts: list[int]) -> None:
-    obj, text = doc
+    _obj, text = doc
     reader = PartialObject()
     for c in chunked(text, cuts):
         reader.feed(c)
