@@ -213,9 +213,10 @@ class Supervisor:
 
     async def warm_up(self) -> None:
         """Pay this process's one-time costs of a turn now, off any turn's critical path: the safety
-        screen's first call (its encoder's lazy parts). Never raises."""
-        try:
-            await anyio.to_thread.run_sync(self._screen, "Hello, I would like some help with a plan.", None)
+        screen's first call (its encoder's lazy parts, about 0.5 s). Blocks the event loop meanwhile, as
+        a turn's screening does. Never raises."""
+        try:  # on this thread, as run_turn calls it (a worker thread would warm its own state only)
+            self._screen("I keep planning to exercise more, but by the evening I feel I am letting myself down.", None)
         except Exception:
             log.exception("warm-up of the safety screen failed")
 
