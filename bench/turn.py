@@ -8,7 +8,10 @@ latency model at time_scale 1 (assumptions from DESIGN.md, not measurements of a
 
 Per latency model, one run of each:
 
-  ours, cold        turn 1 of a new session: six cold Claude Code processes (our prompts, forced tool)
+  ours, cold        turn 1 of a new session (our prompts, forced tool): its six processes come from the
+                    runner's process pool (launcher._process_pool), filled when the stack started and
+                    TYPING_S before the turn (a running service has them long before); none is started
+                    on the critical path
   ours, warm        turn 2 of that session: warm processes (persistent ClaudeSDKClient)
   ours, sequential  turn 3 of that session, warm, but the six agents run one after another
                     (``SupervisorSettings(sequential=True)``): the "no parallel dispatch" baseline
@@ -27,6 +30,11 @@ Figures (seconds since the turn started, wall clock):
                        cold turn. The proxy emits a tool call whole when its stream ends, so for the
                        Coach (whose reply is its write_coach call) this is when the reply is complete;
                        the table also shows the first token at the model (upstream first byte).
+  Pineal's prefill     Pineal's shared context is prefilled while the specialists run (launcher._pineal_prefill:
+                       a max_tokens 1 request marked x-coach-prefill): it is not counted in the critical
+                       path (its row says when it was done); it is counted in "prompt tokens from prefix
+                       cache" (the share of every prompt token processed, the prefill's included), and
+                       "of Pineal's first call" is the share of Pineal's real first call found cached
   first_words_s        the Coach's first words shown to the user (TurnResult.coach_first_words_s: the
                        reply streams to the front end while write_coach's arguments arrive at the proxy,
                        once its risk assessment is complete; launcher._reply_stream), cold turn
