@@ -565,7 +565,9 @@ class ClaudeAgentRunner:
 
     async def fill_pool(self, invocations: list[AgentInvocation]) -> int:
         """Start the pool's idle processes now (``launcher._process_pool``; ``pool_invocations``)."""
-        return await self.pool.fill(invocations)
+        started = await self.pool.fill(invocations)
+        await self.pool.warm_server(invocations)  # each agent's prompt head cached on the model server
+        return started
 
     async def aclose(self) -> None:
         """Stop every warm process and wait for the background stops."""

@@ -145,6 +145,8 @@ def pool_invocations(agents: Any) -> list[Any]:
     return [_invocation(views[n], POOL_USER, new_pool_session(), "") for n in order]
 
 
+WARM_UP_TEXT = "# Warm-up\nNo user yet: this message only warms the model server's prompt cache.\n"
+
 #: Seconds without a running agent before the pool refills (a refill's start-up must not compete with a
 #: turn that follows at once).
 REFILL_IDLE_S = 2.0
@@ -205,6 +207,55 @@ class ProcessPool:
             for template in self._missing():
                 tg.start_soon(one, template)
         return started
+
+    async def warm_server(self, invocations: list[Any]) -> int:
+        """Have the model server cache each agent's prompt head (system prompt and tools: the same for
+        every user and session) before the first session: one throwaway process per agent sends a
+        fixed text ending with ``proxy.PREFILL_MARKER`` (no user's data: the proxy computes it with
+        ``max_tokens: 1`` and answers locally), then is stopped; it is never handed out. Returns how
+        many were sent. On a busy server other sessions keep these heads cached anyway; this makes it
+        true for the first session after a start or an idle spell too."""
+        import anyio
+
+        sent = 0
+        limiter = anyio.CapacityLimiter(2)
+
+        async def one(template: Any) -> None:
+            nonlocal sent
+            async with limiter:
+                if await self._warm_one(template):
+                    sent += 1
+
+        async with anyio.create_task_group() as tg:
+            for template in list(invocations)[: max(self.size, 0)]:
+                tg.start_soon(one, template)
+        return sent
+
+    async def _warm_one(self, template: Any) -> bool:
+        import dataclasses
+        from collections import deque
+
+        from claude_agent_sdk import ClaudeSDKClient
+
+        from launcher._claude_process import mcp_ready
+        from proxy import PREFILL_MARKER
+
+        inv = dataclasses.replace(template, user=POOL_USER, session=new_pool_session())
+        stderr: deque[str] = deque(maxlen=20)
+        client = ClaudeSDKClient(self._runner.options(inv, one_shot=False, stderr=stderr.append))
+        try:
+            self.started += 1
+            await client.connect()
+            await mcp_ready(client)
+            await client.query(WARM_UP_TEXT + PREFILL_MARKER + "\n")
+            async for _ in client.receive_response():
+                pass
+            return True
+        except Exception as exc:  # the SDK's errors: the server is simply not warmed for this agent
+            log.warning("warm-up of agent %s failed (%s)", inv.agent, type(exc).__name__)
+            return False
+        finally:
+            self._runner._stop_in_background(client, kill=True)
 
     async def _start(self, template: Any) -> bool:
         import dataclasses
