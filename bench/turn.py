@@ -11,7 +11,9 @@ Per latency model, one run of each:
   ours, cold        turn 1 of a new session (our prompts, forced tool): its six processes come from the
                     runner's process pool (launcher._process_pool), filled when the stack started and
                     TYPING_S before the turn (a running service has them long before); none is started
-                    on the critical path
+                    on the critical path. The pool's fill also warmed the model server's cache of each
+                    agent's prompt head (system prompt and tools: the same for every session), as other
+                    sessions' traffic keeps it on a running server; the user's context is not cached
   ours, warm        turn 2 of that session: warm processes (persistent ClaudeSDKClient)
   ours, sequential  turn 3 of that session, warm, but the six agents run one after another
                     (``SupervisorSettings(sequential=True)``): the "no parallel dispatch" baseline
