@@ -61,7 +61,7 @@ Deadlines are raised to 600 s (this measures speed, not deadlines). The last lin
 warm_vs_cold=X seed_way_synthesis_s=X first_words_s=X`` (the figures of that latency model).
 
 Usage: .venv/bin/python bench/turn.py [--models NAME ...] [--time-scale 1.0] [--skip-seed]
-       [--skip-sequential] [--json FILE]
+       [--skip-sequential] [--no-prefill] [--json FILE]
 """
 
 from __future__ import annotations
@@ -103,6 +103,8 @@ MESSAGES = (
 #: is 38 words, about a minute at 40 words per minute, so 10 s is conservative (the turn starts later if the
 #: prewarm takes longer). Scaled by --time-scale like the model's times.
 TYPING_S = 10.0
+#: Set from the command line (--no-prefill).
+OPTIONS: dict[str, Any] = {"prefill": True}
 PREWARM_MESSAGE = (
     "I signed up for a 5k in two months and now I'm panicking a bit. I've never trained for anything and "
     "I'm not sure where to start, or whether I should just pull out before I embarrass myself."
@@ -325,7 +327,8 @@ async def stack(upstream_url: str, specs: dict[str, Any], work: Path, *, seed_wa
             from launcher._process_pool import bindings_for
 
             async with runner_cls(cfg, bindings=bindings_for(directory)) as runner:
-                sup = Supervisor(board, runner, lambda: specs, directory=directory)
+                sup = Supervisor(board, runner, lambda: specs, directory=directory,
+                                 settings=SupervisorSettings(pineal_prefill=OPTIONS["prefill"]))
                 serial = Supervisor(board, runner, lambda: specs, directory=directory,
                                     settings=SupervisorSettings(sequential=True))
                 yield Stack(sup, serial, runner)
@@ -544,6 +547,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     help="real seconds per modelled second (1.0 = the latency model in real time)")
     ap.add_argument("--skip-seed", action="store_true", help="skip the seed's-way turn")
     ap.add_argument("--skip-sequential", action="store_true", help="skip the sequential turn")
+    ap.add_argument("--no-prefill", action="store_true",
+                    help="do not prefill Pineal's shared context (to measure what the prefill saves)")
     ap.add_argument("--json", type=Path, help="also write every figure to this JSON file")
     args = ap.parse_args(argv)
     if args.time_scale <= 0:
@@ -561,6 +566,7 @@ def bench_specs() -> dict[str, Any]:
 
 async def amain(args: argparse.Namespace) -> list[ModelRun]:
     check_payloads()
+    OPTIONS["prefill"] = not args.no_prefill
     specs = bench_specs()
     toks = output_tokens()
     print("scripted output tokens per write (approx., 4 chars/token): "

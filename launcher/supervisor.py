@@ -105,6 +105,8 @@ class SupervisorSettings:
             because the server could not serve both at once anyway.
         sequential: benchmarks only: run the agents one after another (each deadline counted from its
             own start) to measure what parallel dispatch saves.
+        pineal_prefill: send Pineal's shared context ahead while the specialists work
+            (:mod:`launcher._pineal_prefill`); off only to measure what it saves.
     """
 
     history_turns: int = 6
@@ -113,6 +115,7 @@ class SupervisorSettings:
     coach_head_start_s: float = 2.0
     coach_head_start_until: Literal["started", "first_token"] = "started"
     sequential: bool = False
+    pineal_prefill: bool = True
 
 
 def _tail(view: AgentView, turn: str, extra: str = "") -> str:
@@ -461,7 +464,9 @@ class Supervisor:
                 await _prestart(self.runner, invocation("pineal", "", ""), evict=True, limit_s=min(v.deadline_s, 30.0))
                 # its shared context computed by the model server while the specialists work (once per turn)
                 shared = next(iter(packs.values())).shared if packs else ""
-                await prefill_pineal(self.runner, invocation("pineal", "", ""), shared, statuses, launch, SPECIALISTS)
+                if self.settings.pineal_prefill:
+                    await prefill_pineal(self.runner, invocation("pineal", "", ""), shared, statuses, launch,
+                                         SPECIALISTS)
 
         async def one(name: str) -> None:
             v = views[name]
