@@ -201,6 +201,7 @@ async def run_replay(
     turns_per_session: int | None = None,
     on_turn: Callable[[Any], None] | None = None,
     on_coach_reply: Callable[[str], None] | None = None,
+    stream_reply: bool = False,
 ) -> list[Any]:
     """Replay on a started runtime (``launcher._runtime.Runtime``): JSON lines to ``sink`` (if any),
     a note per turn and per closed session on ``console``. Returns the ``ReplayedTurn`` list."""
@@ -225,5 +226,5 @@ async def run_replay(
     return await replay_transcript(
         rt.supervisor, transcript, user=user, prefix=prefix, console=console,
         turns_per_session=turns_per_session, runner=rt.runner, on_turn=turn_done, on_close=closed,
-        on_coach_reply=on_coach_reply,
+        on_coach_reply=on_coach_reply, stream_reply=stream_reply,
     )
