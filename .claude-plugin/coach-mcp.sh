@@ -9,7 +9,7 @@ if [ -x "$root/.venv/bin/coach" ]; then
     exec "$root/.venv/bin/coach" mcp "$@"
 fi
 if [ -x "$root/.venv/bin/python" ]; then
-    PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" exec "$root/.venv/bin/python" -m mcp_server "$@"
+    PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" exec "$root/.venv/bin/python" -m launcher.cli mcp "$@"
 fi
 if command -v coach >/dev/null 2>&1; then
     exec coach mcp "$@"

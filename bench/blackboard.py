@@ -133,8 +133,10 @@ def main() -> None:
     ap.add_argument("--seconds-single", type=float, default=5.0)
     ap.add_argument("--processes", type=int, default=6)
     ap.add_argument("--per-process", type=int, default=300)
-    ap.add_argument("--pg-url", default=os.environ.get("COACH_DATABASE_URL")
-                    or "postgresql://postgres@127.0.0.1:5432/test")
+    ap.add_argument(
+        "--pg-url",
+        default=os.environ.get("COACH_DATABASE_URL") or "postgresql://postgres@127.0.0.1:5432/test",
+    )
     ap.add_argument("--no-pg", action="store_true", help="SQLite only (the pg_ figures print n/a)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
@@ -145,7 +147,9 @@ def main() -> None:
         try:
             from blackboard._pg_conn import connect
 
-            pg = run_backend("PostgreSQL (READ COMMITTED, synchronous_commit=on)", ("pg", args.pg_url, schema), args)
+            pg = run_backend(
+                "PostgreSQL (READ COMMITTED, synchronous_commit=on)", ("pg", args.pg_url, schema), args
+            )
         except StoreUnavailableError as exc:
             print(f"PostgreSQL skipped: {exc}")
         finally:
@@ -159,9 +163,14 @@ def main() -> None:
     for name, f in (("sqlite", sq), ("postgresql", pg)):
         if f is not None:
             print(f"{name:<12} {f['wps']:>9.0f} {f['cps']:>10.0f} {f['distinct_cps']:>11.0f} {f['lost']:>13}")
-    pg_tail = (f"pg_contended_writes_per_s={pg['cps']:.0f} pg_lost_updates={pg['lost']}" if pg is not None
-               else "pg_contended_writes_per_s=n/a pg_lost_updates=n/a")
-    print(f"writes_per_s={sq['wps']:.0f} contended_writes_per_s={sq['cps']:.0f} lost_updates={sq['hot_lost']} {pg_tail}")
+    pg_tail = (
+        f"pg_contended_writes_per_s={pg['cps']:.0f} pg_lost_updates={pg['lost']}"
+        if pg is not None
+        else "pg_contended_writes_per_s=n/a pg_lost_updates=n/a"
+    )
+    print(
+        f"writes_per_s={sq['wps']:.0f} contended_writes_per_s={sq['cps']:.0f} lost_updates={sq['hot_lost']} {pg_tail}"
+    )
 
 
 if __name__ == "__main__":

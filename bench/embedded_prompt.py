@@ -44,8 +44,10 @@ from launcher.embedded import (  # noqa: E402
 )
 from proxy._policy import integer_bounds, without_properties  # noqa: E402
 
-MESSAGE = ("I mean, I smoke a little less than a pack a day. It's not too bad. I could quit if I wanted to, "
-           "but I don't really want to right now.")
+MESSAGE = (
+    "I mean, I smoke a little less than a pack a day. It's not too bad. I could quit if I wanted to, "
+    "but I don't really want to right now."
+)
 _COMPACT_START = "{%- if tools -%}"
 _FULL_TOOLS = """{%- if tools -%}
     {{- '\\n\\n# Tools\\n\\nYou can call these functions. Their signatures are inside <tools></tools>:\\n<tools>' -}}
@@ -69,22 +71,36 @@ def run_variant(name: str, template: Path, agents: list[str], rounds: int) -> di
     caps = EmbeddedConfig().agent_output_caps
     config = EmbeddedConfig(parallel=1, template=template)
     rows: list[tuple[float, int, bool]] = []
-    with EmbeddedModelServer(config, progress=None) as server, httpx.Client(
-        base_url=server.base_url, timeout=900, limits=httpx.Limits(max_keepalive_connections=0)
-    ) as client:
+    with (
+        EmbeddedModelServer(config, progress=None) as server,
+        httpx.Client(
+            base_url=server.base_url, timeout=900, limits=httpx.Limits(max_keepalive_connections=0)
+        ) as client,
+    ):
         for r in range(rounds):
             for agent in agents:
-                tool = {"type": "function", "function": {
-                    "name": f"mcp__coachboard__{specs[agent].output_tool_bare}",
-                    "description": "Store this agent's entry for the turn.",
-                    "parameters": integer_bounds(without_properties(AGENT_OUTPUT_SCHEMAS[agent].model_json_schema(),
-                                                                    ["risk"]))}}  # as coach demo's pool
+                tool = {
+                    "type": "function",
+                    "function": {
+                        "name": f"mcp__coachboard__{specs[agent].output_tool_bare}",
+                        "description": "Store this agent's entry for the turn.",
+                        "parameters": integer_bounds(
+                            without_properties(AGENT_OUTPUT_SCHEMAS[agent].model_json_schema(), ["risk"])
+                        ),
+                    },
+                }  # as coach demo's pool
                 body = {
-                    "messages": [{"role": "system", "content": specs[agent].prompt},
-                                 {"role": "user", "content": MESSAGE},
-                                 {"role": "assistant", "content": FORCED_TOOL_CALL_PREFILL}],
-                    "tools": [tool], "tool_choice": "required", "stream": False, "cache_prompt": False,
-                    "max_tokens": min(caps.get(agent, 512), specs[agent].max_output_tokens), "seed": 1000 + r,
+                    "messages": [
+                        {"role": "system", "content": specs[agent].prompt},
+                        {"role": "user", "content": MESSAGE},
+                        {"role": "assistant", "content": FORCED_TOOL_CALL_PREFILL},
+                    ],
+                    "tools": [tool],
+                    "tool_choice": "required",
+                    "stream": False,
+                    "cache_prompt": False,
+                    "max_tokens": min(caps.get(agent, 512), specs[agent].max_output_tokens),
+                    "seed": 1000 + r,
                 }
                 t0 = time.perf_counter()
                 reply = client.post("/v1/chat/completions", json=body).json()
@@ -93,13 +109,18 @@ def run_variant(name: str, template: Path, agents: list[str], rounds: int) -> di
                 valid = False
                 if calls:
                     try:
-                        AGENT_OUTPUT_SCHEMAS[agent].model_validate(json.loads(calls[0]["function"]["arguments"]))
+                        AGENT_OUTPUT_SCHEMAS[agent].model_validate(
+                            json.loads(calls[0]["function"]["arguments"])
+                        )
                         valid = True
                     except ValueError:
                         pass
                 rows.append((seconds, int(reply["usage"]["prompt_tokens"]), valid))
-                print(f"  {name:8} round {r + 1} {agent:10} {seconds:6.1f} s  prompt {rows[-1][1]:5d} tok  "
-                      f"{'valid' if valid else 'invalid'}", flush=True)
+                print(
+                    f"  {name:8} round {r + 1} {agent:10} {seconds:6.1f} s  prompt {rows[-1][1]:5d} tok  "
+                    f"{'valid' if valid else 'invalid'}",
+                    flush=True,
+                )
     return {
         "seconds": statistics.mean(s for s, _, _ in rows),
         "prompt_tokens": statistics.mean(p for _, p, _ in rows),
@@ -123,9 +144,13 @@ def main() -> None:
             results[name] = run_variant(name, path, agents, args.rounds)
     c, f = results["compact"], results["full"]
     for name, r in results.items():
-        print(f"{name:8} prompt_tokens={r['prompt_tokens']:.0f} seconds_per_call={r['seconds']:.2f} valid={r['valid']:.2f}")
-    print(f"prompt_tokens_ratio={c['prompt_tokens'] / f['prompt_tokens']:.3f} seconds_ratio={c['seconds'] / f['seconds']:.3f} "
-          f"valid_compact={c['valid']:.2f} valid_full={f['valid']:.2f}")
+        print(
+            f"{name:8} prompt_tokens={r['prompt_tokens']:.0f} seconds_per_call={r['seconds']:.2f} valid={r['valid']:.2f}"
+        )
+    print(
+        f"prompt_tokens_ratio={c['prompt_tokens'] / f['prompt_tokens']:.3f} seconds_ratio={c['seconds'] / f['seconds']:.3f} "
+        f"valid_compact={c['valid']:.2f} valid_full={f['valid']:.2f}"
+    )
 
 
 if __name__ == "__main__":

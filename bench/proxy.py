@@ -39,14 +39,28 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_VENV = ROOT / ".bench-venv"
 LITELLM_SPEC = "litellm[proxy]"
-REPLY = ("The coach listens first, then reflects what it heard, names one small next step and asks how "
-         "confident the person feels about it on a scale from one to ten, before closing the turn. ") * 1
+REPLY = (
+    "The coach listens first, then reflects what it heard, names one small next step and asks how "
+    "confident the person feels about it on a scale from one to ten, before closing the turn. "
+) * 1
 FIXED = {"name": "fixed-50ms-ttft-200tok/s", "ttft_base_s": 0.05, "decode_tokens_per_s": 200.0}
-BODY_ANTHROPIC = {"model": "qwen3", "max_tokens": 256, "stream": True,
-                  "system": "You are a concise coach.", "messages": [{"role": "user", "content": "Help me start running."}]}
-BODY_OPENAI = {"model": "qwen3", "max_tokens": 256, "stream": True, "stream_options": {"include_usage": True},
-               "messages": [{"role": "system", "content": "You are a concise coach."},
-                            {"role": "user", "content": "Help me start running."}]}
+BODY_ANTHROPIC = {
+    "model": "qwen3",
+    "max_tokens": 256,
+    "stream": True,
+    "system": "You are a concise coach.",
+    "messages": [{"role": "user", "content": "Help me start running."}],
+}
+BODY_OPENAI = {
+    "model": "qwen3",
+    "max_tokens": 256,
+    "stream": True,
+    "stream_options": {"include_usage": True},
+    "messages": [
+        {"role": "system", "content": "You are a concise coach."},
+        {"role": "user", "content": "Help me start running."},
+    ],
+}
 
 
 def free_port() -> int:
@@ -64,15 +78,24 @@ def serve_upstream(port: int) -> None:
     sys.path.insert(0, str(ROOT))
     from testsupport import LatencyModel, ScriptedUpstream
 
-    model = LatencyModel(name=FIXED["name"], ttft_base_s=FIXED["ttft_base_s"], prefill_tokens_per_s=math.inf,
-                         decode_tokens_per_s=FIXED["decode_tokens_per_s"], concurrency_penalty=0.0)
+    model = LatencyModel(
+        name=FIXED["name"],
+        ttft_base_s=FIXED["ttft_base_s"],
+        prefill_tokens_per_s=math.inf,
+        decode_tokens_per_s=FIXED["decode_tokens_per_s"],
+        concurrency_penalty=0.0,
+    )
     up = ScriptedUpstream(latency=model, default_text=REPLY.strip(), model_name="qwen3")
     uvicorn.run(up.app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
 
 
-def start(cmd: list[str], env: dict[str, str] | None = None, log: Path | None = None) -> subprocess.Popen[bytes]:
+def start(
+    cmd: list[str], env: dict[str, str] | None = None, log: Path | None = None
+) -> subprocess.Popen[bytes]:
     out = open(log, "wb") if log else subprocess.DEVNULL
-    return subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=out, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        cmd, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=out, stderr=subprocess.STDOUT
+    )
 
 
 def wait_ready(url: str, proc: subprocess.Popen[bytes], timeout_s: float) -> bool:
@@ -94,12 +117,18 @@ def ensure_litellm() -> tuple[Path | None, str]:
     exe = BENCH_VENV / "bin" / "litellm"
     if exe.exists():
         return exe, "present"
-    print(f"installing {LITELLM_SPEC} into {BENCH_VENV} (separate virtualenv; one-time, needs PyPI) ...", flush=True)
+    print(
+        f"installing {LITELLM_SPEC} into {BENCH_VENV} (separate virtualenv; one-time, needs PyPI) ...",
+        flush=True,
+    )
     try:
         if not (BENCH_VENV / "bin" / "python").exists():
             subprocess.run([sys.executable, "-m", "venv", str(BENCH_VENV)], check=True, timeout=300)
-        subprocess.run([str(BENCH_VENV / "bin" / "python"), "-m", "pip", "install", "-q", LITELLM_SPEC],
-                       check=True, timeout=1800)
+        subprocess.run(
+            [str(BENCH_VENV / "bin" / "python"), "-m", "pip", "install", "-q", LITELLM_SPEC],
+            check=True,
+            timeout=1800,
+        )
     except (subprocess.SubprocessError, OSError) as exc:
         return None, f"install failed: {exc}"
     return (exe, "installed") if exe.exists() else (None, "install finished but no litellm executable")
@@ -108,7 +137,9 @@ def ensure_litellm() -> tuple[Path | None, str]:
 LITELLM_KEY = "sk-coachboard-bench-local-only"
 
 
-async def one(client: httpx.AsyncClient, url: str, body: dict[str, Any], anthropic: bool) -> tuple[float, float]:
+async def one(
+    client: httpx.AsyncClient, url: str, body: dict[str, Any], anthropic: bool
+) -> tuple[float, float]:
     t0 = time.perf_counter()
     first: float | None = None
     headers = {"authorization": f"Bearer {LITELLM_KEY}"} if anthropic else {}
@@ -129,7 +160,9 @@ async def one(client: httpx.AsyncClient, url: str, body: dict[str, Any], anthrop
     return first, total
 
 
-async def sequential(targets: dict[str, tuple[str, dict[str, Any], bool]], n: int) -> dict[str, list[tuple[float, float]]]:
+async def sequential(
+    targets: dict[str, tuple[str, dict[str, Any], bool]], n: int
+) -> dict[str, list[tuple[float, float]]]:
     res: dict[str, list[tuple[float, float]]] = {k: [] for k in targets}
     async with httpx.AsyncClient(timeout=60) as c:
         for url, body, anth in targets.values():  # warm-up
@@ -184,10 +217,24 @@ def main() -> int:
             print("scripted upstream did not start; see", tmp / "upstream.log")
             return 1
         cfg = tmp / "proxy.toml"
-        cfg.write_text(f'[proxy]\nport = {our_port}\ndefault_model = "qwen3"\nping_interval_s = 5.0\n'
-                       f'[[proxy.models]]\nname = "qwen3"\nreplicas = ["{upstream}"]\n')
-        ours = start([sys.executable, "-c", "from launcher.cli import app; app()", "proxy", "--config", str(cfg),
-                      "--log-level", "warning"], env={"PYTHONPATH": str(ROOT)}, log=tmp / "ours.log")
+        cfg.write_text(
+            f'[proxy]\nport = {our_port}\ndefault_model = "qwen3"\nping_interval_s = 5.0\n'
+            f'[[proxy.models]]\nname = "qwen3"\nreplicas = ["{upstream}"]\n'
+        )
+        ours = start(
+            [
+                sys.executable,
+                "-c",
+                "from launcher.cli import app; app()",
+                "proxy",
+                "--config",
+                str(cfg),
+                "--log-level",
+                "warning",
+            ],
+            env={"PYTHONPATH": str(ROOT)},
+            log=tmp / "ours.log",
+        )
         procs.append(ours)
         if not wait_ready(f"http://127.0.0.1:{our_port}/health", ours, 60):
             print("coach proxy did not start; see", tmp / "ours.log")
@@ -203,14 +250,31 @@ def main() -> int:
                 litellm_note = f"UNAVAILABLE: {how}"
             else:
                 lcfg = tmp / "litellm.yaml"
-                lcfg.write_text("model_list:\n  - model_name: qwen3\n    litellm_params:\n      model: hosted_vllm/qwen3\n"
-                                f"      api_base: {upstream}/v1\n      api_key: none\n"
-                                "litellm_settings:\n  telemetry: false\n")
-                lite = start([str(exe), "--config", str(lcfg), "--host", "127.0.0.1", "--port", str(lite_port),
-                              "--num_workers", "1"],
-                             env={"LITELLM_LOG": "ERROR", "LITELLM_TELEMETRY": "False", "NO_DOCS": "True",
-                                  "LITELLM_MASTER_KEY": LITELLM_KEY},
-                             log=tmp / "litellm.log")
+                lcfg.write_text(
+                    "model_list:\n  - model_name: qwen3\n    litellm_params:\n      model: hosted_vllm/qwen3\n"
+                    f"      api_base: {upstream}/v1\n      api_key: none\n"
+                    "litellm_settings:\n  telemetry: false\n"
+                )
+                lite = start(
+                    [
+                        str(exe),
+                        "--config",
+                        str(lcfg),
+                        "--host",
+                        "127.0.0.1",
+                        "--port",
+                        str(lite_port),
+                        "--num_workers",
+                        "1",
+                    ],
+                    env={
+                        "LITELLM_LOG": "ERROR",
+                        "LITELLM_TELEMETRY": "False",
+                        "NO_DOCS": "True",
+                        "LITELLM_MASTER_KEY": LITELLM_KEY,
+                    },
+                    log=tmp / "litellm.log",
+                )
                 procs.append(lite)
                 if wait_ready(f"http://127.0.0.1:{lite_port}/health/liveliness", lite, 180):
                     targets["litellm"] = (f"http://127.0.0.1:{lite_port}/v1/messages", BODY_ANTHROPIC, True)
@@ -237,7 +301,9 @@ def main() -> int:
             ttfb, total = [r[0] * 1000 for r in rows], [r[1] * 1000 for r in rows]
             q = statistics.quantiles
             stats[name] = (p50(ttfb), p50(total))
-            print(f"{name:8} {p50(ttfb):9.1f} {q(ttfb, n=10)[-1]:9.1f} {p50(total):10.1f} {q(total, n=10)[-1]:10.1f}")
+            print(
+                f"{name:8} {p50(ttfb):9.1f} {q(ttfb, n=10)[-1]:9.1f} {p50(total):10.1f} {q(total, n=10)[-1]:10.1f}"
+            )
         print(f"\nthroughput, {args.concurrency} concurrent streams x {args.rounds} rounds:")
         rps: dict[str, float] = {}
         for name, (url, body, anth) in targets.items():

@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from launcher.eval_safety import evaluate, turns_from_file  # noqa: E402
+from launcher.cli.eval import evaluate, turns_from_file  # noqa: E402
 from launcher.safety import SafetyConfig, SafetyState, screen  # noqa: E402
 from launcher.safety._evaluation import LAYERS, evaluate_labelled, read_labelled  # noqa: E402
 
@@ -64,8 +64,10 @@ def shared_rates(config: SafetyConfig) -> None:
         report = evaluate(turns_from_file(path), config)
         n = report.turns
         t3, t2 = report.tiers[3], report.tiers[2] + report.tiers[3]
-        print(f"{name}: {n} user turns; tier 3: {t3} ({1000 * t3 / n:.2f} per 1,000); tier >= 2: {t2} "
-              f"({100 * t2 / n:.2f}%)")  # fmt: skip
+        print(
+            f"{name}: {n} user turns; tier 3: {t3} ({1000 * t3 / n:.2f} per 1,000); tier >= 2: {t2} "
+            f"({100 * t2 / n:.2f}%)"
+        )
         for hit in report.hits:
             if hit.tier == 3:
                 print(f"  tier 3 {hit.location} {', '.join(hit.reasons)}")
@@ -73,7 +75,9 @@ def shared_rates(config: SafetyConfig) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", type=Path, default=DEFAULT_SET, help="labelled set prefix (PREFIX.dialogs.jsonl)")
+    ap.add_argument(
+        "--set", type=Path, default=DEFAULT_SET, help="labelled set prefix (PREFIX.dialogs.jsonl)"
+    )
     ap.add_argument("--shared", action="store_true", help="also screen every user turn of ../shared/data")
     args = ap.parse_args()
     prefix = str(args.set)
@@ -81,16 +85,22 @@ def main() -> None:
     config = SafetyConfig()
     times = latency_ms([d.turns for d, _ in pairs], config)
     print(f"set: {prefix} ({len(pairs)} dialogs, {len(times)} messages screened)")
-    print(f"latency per message: p50={statistics.median(times):.2f} ms p95={p95(times):.2f} ms max={max(times):.1f} ms")
+    print(
+        f"latency per message: p50={statistics.median(times):.2f} ms p95={p95(times):.2f} ms max={max(times):.1f} ms"
+    )
     print(f"{'layer':<10} {'recall_t3':>10} {'recall_t2plus':>14} {'false_alarms_per_1000':>22}")
     reports = {layer: evaluate_labelled(pairs, config, layer) for layer in LAYERS}
     for layer, r in reports.items():
-        print(f"{layer:<10} {r.recall_t3 or 0:>10.3f} {r.recall_t2plus or 0:>14.3f} {r.false_alarms_per_1000 or 0:>22.1f}")
+        print(
+            f"{layer:<10} {r.recall_t3 or 0:>10.3f} {r.recall_t2plus or 0:>14.3f} {r.false_alarms_per_1000 or 0:>22.1f}"
+        )
     if args.shared:
         shared_rates(config)
     full = reports["all"]
-    print(f"p95_ms={p95(times):.2f} recall_t3={full.recall_t3 or 0:.3f} recall_t2plus={full.recall_t2plus or 0:.3f} "
-          f"false_alarms_per_1000={full.false_alarms_per_1000 or 0:.1f}")
+    print(
+        f"p95_ms={p95(times):.2f} recall_t3={full.recall_t3 or 0:.3f} recall_t2plus={full.recall_t2plus or 0:.3f} "
+        f"false_alarms_per_1000={full.false_alarms_per_1000 or 0:.1f}"
+    )
 
 
 if __name__ == "__main__":

@@ -1,15 +1,15 @@
-"""Turn benchmark: one coaching turn through the six agents, under each latency model of DESIGN.md.
+"""Turn benchmark: one coaching turn through the six agents, under each latency model of docs/latency.md.
 
 Everything is real except the model: the supervisor, real ``claude`` processes (claude-agent-sdk), the
 proxy and the streamable-HTTP MCP server (in this process), SQLite; the model is the scripted upstream
 (``testsupport.ScriptedUpstream`` on a loopback port, in its own thread and event loop) playing a named
-latency model at time_scale 1 (assumptions from DESIGN.md, not measurements of any GPU). Scripts write schema-valid outputs of realistic lengths
+latency model at time_scale 1 (assumptions from docs/latency.md, not measurements of any GPU). Scripts write schema-valid outputs of realistic lengths
 (token counts printed). The proxy talks OpenAI ``/v1/chat/completions`` to it, as it would to vLLM.
 
 Per latency model, one run of each:
 
   ours, cold        turn 1 of a new session (our prompts, forced tool): its six processes come from the
-                    runner's process pool (launcher._process_pool), filled when the stack started and
+                    runner's process pool (launcher.runner._process_pool), filled when the stack started and
                     TYPING_S before the turn (a running service has them long before); none is started
                     on the critical path. The pool's fill also warmed the model server's cache of each
                     agent's prompt head (system prompt and tools: the same for every session), as other
@@ -32,14 +32,14 @@ Figures (seconds since the turn started, wall clock):
                        cold turn. The proxy emits a tool call whole when its stream ends, so for the
                        Coach (whose reply is its write_coach call) this is when the reply is complete;
                        the table also shows the first token at the model (upstream first byte).
-  Pineal's prefill     Pineal's shared context is prefilled while the specialists run (launcher._pineal_prefill:
+  Pineal's prefill     Pineal's shared context is prefilled while the specialists run (launcher.pipeline._pineal_prefill:
                        a max_tokens 1 request marked x-coach-prefill): it is not counted in the critical
                        path (its row says when it was done); it is counted in "prompt tokens from prefix
                        cache" (the share of every prompt token processed, the prefill's included), and
                        "of Pineal's first call" is the share of Pineal's real first call found cached
   first_words_s        the Coach's first words shown to the user (TurnResult.coach_first_words_s: the
                        reply streams to the front end while write_coach's arguments arrive at the proxy,
-                       once its risk assessment is complete; launcher._reply_stream), cold turn
+                       once its risk assessment is complete; launcher.pipeline._reply_stream), cold turn
   synthesis_s          the synthesis delivered (TurnResult.synthesis_s), cold turn
   overhead_s           synthesis_s minus the critical path of model time, cold turn. Critical path =
                        max over Coach + the four specialists of the sum of their model-call durations
@@ -112,31 +112,49 @@ PREWARM_MESSAGE = (
 
 # ----- realistic, schema-valid outputs (what each agent's model writes) ------------------------------
 
-_EV = [{"session": "s-prev", "turn": "t000002", "note": "said evenings are for running, skipped twice"},
-       {"session": "s-prev", "turn": "t000004", "note": "described collapsing after work again"}]
+_EV = [
+    {"session": "s-prev", "turn": "t000002", "note": "said evenings are for running, skipped twice"},
+    {"session": "s-prev", "turn": "t000004", "note": "described collapsing after work again"},
+]
 PAYLOADS: dict[str, dict[str, Any]] = {
-    "coach": {"risk": {"tier": 0, "family": "none", "quote": ""}, "reply": (
-        "It sounds like running three times a week really matters to you, and it is frustrating when the plan "
-        "slips. You have already noticed the pattern, which is a real first step. What tends to happen on the "
-        "days you skip: is it time, energy, or something else competing for that slot? If we picked just one "
-        "run this week, which day would give it the best odds?")},
+    "coach": {
+        "risk": {"tier": 0, "family": "none", "quote": ""},
+        "reply": (
+            "It sounds like running three times a week really matters to you, and it is frustrating when the plan "
+            "slips. You have already noticed the pattern, which is a real first step. What tends to happen on the "
+            "days you skip: is it time, energy, or something else competing for that slot? If we picked just one "
+            "run this week, which day would give it the best odds?"
+        ),
+    },
     "shadow": {
         "pattern_class": "insufficient_data",
         "commitments": {"due": 2, "completed": 1, "sessions": 1},
         "patterns": [
-            {"stated": "wants to run three evenings a week",
-             "revealed": "evenings go to recovering from work; the one completed run was on a weekend morning",
-             "hypothesis": "protecting rest after demanding workdays may compete with the evening plan",
-             "evidence": _EV},
-            {"stated": "says consistency is the main goal",
-             "revealed": "plans are ambitious (three runs) while recent weeks held at most one",
-             "hypothesis": "the plan's size, not the wish to run, may be what keeps breaking",
-             "evidence": _EV},
+            {
+                "stated": "wants to run three evenings a week",
+                "revealed": "evenings go to recovering from work; the one completed run was on a weekend morning",
+                "hypothesis": "protecting rest after demanding workdays may compete with the evening plan",
+                "evidence": _EV,
+            },
+            {
+                "stated": "says consistency is the main goal",
+                "revealed": "plans are ambitious (three runs) while recent weeks held at most one",
+                "hypothesis": "the plan's size, not the wish to run, may be what keeps breaking",
+                "evidence": _EV,
+            },
         ],
-        "follow_through": {"features": {"has_if_then_plan": False, "change_talk_share": 0.6,
-                                        "sustain_talk": True, "goal_growth": False}},
-        "summary": ("Two sessions of evidence only, so no pattern class yet. Stated goal (three evening runs) "
-                    "and revealed priority (rest after work) diverge; weekend mornings look more reliable."),
+        "follow_through": {
+            "features": {
+                "has_if_then_plan": False,
+                "change_talk_share": 0.6,
+                "sustain_talk": True,
+                "goal_growth": False,
+            }
+        },
+        "summary": (
+            "Two sessions of evidence only, so no pattern class yet. Stated goal (three evening runs) "
+            "and revealed priority (rest after work) diverge; weekend mornings look more reliable."
+        ),
     },
     "persona": {
         "traits": {
@@ -146,37 +164,65 @@ PAYLOADS: dict[str, dict[str, Any]] = {
             "agreeableness": {"score": 63, "confidence": 0.3, "evidence_count": 2},
             "neuroticism": {"score": 55, "confidence": 0.3, "evidence_count": 3},
         },
-        "goals": [{"description": "run three times a week", "mentions": 3},
-                  {"description": "feel less drained after work", "mentions": 2},
-                  {"description": "run with my sister on Saturdays", "mentions": 1}],
+        "goals": [
+            {"description": "run three times a week", "mentions": 3},
+            {"description": "feel less drained after work", "mentions": 2},
+            {"description": "run with my sister on Saturdays", "mentions": 1},
+        ],
         "follow_through": {"due": 2, "completed": 1},
-        "growth_areas": ["sizing plans to the week that is actually available",
-                         "self-talk after a missed session", "protecting energy on workdays"],
+        "growth_areas": [
+            "sizing plans to the week that is actually available",
+            "self-talk after a missed session",
+            "protecting energy on workdays",
+        ],
         "readiness_stage": "preparation",
-        "summary": ("Moderate, low-confidence trait estimates from few observations. Clear, repeated running "
-                    "goal; follow-through not yet measurable (2 commitments due). Self-criticism after misses."),
+        "summary": (
+            "Moderate, low-confidence trait estimates from few observations. Clear, repeated running "
+            "goal; follow-through not yet measurable (2 commitments due). Self-criticism after misses."
+        ),
     },
     "plasticity": {
-        "strategy": ("Reflect the effort and the frustration first, then shrink the plan: one anchored run at "
-                     "the most reliable time (weekend morning) before adding weekday runs. Evoke the user's "
-                     "own reasons; avoid prescribing a schedule."),
+        "strategy": (
+            "Reflect the effort and the frustration first, then shrink the plan: one anchored run at "
+            "the most reliable time (weekend morning) before adding weekday runs. Evoke the user's "
+            "own reasons; avoid prescribing a schedule."
+        ),
         "tone": "warm, plain, unhurried",
         "framing": "experiments to learn what fits, not tests to pass",
-        "do": ["reflect the feeling before any suggestion", "ask one open question at a time",
-               "offer a choice between two small options"],
-        "dont": ["stack several suggestions in one reply", "use words like should or failure",
-                 "assume mornings suit the user"],
+        "do": [
+            "reflect the feeling before any suggestion",
+            "ask one open question at a time",
+            "offer a choice between two small options",
+        ],
+        "dont": [
+            "stack several suggestions in one reply",
+            "use words like should or failure",
+            "assume mornings suit the user",
+        ],
         "readiness_stage": "preparation",
     },
     "stability": {
         "moves": [
-            {"id": "anchor-weekend-run", "description": "schedule one run on Saturday or Sunday morning",
-             "keywords": ["weekend run", "saturday run"], "severity": 2, "occurrence": 2,
-             "detection_difficulty": 2, "reversibility": 1, "rationale": "low effort, easy to undo"},
-            {"id": "buddy-run", "description": "run together with the sister on Saturdays",
-             "keywords": ["run with your sister"], "severity": 2, "occurrence": 3,
-             "detection_difficulty": 2, "reversibility": 1,
-             "rationale": "social support; mild risk of pace pressure, easy to adjust"},
+            {
+                "id": "anchor-weekend-run",
+                "description": "schedule one run on Saturday or Sunday morning",
+                "keywords": ["weekend run", "saturday run"],
+                "severity": 2,
+                "occurrence": 2,
+                "detection_difficulty": 2,
+                "reversibility": 1,
+                "rationale": "low effort, easy to undo",
+            },
+            {
+                "id": "buddy-run",
+                "description": "run together with the sister on Saturdays",
+                "keywords": ["run with your sister"],
+                "severity": 2,
+                "occurrence": 3,
+                "detection_difficulty": 2,
+                "reversibility": 1,
+                "rationale": "social support; mild risk of pace pressure, easy to adjust",
+            },
         ],
         "summary": "Both candidate moves are low risk and reversible; nothing blocked this turn.",
     },
@@ -189,21 +235,37 @@ PAYLOADS: dict[str, dict[str, Any]] = {
             "the weekday runs be optional extras rather than promises. If your sister's Saturday idea appeals, it "
             "could be that anchor; agree beforehand that either of you can set the pace, so neither feels held "
             "back.\n\nAfter the week, notice what made the run easier or harder: time of day, company, how "
-            "tired you were. We can build on whatever worked. Which of the two options feels more like you?"),
+            "tired you were. We can build on whatever worked. Which of the two options feels more like you?"
+        ),
         "citations": [{"agent": a, "version": 1} for a in ("shadow", "persona", "plasticity", "stability")],
     },
 }
-WRITE_TOOL = {"shadow": "write_shadow", "persona": "write_persona", "plasticity": "write_plasticity",
-              "stability": "write_stability", "coach": "write_coach", "pineal": "write_synthesis"}
-THINK_TOKENS = {"coach": 250, "shadow": 500, "persona": 500, "plasticity": 500, "stability": 500, "pineal": 600}
+WRITE_TOOL = {
+    "shadow": "write_shadow",
+    "persona": "write_persona",
+    "plasticity": "write_plasticity",
+    "stability": "write_stability",
+    "coach": "write_coach",
+    "pineal": "write_synthesis",
+}
+THINK_TOKENS = {
+    "coach": 250,
+    "shadow": 500,
+    "persona": 500,
+    "plasticity": 500,
+    "stability": 500,
+    "pineal": 600,
+}
 SECOND_CALL_THINK_TOKENS = 40
 
 
 def _thinking(tokens: int) -> str:
     """About ``tokens`` tokens of plausible reasoning text (4 characters per token, testsupport's rule)."""
-    base = ("The user wants consistency but the evidence shows evenings are consumed by recovery from work. "
-            "I should check the schema fields, keep confidence low with so few observations, and avoid "
-            "prescribing. ")
+    base = (
+        "The user wants consistency but the evidence shows evenings are consumed by recovery from work. "
+        "I should check the schema fields, keep confidence low with so few observations, and avoid "
+        "prescribing. "
+    )
     text = (base * (tokens * 4 // len(base) + 1))[: tokens * 4]
     return f"<think>{text}</think>"
 
@@ -219,15 +281,21 @@ def _wrote(request: Any, tool: str) -> bool:
     """True when the agent already called ``tool`` in this turn: after the latest user message naming
     the turn (the supervisor's task tail says "(turn tNNNNNN)"; a warm conversation holds earlier turns)."""
     msgs = request.messages
-    start = max((i for i, m in enumerate(msgs) if m.get("role") == "user" and "(turn t" in _text_of(m)), default=-1)
-    for m in msgs[start + 1:]:
+    start = max(
+        (i for i, m in enumerate(msgs) if m.get("role") == "user" and "(turn t" in _text_of(m)), default=-1
+    )
+    for m in msgs[start + 1 :]:
         if m.get("role") != "assistant":
             continue
         for c in m.get("tool_calls") or []:  # OpenAI shape (the proxy talks OpenAI to the upstream)
             if str((c.get("function") or {}).get("name", "")).endswith("__" + tool):
                 return True
         for b in m.get("content") if isinstance(m.get("content"), list) else []:  # Anthropic shape
-            if isinstance(b, dict) and b.get("type") == "tool_use" and str(b.get("name", "")).endswith("__" + tool):
+            if (
+                isinstance(b, dict)
+                and b.get("type") == "tool_use"
+                and str(b.get("name", "")).endswith("__" + tool)
+            ):
                 return True
     return False
 
@@ -262,7 +330,10 @@ def output_tokens() -> dict[str, int]:
     """Approximate output tokens of each agent's write (tool-call arguments as sent)."""
     from testsupport.latency import approx_token_count
 
-    return {a: approx_token_count(json.dumps(p, ensure_ascii=False, separators=(",", ":"))) for a, p in PAYLOADS.items()}
+    return {
+        a: approx_token_count(json.dumps(p, ensure_ascii=False, separators=(",", ":")))
+        for a, p in PAYLOADS.items()
+    }
 
 
 def check_payloads() -> None:
@@ -280,7 +351,7 @@ def seed_runner_class() -> type:
     """The runner's own seed's-way mode (``RunnerConfig(seed_way=True)``: Claude Code's default system
     prompt with the agent prompt appended, default tools, thinking on), minus the per-agent output-token
     cap: the seed did not cap its agents, and thinking tokens count against the cap."""
-    from launcher._agent_runner import ClaudeAgentRunner
+    from launcher.runner._agent_runner import ClaudeAgentRunner
 
     class SeedWayRunner(ClaudeAgentRunner):
         def options(self, inv: Any, *, one_shot: bool, stderr: Callable[[str], None]) -> Any:
@@ -302,12 +373,14 @@ class Stack:
 
 
 @contextlib.asynccontextmanager
-async def stack(upstream_url: str, specs: dict[str, Any], work: Path, *, seed_way: bool) -> AsyncIterator[Stack]:
+async def stack(
+    upstream_url: str, specs: dict[str, Any], work: Path, *, seed_way: bool
+) -> AsyncIterator[Stack]:
     from blackboard import Blackboard
-    from launcher._agent_runner import ClaudeAgentRunner, RunnerConfig
-    from launcher._turn_scope import TurnDirectory
-    from launcher.stack import running_stack
-    from launcher.supervisor import Supervisor, SupervisorSettings
+    from launcher.pipeline._turn_scope import TurnDirectory
+    from launcher.pipeline.stack import running_stack
+    from launcher.pipeline.supervisor import Supervisor, SupervisorSettings
+    from launcher.runner._agent_runner import ClaudeAgentRunner, RunnerConfig
     from proxy import ModelPool, ProxyConfig
 
     home = work / "home"
@@ -318,19 +391,41 @@ async def stack(upstream_url: str, specs: dict[str, Any], work: Path, *, seed_wa
     proxy_cfg = ProxyConfig(models=[pool], default_model="qwen3", max_attempts=1)
     secret = secrets.token_hex(16)
     try:
-        async with running_stack(board=board, directory=directory, proxy_config=proxy_cfg,
-                                 agents=None if seed_way else specs, mcp_secret=secret) as urls:
-            cfg = RunnerConfig(proxy_url=urls.proxy_url, mcp_url=urls.mcp_url, max_warm=6, mcp_secret=secret,
-                               seed_way=seed_way, pool_size=0 if seed_way else 6,
-                               cwd=str(work), extra_env={"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")})
+        async with running_stack(
+            board=board,
+            directory=directory,
+            proxy_config=proxy_cfg,
+            agents=None if seed_way else specs,
+            mcp_secret=secret,
+        ) as urls:
+            cfg = RunnerConfig(
+                proxy_url=urls.proxy_url,
+                mcp_url=urls.mcp_url,
+                max_warm=6,
+                mcp_secret=secret,
+                seed_way=seed_way,
+                pool_size=0 if seed_way else 6,
+                cwd=str(work),
+                extra_env={"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")},
+            )
             runner_cls = seed_runner_class() if seed_way else ClaudeAgentRunner
-            from launcher._process_pool import bindings_for
+            from launcher.runner._process_pool import bindings_for
 
             async with runner_cls(cfg, bindings=bindings_for(directory)) as runner:
-                sup = Supervisor(board, runner, lambda: specs, directory=directory,
-                                 settings=SupervisorSettings(pineal_prefill=OPTIONS["prefill"]))
-                serial = Supervisor(board, runner, lambda: specs, directory=directory,
-                                    settings=SupervisorSettings(sequential=True))
+                sup = Supervisor(
+                    board,
+                    runner,
+                    lambda: specs,
+                    directory=directory,
+                    settings=SupervisorSettings(pineal_prefill=OPTIONS["prefill"]),
+                )
+                serial = Supervisor(
+                    board,
+                    runner,
+                    lambda: specs,
+                    directory=directory,
+                    settings=SupervisorSettings(sequential=True),
+                )
                 yield Stack(sup, serial, runner)
     finally:
         board.close()
@@ -361,17 +456,23 @@ class TurnFigures:
     agents: dict[str, Any] = field(default_factory=dict)
 
 
-async def measure(label: str, sup: Any, runner: Any, upstream: Any, session: str, text: str, *,
-                  serial: bool = False) -> TurnFigures:
+async def measure(
+    label: str, sup: Any, runner: Any, upstream: Any, session: str, text: str, *, serial: bool = False
+) -> TurnFigures:
     """Run one turn and measure it (see the module docstring). ``serial``: the agents ran one after
     another, so the critical path of model time is the sum of every agent's model time."""
     before = len(upstream.requests)
     started = runner.started_processes
     pooled = runner.pool.handed_out
     t_start = time.monotonic()  # the in-process upstream records times on this same clock
-    result = await sup.run_turn(USER, session, text, on_reply_stream=lambda event: None)  # a front end that streams
-    calls = [r for r in upstream.requests[before:] if r.path in MODEL_PATHS
-             and r.headers.get("x-coach-session") == session and r.finished_at is not None]
+    result = await sup.run_turn(
+        USER, session, text, on_reply_stream=lambda event: None
+    )  # a front end that streams
+    calls = [
+        r
+        for r in upstream.requests[before:]
+        if r.path in MODEL_PATHS and r.headers.get("x-coach-session") == session and r.finished_at is not None
+    ]
     # Pineal's prefill (x-coach-prefill: max_tokens 1 while the specialists work) is not a model call of the
     # critical path; it is counted in the prompt tokens and the cached share, and shown on its own row.
     prefills = [r for r in calls if r.headers.get("x-coach-prefill")]
@@ -386,7 +487,9 @@ async def measure(label: str, sup: Any, runner: Any, upstream: Any, session: str
     cached = sum(int(r.cached_tokens or 0) for r in calls + prefills)
     processed = sum(int(r.prompt_tokens or 0) for r in calls + prefills)
     pineal = [r for r in calls if r.agent == "pineal" and r.body.get("tools")]
-    coach_bytes = [r.first_byte_at for r in calls if r.agent == "coach" and r.body.get("tools") and r.first_byte_at]
+    coach_bytes = [
+        r.first_byte_at for r in calls if r.agent == "coach" and r.body.get("tools") and r.first_byte_at
+    ]
     fig = TurnFigures(
         label=label,
         coach_first_token_s=result.agents["coach"].first_token_s if "coach" in result.agents else None,
@@ -400,8 +503,12 @@ async def measure(label: str, sup: Any, runner: Any, upstream: Any, session: str
         prompt_tokens_mean=sum(prompt) / len(prompt) if prompt else 0.0,
         first_call_prompt_tokens_mean=sum(first) / len(first) if first else 0.0,
         cached_share=cached / processed if processed else 0.0,
-        pineal_cached_share=(sum(int(r.cached_tokens or 0) for r in pineal[:1])
-                             / max(1, sum(int(r.prompt_tokens or 0) for r in pineal[:1]))) if pineal else 0.0,
+        pineal_cached_share=(
+            sum(int(r.cached_tokens or 0) for r in pineal[:1])
+            / max(1, sum(int(r.prompt_tokens or 0) for r in pineal[:1]))
+        )
+        if pineal
+        else 0.0,
         prefill_s=(max(r.finished_at for r in prefills) - t_start) if prefills else None,
         pineal_model_s=per_agent.get("pineal", 0.0),
         output_tokens=sum(int(r.output_tokens or 0) for r in calls),
@@ -412,8 +519,9 @@ async def measure(label: str, sup: Any, runner: Any, upstream: Any, session: str
         agents={n: s.to_json() for n, s in result.agents.items()},
     )
     if result.degraded:
-        missing = ", ".join(f"{n}: {s.status} {s.error or ''}".strip() for n, s in result.agents.items()
-                            if s.status != "ok")
+        missing = ", ".join(
+            f"{n}: {s.status} {s.error or ''}".strip() for n, s in result.agents.items() if s.status != "ok"
+        )
         print(f"  warning: {label} was degraded ({result.synthesis_source}; {missing})", flush=True)
     return fig
 
@@ -430,47 +538,71 @@ class ModelRun:
         return x.synthesis_s / y.synthesis_s
 
 
-async def run_model(model: str, time_scale: float, specs: dict[str, Any], work: Path, *,
-                    seed: bool, sequential: bool) -> ModelRun:
+async def run_model(
+    model: str, time_scale: float, specs: dict[str, Any], work: Path, *, seed: bool, sequential: bool
+) -> ModelRun:
     from testsupport.upstream import ScriptedUpstream
 
     run = ModelRun(model)
-    upstream = ScriptedUpstream(scripts(seed_way=False), latency=model, time_scale=time_scale, default_text="Done.")
+    upstream = ScriptedUpstream(
+        scripts(seed_way=False), latency=model, time_scale=time_scale, default_text="Done."
+    )
     await anyio.to_thread.run_sync(upstream.start)
     try:
-        print(f"[{model}] ours: cold turn, warm turn{', sequential turn' if sequential else ''}, prewarmed turn ...",
-              flush=True)
+        print(
+            f"[{model}] ours: cold turn, warm turn{', sequential turn' if sequential else ''}, prewarmed turn ...",
+            flush=True,
+        )
         async with stack(upstream.base_url, specs, work / f"{_slug(model)}-ours", seed_way=False) as st:
-            from launcher._process_pool import pool_invocations
+            from launcher.pipeline.supervisor import pool_invocations
 
             t = time.monotonic()
             n = await st.runner.fill_pool(pool_invocations(specs))
             await st.supervisor.warm_up()  # as a service does once at start (the safety screen's first call)
-            print(f"[{model}] process pool: {n} idle processes started in {time.monotonic() - t:.1f}s, before the "
-                  f"service's first session, which comes {TYPING_S * time_scale:.0f}s later (a running service has "
-                  "them long before)", flush=True)
+            print(
+                f"[{model}] process pool: {n} idle processes started in {time.monotonic() - t:.1f}s, before the "
+                f"service's first session, which comes {TYPING_S * time_scale:.0f}s later (a running service has "
+                "them long before)",
+                flush=True,
+            )
             await anyio.sleep(TYPING_S * time_scale)
-            run.turns["cold"] = await measure("ours cold", st.supervisor, st.runner, upstream, "s-ours", MESSAGES[0])
-            run.turns["warm"] = await measure("ours warm", st.supervisor, st.runner, upstream, "s-ours", MESSAGES[1])
+            run.turns["cold"] = await measure(
+                "ours cold", st.supervisor, st.runner, upstream, "s-ours", MESSAGES[0]
+            )
+            run.turns["warm"] = await measure(
+                "ours warm", st.supervisor, st.runner, upstream, "s-ours", MESSAGES[1]
+            )
             if sequential:
                 run.turns["sequential"] = await measure(
-                    "ours sequential", st.serial_supervisor, st.runner, upstream, "s-ours", MESSAGES[2], serial=True)
+                    "ours sequential",
+                    st.serial_supervisor,
+                    st.runner,
+                    upstream,
+                    "s-ours",
+                    MESSAGES[2],
+                    serial=True,
+                )
             await st.runner.close_session(USER, "s-ours")  # free the warm slots, as a closed chat would
             t = time.monotonic()
             started = await st.supervisor.prewarm(USER, "s-prewarm")
             took, typing = time.monotonic() - t, TYPING_S * time_scale
-            print(f"[{model}] prewarm: {len(started)} processes started in {took:.1f}s; the turn starts "
-                  f"{max(took, typing):.1f}s after the chat opened (typing time assumed: {typing:.1f}s)", flush=True)
+            print(
+                f"[{model}] prewarm: {len(started)} processes started in {took:.1f}s; the turn starts "
+                f"{max(took, typing):.1f}s after the chat opened (typing time assumed: {typing:.1f}s)",
+                flush=True,
+            )
             await anyio.sleep(max(0.0, typing - took))
-            run.turns["prewarmed"] = await measure("ours prewarmed", st.supervisor, st.runner, upstream, "s-prewarm",
-                                                   PREWARM_MESSAGE)
+            run.turns["prewarmed"] = await measure(
+                "ours prewarmed", st.supervisor, st.runner, upstream, "s-prewarm", PREWARM_MESSAGE
+            )
         if seed:
             print(f"[{model}] the seed's way: cold turn ...", flush=True)
             for agent, script in scripts(seed_way=True).items():
                 upstream.set_script(agent, script)
             async with stack(upstream.base_url, specs, work / f"{_slug(model)}-seed", seed_way=True) as st:
-                run.turns["seed"] = await measure("seed's way cold", st.supervisor, st.runner, upstream,
-                                                  "s-seed", MESSAGES[0])
+                run.turns["seed"] = await measure(
+                    "seed's way cold", st.supervisor, st.runner, upstream, "s-seed", MESSAGES[0]
+                )
     finally:
         await anyio.to_thread.run_sync(upstream.stop)
     return run
@@ -492,7 +624,9 @@ def print_table(run: ModelRun, time_scale: float) -> None:
     from rich.table import Table
 
     cols = [k for k in ("cold", "warm", "sequential", "prewarmed", "seed") if k in run.turns]
-    table = Table(title=f"one coaching turn, latency model {run.model} (scripted upstream, time_scale {time_scale})")
+    table = Table(
+        title=f"one coaching turn, latency model {run.model} (scripted upstream, time_scale {time_scale})"
+    )
     table.add_column("figure (seconds unless noted)")
     for k in cols:
         table.add_column(run.turns[k].label, justify="right")
@@ -525,35 +659,55 @@ def print_table(run: ModelRun, time_scale: float) -> None:
     console.print(f"[{run.model}] speedup vs sequential (sequential / warm parallel synthesis): {_f(seq)}x")
     console.print(f"[{run.model}] warm vs cold (cold / warm synthesis): {_f(warm_cold)}x")
     if seed and cold and seed.synthesis_s and cold.synthesis_s:
-        console.print(f"[{run.model}] seed's way / ours, cold turn: {seed.synthesis_s / cold.synthesis_s:.2f}x")
+        console.print(
+            f"[{run.model}] seed's way / ours, cold turn: {seed.synthesis_s / cold.synthesis_s:.2f}x"
+        )
 
 
 def summary_line(run: ModelRun) -> str:
     cold = run.turns.get("cold") or TurnFigures("cold")
     seed = run.turns.get("seed")
-    return (f"model={run.model} coach_first_token_s={_f(cold.coach_first_token_s)} synthesis_s={_f(cold.synthesis_s)} "
-            f"overhead_s={_f(cold.overhead_s)} speedup_vs_sequential={_f(run.ratio('sequential', 'warm'))} "
-            f"warm_vs_cold={_f(run.ratio('cold', 'warm'))} "
-            f"seed_way_synthesis_s={_f(seed.synthesis_s if seed else None)} "
-            f"first_words_s={_f(cold.coach_first_words_s)}")
+    return (
+        f"model={run.model} coach_first_token_s={_f(cold.coach_first_token_s)} synthesis_s={_f(cold.synthesis_s)} "
+        f"overhead_s={_f(cold.overhead_s)} speedup_vs_sequential={_f(run.ratio('sequential', 'warm'))} "
+        f"warm_vs_cold={_f(run.ratio('cold', 'warm'))} "
+        f"seed_way_synthesis_s={_f(seed.synthesis_s if seed else None)} "
+        f"first_words_s={_f(cold.coach_first_words_s)}"
+    )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 epilog="See the module docstring for what each figure means.")
-    ap.add_argument("--models", nargs="+", default=list(MODELS), choices=MODELS, metavar="MODEL",
-                    help=f"latency models to run (default: all): {', '.join(MODELS)}")
-    ap.add_argument("--time-scale", type=float, default=1.0,
-                    help="real seconds per modelled second (1.0 = the latency model in real time)")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], epilog="See the module docstring for what each figure means."
+    )
+    ap.add_argument(
+        "--models",
+        nargs="+",
+        default=list(MODELS),
+        choices=MODELS,
+        metavar="MODEL",
+        help=f"latency models to run (default: all): {', '.join(MODELS)}",
+    )
+    ap.add_argument(
+        "--time-scale",
+        type=float,
+        default=1.0,
+        help="real seconds per modelled second (1.0 = the latency model in real time)",
+    )
     ap.add_argument("--skip-seed", action="store_true", help="skip the seed's-way turn")
     ap.add_argument("--skip-sequential", action="store_true", help="skip the sequential turn")
-    ap.add_argument("--no-prefill", action="store_true",
-                    help="do not prefill Pineal's shared context (to measure what the prefill saves)")
+    ap.add_argument(
+        "--no-prefill",
+        action="store_true",
+        help="do not prefill Pineal's shared context (to measure what the prefill saves)",
+    )
     ap.add_argument("--json", type=Path, help="also write every figure to this JSON file")
     args = ap.parse_args(argv)
     if args.time_scale <= 0:
         ap.error(f"--time-scale must be > 0, got {args.time_scale}")
-    args.models = sorted(set(args.models), key=lambda m: (m == REPORT_MODEL, MODELS.index(m)))  # report model last
+    args.models = sorted(
+        set(args.models), key=lambda m: (m == REPORT_MODEL, MODELS.index(m))
+    )  # report model last
     return args
 
 
@@ -569,20 +723,35 @@ async def amain(args: argparse.Namespace) -> list[ModelRun]:
     OPTIONS["prefill"] = not args.no_prefill
     specs = bench_specs()
     toks = output_tokens()
-    print("scripted output tokens per write (approx., 4 chars/token): "
-          + ", ".join(f"{a}={toks[a]}" for a in PAYLOADS)
-          + "; seed's way adds thinking: " + ", ".join(f"{a}={THINK_TOKENS[a]}" for a in THINK_TOKENS)
-          + f" (+{SECOND_CALL_THINK_TOKENS} on its second call)", flush=True)
+    print(
+        "scripted output tokens per write (approx., 4 chars/token): "
+        + ", ".join(f"{a}={toks[a]}" for a in PAYLOADS)
+        + "; seed's way adds thinking: "
+        + ", ".join(f"{a}={THINK_TOKENS[a]}" for a in THINK_TOKENS)
+        + f" (+{SECOND_CALL_THINK_TOKENS} on its second call)",
+        flush=True,
+    )
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start", flush=True)
     runs = []
     with tempfile.TemporaryDirectory(prefix="bench-turn-") as tmp:
         for model in args.models:
             t = time.monotonic()
-            runs.append(await run_model(model, args.time_scale, specs, Path(tmp),
-                                        seed=not args.skip_seed, sequential=not args.skip_sequential))
-            print(f"[{model}] measured in {time.monotonic() - t:.0f}s wall; load average now "
-                  f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (others' work on this machine counts as "
-                  "overhead)", flush=True)
+            runs.append(
+                await run_model(
+                    model,
+                    args.time_scale,
+                    specs,
+                    Path(tmp),
+                    seed=not args.skip_seed,
+                    sequential=not args.skip_sequential,
+                )
+            )
+            print(
+                f"[{model}] measured in {time.monotonic() - t:.0f}s wall; load average now "
+                f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (others' work on this machine counts as "
+                "overhead)",
+                flush=True,
+            )
     return runs
 
 
@@ -593,8 +762,11 @@ def main(argv: list[str] | None = None) -> int:
     for run in runs:
         print_table(run, args.time_scale)
     if args.json:
-        args.json.write_text(json.dumps(
-            {r.model: {k: dataclasses.asdict(v) for k, v in r.turns.items()} for r in runs}, indent=2))
+        args.json.write_text(
+            json.dumps(
+                {r.model: {k: dataclasses.asdict(v) for k, v in r.turns.items()} for r in runs}, indent=2
+            )
+        )
     for run in runs:
         print(summary_line(run), flush=True)
     return 0

@@ -2,10 +2,10 @@
 arbitration and a cross-process sequencer, on SQLite and file locks (default) or PostgreSQL (``[data]
 url``; docs/postgresql.md, also the shared token budgets). No LLM; no network but PostgreSQL's.
 
-Reference: README "blackboard" section; rules and thresholds: ``../shared/COACHING.md``.
+Reference: ``docs/blackboard.md``; rules and thresholds: ``docs/coaching.md``.
 """
 
-from ._arbitration import SPECIALISTS, build_brief, fallback_synthesis, validate_synthesis
+from ._arbitration import build_brief, fallback_synthesis, validate_synthesis
 from ._backend import open_backend
 from ._barrier import Barrier
 from ._blackboard import Blackboard
@@ -25,6 +25,17 @@ from ._pg_barrier import PgBarrier
 from ._postgres import PostgresStore
 from ._records import TurnRecord, UserProfile, merge_profile
 from ._registry import AGENT_OUTPUT_SCHEMAS, validate_output
+from ._roster import (
+    AGENT_NAMES,
+    AGENT_ORDER,
+    ROSTER,
+    STAGE_OF,
+    SYNTHESIS_INPUTS,
+    WRITE_TOOL_NAMES,
+    AgentSpec,
+    Stage,
+    agents_at,
+)
 from ._schema_agents import (
     Citation,
     CoachOutput,
@@ -35,8 +46,8 @@ from ._schema_agents import (
     TailoringChoice,
 )
 from ._schema_common import (
-    AGENT_NAMES,
     TRAIT_NAMES,
+    AgentName,
     EvidenceRef,
     FollowThroughStats,
     OceanTraits,
@@ -75,12 +86,18 @@ from .errors import (
 
 __all__ = [
     "AGENT_NAMES",
+    "AGENT_ORDER",
     "AGENT_OUTPUT_SCHEMAS",
     "PATTERN_CLASSES",
     "PRECEDENCE",
     "RISK_FAMILIES",
-    "SPECIALISTS",
+    "ROSTER",
+    "STAGE_OF",
+    "SYNTHESIS_INPUTS",
     "TRAIT_NAMES",
+    "WRITE_TOOL_NAMES",
+    "AgentName",
+    "AgentSpec",
     "Barrier",
     "Blackboard",
     "BlackboardError",
@@ -121,6 +138,7 @@ __all__ = [
     "SourceRef",
     "StabilityMove",
     "StabilityOutput",
+    "Stage",
     "Store",
     "StoreUnavailableError",
     "SynthesisOutput",
@@ -134,6 +152,7 @@ __all__ = [
     "UserProfile",
     "VersionConflictError",
     "WaitResult",
+    "agents_at",
     "band_for",
     "build_brief",
     "fallback_synthesis",

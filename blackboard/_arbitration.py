@@ -1,7 +1,7 @@
 """Arbitration (pure): build Pineal's brief from a turn's entries, validate a synthesis against it,
 and build the deterministic fallback synthesis.
 
-Precedence (COACHING.md, Pineal; DESIGN.md): safety > Stability's blocks > everything else. When Persona
+Precedence (docs/coaching.md, Pineal; docs/blackboard.md, Arbitration): safety > Stability's blocks > everything else. When Persona
 or Plasticity disagree with Stability, Stability wins and the losing claim is kept with a reason code.
 """
 
@@ -18,17 +18,15 @@ from ._keys import parse_key
 from ._matching import PhraseMatcher, normalise
 from ._prose import quotable
 from ._registry import validate_output
-from ._schema_agents import CoachOutput, PersonaOutput, PlasticityOutput, SynthesisOutput
-from ._schema_common import AGENT_NAMES
-from ._schema_stability import StabilityOutput
+from ._roster import AGENT_NAMES, SYNTHESIS_INPUTS
+from ._schema_agents import CoachOutput, PersonaOutput, PlasticityOutput, SynthesisOutput, TailoringChoice
+from ._schema_stability import StabilityMove, StabilityOutput
 from ._store import Entry
 from .config import Thresholds
 from .errors import InvalidKeyError, InvalidValueError, SchemaValidationError
 
-__all__ = ["SPECIALISTS", "build_brief", "fallback_synthesis", "validate_synthesis"]
+__all__ = ["build_brief", "fallback_synthesis", "validate_synthesis"]
 
-#: Agents whose entries a brief expects (Pineal consumes the brief, so it is not expected).
-SPECIALISTS: tuple[str, ...] = ("shadow", "persona", "plasticity", "stability", "coach")
 CAUTION_NOTE = "offer only as a small, reversible first step and suggest consulting a professional"
 _STRETCH = PhraseMatcher(
     ["stretch goal", "stretch", "challenge", "push yourself", "push harder", "ambitious", "bold"]
@@ -63,7 +61,7 @@ def build_brief(
     *,
     crisis_tier: int = 0,
     thresholds: Thresholds | None = None,
-    expected: Sequence[str] = SPECIALISTS,
+    expected: Sequence[str] = SYNTHESIS_INPUTS,
 ) -> Brief:
     """Build the arbitrated brief for one turn. Pure and deterministic (order of ``entries`` is
     irrelevant; same entries -> byte-identical ``Brief.to_json()``).
@@ -75,7 +73,7 @@ def build_brief(
             and treated as missing.
         crisis_tier: 0-3 from the safety screen; 2 pauses coaching ("pause"), 3 replaces it ("crisis");
             in both every move is withheld (``safety_tier_N``).
-        thresholds: COACHING.md defaults when None.
+        thresholds: docs/coaching.md defaults when None.
         expected: agents whose absence is reported in ``missing_agents``.
 
     Raises:
@@ -84,14 +82,52 @@ def build_brief(
     if isinstance(crisis_tier, bool) or not isinstance(crisis_tier, int) or not 0 <= crisis_tier <= 3:
         raise InvalidValueError(f"crisis_tier must be an int 0-3, got {crisis_tier!r}")
     t = thresholds or Thresholds()
+    by_agent = _latest_by_agent(entries)
+    outs, rejected = _validated(by_agent, t)
+    present = [a for a in AGENT_NAMES if a in outs]
+    sources = [SourceRef(agent=a, key=by_agent[a].key, version=by_agent[a].version) for a in present]
+    stability = outs.get("stability")
+    moves = stability.moves if isinstance(stability, StabilityOutput) else []
+    blocked, allowed, conflicts = _gate_moves(moves, crisis_tier)
+    matchers = {b.id: PhraseMatcher.for_move(b.description, b.keywords) for b in blocked}
+    cautions = {m.id: PhraseMatcher.for_move(m.description) for m in allowed if m.caution}
+    conflicts += _claim_conflicts(outs, matchers, cautions)
+    conflicts += _coach_conflicts(outs.get("coach"), matchers)
+    tailoring, lost = _tailoring(outs, crisis_tier, bool(cautions), t)
+    conflicts += lost
+    return Brief(
+        mode=_mode(crisis_tier),
+        crisis_tier=crisis_tier,
+        sources=sources,
+        present_agents=present,
+        missing_agents=[a for a in AGENT_NAMES if a in expected and a not in outs],
+        allowed_moves=allowed,
+        blocked_moves=blocked,
+        conflicts=_ranked(conflicts),
+        tailoring_allowed=bool(tailoring),
+        tailoring=tailoring,
+        outputs={a: outs[a].model_dump(mode="json") for a in present},
+        rejected_entries=rejected,
+    )
+
+
+def _latest_by_agent(entries: Mapping[str, Entry]) -> dict[str, Entry]:
+    """The newest entry of each agent whose entry the brief reads (highest version, then sequence)."""
     by_agent: dict[str, Entry] = {}
     for name in sorted(entries):
         agent = _agent_of(name, entries[name])
-        if agent is not None and agent != "pineal":
+        if agent in SYNTHESIS_INPUTS:  # Pineal consumes the brief
             prev = by_agent.get(agent)
             e = entries[name]
             if prev is None or (e.version, e.seq) > (prev.version, prev.seq):
                 by_agent[agent] = e
+    return by_agent
+
+
+def _validated(
+    by_agent: Mapping[str, Entry], t: Thresholds
+) -> tuple[dict[str, BaseModel], list[RejectedEntry]]:
+    """Every entry re-validated against its schema (Stability's gate re-applied); invalid ones rejected."""
     outs: dict[str, BaseModel] = {}
     rejected: list[RejectedEntry] = []
     for agent in AGENT_NAMES:
@@ -100,14 +136,16 @@ def build_brief(
                 outs[agent] = validate_output(agent, by_agent[agent].value, t)
             except SchemaValidationError as exc:
                 rejected.append(RejectedEntry(agent=agent, problems=exc.problems))
-    present = [a for a in AGENT_NAMES if a in outs]
-    sources = [SourceRef(agent=a, key=by_agent[a].key, version=by_agent[a].version) for a in present]
-    conflicts: list[Conflict] = []
+    return outs, rejected
 
-    stability = outs.get("stability")
-    moves = stability.moves if isinstance(stability, StabilityOutput) else []
+
+def _gate_moves(
+    moves: Sequence[StabilityMove], crisis_tier: int
+) -> tuple[list[BlockedMove], list[MoveView], list[Conflict]]:
+    """Stability's moves as blocked (by the gate, or by safety at tier 2-3, each a conflict) or allowed."""
     blocked: list[BlockedMove] = []
     allowed: list[MoveView] = []
+    conflicts: list[Conflict] = []
     for m in moves:
         if m.blocked:
             blocked.append(
@@ -142,109 +180,134 @@ def build_brief(
                     notes=[CAUTION_NOTE] if m.caution else [],
                 )
             )
+    return blocked, allowed, conflicts
 
-    matchers = {b.id: PhraseMatcher.for_move(b.description, b.keywords) for b in blocked}
-    cautions = {m.id: PhraseMatcher.for_move(m.description) for m in allowed if m.caution}
+
+def _claim_conflicts(
+    outs: Mapping[str, BaseModel],
+    matchers: Mapping[str, PhraseMatcher],
+    cautions: Mapping[str, PhraseMatcher],
+) -> list[Conflict]:
+    """Persona's and Plasticity's claims that suggest a blocked move, a caution move beyond a first step,
+    or stretch framing while a move needs caution: Stability wins."""
+    conflicts: list[Conflict] = []
     for agent in ("persona", "plasticity"):
         out = outs.get(agent)
         if out is None:
             continue
         for text in _claims(agent, out):
-            if not text:
-                continue
-            for reason_code, move_matchers in (
-                ("blocked_by_stability", matchers),
-                ("caution_reversible_first_step_only", cautions),
-            ):
-                conflicts.extend(
-                    Conflict(
-                        winner="stability",
-                        loser=agent,
-                        losing_claim=_claim(text),
-                        reason_code=reason_code,
-                        move_id=mid,
-                    )
-                    for mid, matcher in move_matchers.items()
-                    if matcher.matches(text)
-                )
-            if cautions and _STRETCH.matches(text):
-                conflicts.append(
-                    Conflict(
-                        winner="stability",
-                        loser=agent,
-                        losing_claim=_claim(text),
-                        reason_code="stretch_framing_under_caution",
-                    )
-                )
-    coach = outs.get("coach")
-    if isinstance(coach, CoachOutput):
-        for mid, matcher in matchers.items():
-            if matcher.matches(coach.reply):
-                conflicts.append(
-                    Conflict(
-                        winner="stability",
-                        loser="coach",
-                        losing_claim="(coach reply)",
-                        reason_code="coach_reply_mentions_blocked_move",
-                        move_id=mid,
-                    )
-                )
+            if text:
+                conflicts.extend(_text_conflicts(agent, text, matchers, cautions))
+    return conflicts
 
+
+def _text_conflicts(
+    agent: str, text: str, matchers: Mapping[str, PhraseMatcher], cautions: Mapping[str, PhraseMatcher]
+) -> list[Conflict]:
+    conflicts: list[Conflict] = []
+    for reason_code, move_matchers in (
+        ("blocked_by_stability", matchers),
+        ("caution_reversible_first_step_only", cautions),
+    ):
+        conflicts.extend(
+            Conflict(
+                winner="stability",
+                loser=agent,
+                losing_claim=_claim(text),
+                reason_code=reason_code,
+                move_id=mid,
+            )
+            for mid, matcher in move_matchers.items()
+            if matcher.matches(text)
+        )
+    if cautions and _STRETCH.matches(text):
+        conflicts.append(
+            Conflict(
+                winner="stability",
+                loser=agent,
+                losing_claim=_claim(text),
+                reason_code="stretch_framing_under_caution",
+            )
+        )
+    return conflicts
+
+
+def _coach_conflicts(coach: BaseModel | None, matchers: Mapping[str, PhraseMatcher]) -> list[Conflict]:
+    """The Coach's reply naming a blocked move: Stability wins."""
+    if not isinstance(coach, CoachOutput):
+        return []
+    return [
+        Conflict(
+            winner="stability",
+            loser="coach",
+            losing_claim="(coach reply)",
+            reason_code="coach_reply_mentions_blocked_move",
+            move_id=mid,
+        )
+        for mid, matcher in matchers.items()
+        if matcher.matches(coach.reply)
+    ]
+
+
+def _tailoring(
+    outs: Mapping[str, BaseModel], crisis_tier: int, caution: bool, t: Thresholds
+) -> tuple[list[dict[str, Any]], list[Conflict]]:
+    """Plasticity's tailoring choices that stand (safety, Persona's evidence and band, and Stability's
+    caution may each overrule one: a conflict instead)."""
     tailoring: list[dict[str, Any]] = []
+    conflicts: list[Conflict] = []
     plasticity = outs.get("plasticity")
     persona = outs.get("persona")
-    if isinstance(plasticity, PlasticityOutput):
-        for choice in plasticity.tailoring:
-            claim = _claim(f"{choice.trait}={choice.level}: {choice.adaptation}")
-            if crisis_tier >= 2:
-                conflicts.append(
-                    Conflict(
-                        winner="safety",
-                        loser="plasticity",
-                        losing_claim=claim,
-                        reason_code="safety_overrides_tailoring",
-                    )
-                )
-                continue
-            if isinstance(persona, PersonaOutput):
-                actual = getattr(persona.traits, choice.trait)
-                if (
-                    actual.confidence < t.tailoring_min_confidence
-                    or actual.evidence_count < t.tailoring_min_evidence
-                ):
-                    conflicts.append(
-                        Conflict(
-                            winner="persona",
-                            loser="plasticity",
-                            losing_claim=claim,
-                            reason_code="tailoring_below_confidence_bar",
-                        )
-                    )
-                    continue
-                if actual.band != choice.level:
-                    conflicts.append(
-                        Conflict(
-                            winner="persona",
-                            loser="plasticity",
-                            losing_claim=claim,
-                            reason_code="tailoring_contradicts_persona_band",
-                        )
-                    )
-                    continue
-            if cautions and choice.trait == "neuroticism" and choice.level == "low":
-                conflicts.append(
-                    Conflict(
-                        winner="stability",
-                        loser="plasticity",
-                        losing_claim=claim,
-                        reason_code="stretch_framing_under_caution",
-                    )
-                )
-                continue
+    if not isinstance(plasticity, PlasticityOutput):
+        return tailoring, conflicts
+    for choice in plasticity.tailoring:
+        lost = _tailoring_conflict(choice, persona, crisis_tier, caution, t)
+        if lost is not None:
+            conflicts.append(lost)
+        else:
             tailoring.append(choice.model_dump(mode="json"))
+    return tailoring, conflicts
 
+
+def _tailoring_conflict(
+    choice: TailoringChoice, persona: BaseModel | None, crisis_tier: int, caution: bool, t: Thresholds
+) -> Conflict | None:
+    """Why one tailoring choice is overruled (a conflict), or None when it stands."""
+    claim = _claim(f"{choice.trait}={choice.level}: {choice.adaptation}")
+    if crisis_tier >= 2:
+        return Conflict(
+            winner="safety", loser="plasticity", losing_claim=claim, reason_code="safety_overrides_tailoring"
+        )
+    if isinstance(persona, PersonaOutput):
+        actual = getattr(persona.traits, choice.trait)
+        if actual.confidence < t.tailoring_min_confidence or actual.evidence_count < t.tailoring_min_evidence:
+            return Conflict(
+                winner="persona",
+                loser="plasticity",
+                losing_claim=claim,
+                reason_code="tailoring_below_confidence_bar",
+            )
+        if actual.band != choice.level:
+            return Conflict(
+                winner="persona",
+                loser="plasticity",
+                losing_claim=claim,
+                reason_code="tailoring_contradicts_persona_band",
+            )
+    if caution and choice.trait == "neuroticism" and choice.level == "low":
+        return Conflict(
+            winner="stability",
+            loser="plasticity",
+            losing_claim=claim,
+            reason_code="stretch_framing_under_caution",
+        )
+    return None
+
+
+def _ranked(conflicts: Iterable[Conflict]) -> list[Conflict]:
+    """Conflicts without duplicates, safety's first, then Stability's, then by their fields."""
     rank = {"safety": 0, "stability": 1}
-    conflicts = sorted(
+    return sorted(
         set(conflicts),
         key=lambda c: (
             rank.get(c.winner, 2),
@@ -255,23 +318,10 @@ def build_brief(
             c.losing_claim,
         ),
     )
-    mode: Literal["coach", "pause", "crisis"] = (
-        "crisis" if crisis_tier >= 3 else "pause" if crisis_tier == 2 else "coach"
-    )
-    return Brief(
-        mode=mode,
-        crisis_tier=crisis_tier,
-        sources=sources,
-        present_agents=present,
-        missing_agents=[a for a in AGENT_NAMES if a in expected and a not in outs],
-        allowed_moves=allowed,
-        blocked_moves=blocked,
-        conflicts=conflicts,
-        tailoring_allowed=bool(tailoring),
-        tailoring=tailoring,
-        outputs={a: outs[a].model_dump(mode="json") for a in present},
-        rejected_entries=rejected,
-    )
+
+
+def _mode(crisis_tier: int) -> Literal["coach", "pause", "crisis"]:
+    return "crisis" if crisis_tier >= 3 else "pause" if crisis_tier == 2 else "coach"
 
 
 #: A synthesis is a response, not a fragment: fewer words (runs of 2+ letters) than this is rejected

@@ -8,7 +8,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from ._arbitration import SPECIALISTS, build_brief, validate_synthesis
+from ._arbitration import build_brief, validate_synthesis
 from ._backend import open_backend
 from ._barrier import Barrier
 from ._brief import Brief
@@ -16,6 +16,7 @@ from ._keys import check_part, profile_key, session_key, turn_entry_key, turn_pr
 from ._pg_schema import DEFAULT_SCHEMA
 from ._records import TurnRecord, UserProfile, merge_profile
 from ._registry import validate_output
+from ._roster import SYNTHESIS_INPUTS
 from ._schema_agents import SynthesisOutput
 from ._sequencer import Sequencer, WaitResult
 from ._sqlite import open_store
@@ -142,12 +143,18 @@ class Blackboard:
             if stored >= tier:
                 return stored
             try:
-                self.store.write(key, {**current.value, "crisis_tier": tier}, expected_version=current.version,
-                                 author="blackboard")
+                self.store.write(
+                    key,
+                    {**current.value, "crisis_tier": tier},
+                    expected_version=current.version,
+                    author="blackboard",
+                )
             except VersionConflictError:
                 continue
             return tier
-        raise InvalidValueError(f"could not raise the crisis tier after {_CAS_ATTEMPTS} attempts")  # pragma: no cover
+        raise InvalidValueError(
+            f"could not raise the crisis tier after {_CAS_ATTEMPTS} attempts"
+        )  # pragma: no cover
 
     def check_session_open(self, user: str, session: str) -> None:
         """Raise SessionClosedError when ``session`` was closed (``begin_turn`` refuses it the same way;
@@ -166,8 +173,10 @@ class Blackboard:
         tid = self.turn_id(user, session, turn)
         model = validate_output(agent, payload, self.thresholds)
         if not self.sequencer.is_open(tid):
-            raise TurnNotOpenError(f"turn {turn} of session {session} is not open (never begun, or over and its "
-                                   "session closed); call begin_turn first")
+            raise TurnNotOpenError(
+                f"turn {turn} of session {session} is not open (never begun, or over and its "
+                "session closed); call begin_turn first"
+            )
         if isinstance(model, SynthesisOutput):
             problems = validate_synthesis(model, self.brief(user, session, turn))
             if problems:
@@ -188,7 +197,9 @@ class Blackboard:
         prefix = turn_prefix(user, session, turn)
         return {e.key[len(prefix) :]: e for e in self.store.list(prefix)}
 
-    def brief(self, user: str, session: str, turn: str, *, expected: Sequence[str] = SPECIALISTS) -> Brief:
+    def brief(
+        self, user: str, session: str, turn: str, *, expected: Sequence[str] = SYNTHESIS_INPUTS
+    ) -> Brief:
         """The arbitrated brief of a turn as it stands now (no waiting)."""
         entries = self.read_turn(user, session, turn)
         tier = int(entries["meta"].value.get("crisis_tier", 0)) if "meta" in entries else 0

@@ -18,7 +18,7 @@ __all__ = [
     "SynthesisProblem",
 ]
 
-#: Fixed precedence (COACHING.md, Pineal).
+#: Fixed precedence (docs/coaching.md, Pineal).
 PRECEDENCE: tuple[str, ...] = (
     "safety",
     "stability_blocks",

@@ -72,8 +72,15 @@ class SharedBudgets:
         pool_size: most connections held at once.
     """
 
-    def __init__(self, url: str, *, schema: str = DEFAULT_SCHEMA, holder: str = "proxy",
-                 lease_s: float = DEFAULT_LEASE_S, pool_size: int = 10) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        holder: str = "proxy",
+        lease_s: float = DEFAULT_LEASE_S,
+        pool_size: int = 10,
+    ) -> None:
         if not lease_s > 0:
             raise InvalidValueError(f"lease_s must be > 0, got {lease_s!r}")
         self.url = url
@@ -95,16 +102,22 @@ class SharedBudgets:
                 from ._pg_conn import CONNECT_TIMEOUT_S
 
                 await asyncio.to_thread(upgrade_schema, self.url, self.schema)
-                pool = AsyncConnectionPool(self.url, min_size=1, max_size=self._pool_size, open=False,
-                                           kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S},
-                                           name=f"budgets-{self.schema}")
+                pool = AsyncConnectionPool(
+                    self.url,
+                    min_size=1,
+                    max_size=self._pool_size,
+                    open=False,
+                    kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S},
+                    name=f"budgets-{self.schema}",
+                )
                 try:
                     await pool.open(wait=True, timeout=CONNECT_TIMEOUT_S + 1)
                 except PoolTimeout:
                     await pool.close()
                     raise StoreUnavailableError(
                         f"cannot reach PostgreSQL at {describe(self.url)} for the shared token budgets",
-                        code="database_unreachable") from None
+                        code="database_unreachable",
+                    ) from None
                 self._pool = pool
         return self._pool
 
@@ -117,9 +130,12 @@ class SharedBudgets:
                 return await fn(conn)
         except psycopg.OperationalError as exc:
             raise StoreUnavailableError(
-                f"lost the PostgreSQL connection to {describe(self.url)} ({str(exc).strip()[:200]})") from None
+                f"lost the PostgreSQL connection to {describe(self.url)} ({str(exc).strip()[:200]})"
+            ) from None
 
-    async def reserve(self, request_id: str, limits: Sequence[Limit], *, est_input: int, max_tokens: int) -> int:
+    async def reserve(
+        self, request_id: str, limits: Sequence[Limit], *, est_input: int, max_tokens: int
+    ) -> int:
         """Reserve ``est_input + granted`` tokens on every scope of ``limits`` for ``request_id``; returns
         ``granted``: ``max_tokens`` lowered to what every budget has left after ``est_input`` (>= 1).
         Reserving the same request id again returns the first grant (nothing more is reserved).
@@ -135,32 +151,50 @@ class SharedBudgets:
 
         async def op(conn: Any) -> int:
             async with conn.transaction():
-                cur = await conn.execute(f"SELECT tokens, scopes FROM {q}.budget_reservations WHERE request_id = %s",
-                                         (request_id,))
+                cur = await conn.execute(
+                    f"SELECT tokens, scopes FROM {q}.budget_reservations WHERE request_id = %s", (request_id,)
+                )
                 if (again := await cur.fetchone()) is not None:
                     return max(int(again[0]) - est_input, 1)
-                now = float((await (await conn.execute("SELECT extract(epoch FROM clock_timestamp())")).fetchone())[0])
-                await conn.execute(f"INSERT INTO {q}.budget_spent (scope) SELECT unnest(%s::text[]) ON CONFLICT DO NOTHING",
-                                   (scopes,))
+                now = float(
+                    (await (await conn.execute("SELECT extract(epoch FROM clock_timestamp())")).fetchone())[0]
+                )
+                await conn.execute(
+                    f"INSERT INTO {q}.budget_spent (scope) SELECT unnest(%s::text[]) ON CONFLICT DO NOTHING",
+                    (scopes,),
+                )
                 cur = await conn.execute(
-                    f"SELECT scope, spent FROM {q}.budget_spent WHERE scope = ANY(%s) ORDER BY scope FOR UPDATE", (scopes,))
+                    f"SELECT scope, spent FROM {q}.budget_spent WHERE scope = ANY(%s) ORDER BY scope FOR UPDATE",
+                    (scopes,),
+                )
                 spent = {r[0]: int(r[1]) for r in await cur.fetchall()}
-                await conn.execute(f"DELETE FROM {q}.budget_reservations WHERE scopes && %s AND lease_until <= %s",
-                                   (scopes, now))
+                await conn.execute(
+                    f"DELETE FROM {q}.budget_reservations WHERE scopes && %s AND lease_until <= %s",
+                    (scopes, now),
+                )
                 cur = await conn.execute(
                     f"SELECT s, sum(r.tokens) FROM {q}.budget_reservations r, unnest(r.scopes) s"
-                    " WHERE r.scopes && %s GROUP BY s", (scopes,))
+                    " WHERE r.scopes && %s GROUP BY s",
+                    (scopes,),
+                )
                 reserved = {r[0]: int(r[1]) for r in await cur.fetchall()}
                 granted = max_tokens
                 for scope in scopes:
                     left = by_scope[scope] - spent.get(scope, 0) - reserved.get(scope, 0)
                     if left < est_input + 1:
-                        raise BudgetExhaustedError(scope, limit=by_scope[scope], spent=spent.get(scope, 0),
-                                                   reserved=reserved.get(scope, 0), requested=est_input + 1)
+                        raise BudgetExhaustedError(
+                            scope,
+                            limit=by_scope[scope],
+                            spent=spent.get(scope, 0),
+                            reserved=reserved.get(scope, 0),
+                            requested=est_input + 1,
+                        )
                     granted = min(granted, left - est_input)
                 await conn.execute(
                     f"INSERT INTO {q}.budget_reservations (request_id, scopes, tokens, holder, lease_until)"
-                    " VALUES (%s, %s, %s, %s, %s)", (request_id, scopes, est_input + granted, self.holder, now + self.lease_s))
+                    " VALUES (%s, %s, %s, %s, %s)",
+                    (request_id, scopes, est_input + granted, self.holder, now + self.lease_s),
+                )
                 return granted
 
         return int(await self._run(op))
@@ -178,19 +212,27 @@ class SharedBudgets:
 
         async def op(conn: Any) -> bool:
             async with conn.transaction():
-                cur = await conn.execute(f"DELETE FROM {q}.budget_reservations WHERE request_id = %s RETURNING scopes, tokens",
-                                         (request_id,))
+                cur = await conn.execute(
+                    f"DELETE FROM {q}.budget_reservations WHERE request_id = %s RETURNING scopes, tokens",
+                    (request_id,),
+                )
                 held = await cur.fetchone()
                 charged = sorted(held[0]) if held else sorted(set(scopes))
                 cur = await conn.execute(
                     f"INSERT INTO {q}.budget_ledger (request_id, scopes, reserved, spent, holder, settled_at)"
                     " VALUES (%s, %s, %s, %s, %s, extract(epoch FROM clock_timestamp())) ON CONFLICT (request_id) DO NOTHING"
-                    " RETURNING 1", (request_id, charged, int(held[1]) if held else 0, used, self.holder))
+                    " RETURNING 1",
+                    (request_id, charged, int(held[1]) if held else 0, used, self.holder),
+                )
                 if await cur.fetchone() is None:
                     return False
-                await conn.execute(f"INSERT INTO {q}.budget_spent (scope) SELECT unnest(%s::text[]) ON CONFLICT DO NOTHING",
-                                   (charged,))
-                await conn.execute(f"UPDATE {q}.budget_spent SET spent = spent + %s WHERE scope = ANY(%s)", (used, charged))
+                await conn.execute(
+                    f"INSERT INTO {q}.budget_spent (scope) SELECT unnest(%s::text[]) ON CONFLICT DO NOTHING",
+                    (charged,),
+                )
+                await conn.execute(
+                    f"UPDATE {q}.budget_spent SET spent = spent + %s WHERE scope = ANY(%s)", (used, charged)
+                )
                 return True
 
         return bool(await self._run(op))
@@ -206,7 +248,9 @@ class SharedBudgets:
                 "   AND lease_until > extract(epoch FROM clock_timestamp())),"
                 f" (SELECT coalesce(sum(spent), 0) FROM {q}.budget_ledger WHERE %s = ANY(scopes)),"
                 f" (SELECT count(*) FROM {q}.budget_reservations WHERE %s = ANY(scopes)"
-                "   AND lease_until > extract(epoch FROM clock_timestamp()))", (scope, scope, scope, scope))
+                "   AND lease_until > extract(epoch FROM clock_timestamp()))",
+                (scope, scope, scope, scope),
+            )
             row = await cur.fetchone()
             return BudgetState(int(row[0]), int(row[1]), int(row[2]), int(row[3]))
 

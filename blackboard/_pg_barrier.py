@@ -53,8 +53,16 @@ class PgBarrier:
         StoreUnavailableError: unreachable server, schema too new; InvalidValueError: bad URL/schema.
     """
 
-    def __init__(self, url: str, *, schema: str = DEFAULT_SCHEMA, lock_timeout_s: float = 10.0,
-                 recheck_s: float = 0.5, upgrade: bool = True, pool_size: int = 8) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        schema: str = DEFAULT_SCHEMA,
+        lock_timeout_s: float = 10.0,
+        recheck_s: float = 0.5,
+        upgrade: bool = True,
+        pool_size: int = 8,
+    ) -> None:
         self.url = url
         self.schema = check_schema_name(schema)
         self.lock_timeout_s = lock_timeout_s
@@ -74,14 +82,17 @@ class PgBarrier:
         return call_pooled(self._pool, fn, url=self.url, what="barrier", closed=self._closed)
 
     def _required(self, conn: Any, turn_id: str) -> list[str]:
-        row = conn.execute(f"SELECT required FROM {self._q}.barrier_turns WHERE turn_id = %s", (turn_id,)).fetchone()
+        row = conn.execute(
+            f"SELECT required FROM {self._q}.barrier_turns WHERE turn_id = %s", (turn_id,)
+        ).fetchone()
         if row is None:
             raise TurnNotOpenError(f"turn {turn_id} is not open; call open_turn (begin_turn) first")
         return list(row[0])
 
     def _marked(self, conn: Any, turn_id: str, agents: Sequence[str]) -> set[str]:
         rows = conn.execute(
-            f"SELECT agent FROM {self._q}.barrier_marks WHERE turn_id = %s AND agent = ANY(%s)", (turn_id, list(agents))
+            f"SELECT agent FROM {self._q}.barrier_marks WHERE turn_id = %s AND agent = ANY(%s)",
+            (turn_id, list(agents)),
         ).fetchall()
         return {r[0] for r in rows}
 
@@ -107,8 +118,12 @@ class PgBarrier:
 
     def is_open(self, turn_id: str) -> bool:
         check_turn_id(turn_id)
-        return self._call(lambda c: c.execute(
-            f"SELECT 1 FROM {self._q}.barrier_turns WHERE turn_id = %s", (turn_id,)).fetchone() is not None)
+        return self._call(
+            lambda c: (
+                c.execute(f"SELECT 1 FROM {self._q}.barrier_turns WHERE turn_id = %s", (turn_id,)).fetchone()
+                is not None
+            )
+        )
 
     def mark_written(self, turn_id: str, agent: str) -> None:
         import psycopg
@@ -171,16 +186,24 @@ class PgBarrier:
     def turn_ids(self, prefix: str) -> list[str]:
         check_turn_id(prefix)
         head = prefix + "/"
-        rows = self._call(lambda c: c.execute(
-            f"SELECT DISTINCT split_part(substr(turn_id, %s), '/', 1) FROM {self._q}.barrier_turns"
-            " WHERE left(turn_id, %s) = %s", (len(head) + 1, len(head), head)).fetchall())
+        rows = self._call(
+            lambda c: c.execute(
+                f"SELECT DISTINCT split_part(substr(turn_id, %s), '/', 1) FROM {self._q}.barrier_turns"
+                " WHERE left(turn_id, %s) = %s",
+                (len(head) + 1, len(head), head),
+            ).fetchall()
+        )
         return sorted(f"{prefix}/{r[0]}" for r in rows if r[0])
 
     def last_change(self, turn_id: str) -> float | None:
         check_turn_id(turn_id)
-        row = self._call(lambda c: c.execute(
-            f"SELECT greatest(t.opened_at, (SELECT max(at) FROM {self._q}.barrier_marks m WHERE m.turn_id = t.turn_id))"
-            f" FROM {self._q}.barrier_turns t WHERE t.turn_id = %s", (turn_id,)).fetchone())
+        row = self._call(
+            lambda c: c.execute(
+                f"SELECT greatest(t.opened_at, (SELECT max(at) FROM {self._q}.barrier_marks m WHERE m.turn_id = t.turn_id))"
+                f" FROM {self._q}.barrier_turns t WHERE t.turn_id = %s",
+                (turn_id,),
+            ).fetchone()
+        )
         return float(row[0]) if row else None
 
     def remove_turn(self, turn_id: str) -> bool:
@@ -190,11 +213,14 @@ class PgBarrier:
         def op(conn: Any) -> bool:
             with conn.transaction():
                 conn.execute(f"SET LOCAL lock_timeout = '{int(self.lock_timeout_s * 1000)}ms'")
-                if conn.execute(f"SELECT 1 FROM {self._q}.barrier_turns WHERE left(turn_id, %s) = %s LIMIT 1",
-                                (len(head), head)).fetchone():
+                if conn.execute(
+                    f"SELECT 1 FROM {self._q}.barrier_turns WHERE left(turn_id, %s) = %s LIMIT 1",
+                    (len(head), head),
+                ).fetchone():
                     raise InvalidValueError(f"{turn_id} holds other turns; remove those instead")
-                row = conn.execute(f"DELETE FROM {self._q}.barrier_turns WHERE turn_id = %s RETURNING 1",
-                                   (turn_id,)).fetchone()
+                row = conn.execute(
+                    f"DELETE FROM {self._q}.barrier_turns WHERE turn_id = %s RETURNING 1", (turn_id,)
+                ).fetchone()
             return row is not None
 
         return self._call(op)

@@ -79,7 +79,8 @@ def upgrade_schema(url: str, schema: str) -> tuple[int, int]:
         return upgrade(conn, schema)
     except psycopg.Error as exc:
         raise StoreUnavailableError(
-            f"cannot create or upgrade PostgreSQL schema {schema!r} at {describe(url)}: {exc}", retryable=False
+            f"cannot create or upgrade PostgreSQL schema {schema!r} at {describe(url)}: {exc}",
+            retryable=False,
         ) from None
     finally:
         conn.close()
@@ -91,8 +92,14 @@ def open_pool(url: str, *, min_size: int = 1, max_size: int = 8, name: str = "co
     import psycopg
     from psycopg_pool import ConnectionPool, PoolTimeout
 
-    pool = ConnectionPool(check_url(url), min_size=min_size, max_size=max_size, open=False, name=name,
-                          kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S})
+    pool = ConnectionPool(
+        check_url(url),
+        min_size=min_size,
+        max_size=max_size,
+        open=False,
+        name=name,
+        kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S},
+    )
     try:
         pool.open(wait=True, timeout=CONNECT_TIMEOUT_S + 1)
     except (PoolTimeout, psycopg.Error) as exc:
@@ -126,7 +133,9 @@ def call_pooled(pool: Any, fn: Callable[[Any], T], *, url: str, what: str, close
             f"no PostgreSQL connection to {describe(url)} became free in time; retry later"
         ) from None
     except psycopg.errors.LockNotAvailable:
-        raise LockTimeoutError(f"a row of the {what} stayed locked by another transaction past lock_timeout; retry") from None
+        raise LockTimeoutError(
+            f"a row of the {what} stayed locked by another transaction past lock_timeout; retry"
+        ) from None
     except psycopg.OperationalError as exc:
         raise StoreUnavailableError(
             f"lost the PostgreSQL connection to {describe(url)} ({str(exc).strip()[:200]}); a write in "

@@ -25,8 +25,15 @@ from typing import Any
 
 from .errors import InvalidValueError, StoreUnavailableError
 
-__all__ = ["CHANNEL", "DEFAULT_SCHEMA", "LATEST_VERSION", "MIGRATIONS", "check_schema_name", "schema_version",
-           "upgrade"]
+__all__ = [
+    "CHANNEL",
+    "DEFAULT_SCHEMA",
+    "LATEST_VERSION",
+    "MIGRATIONS",
+    "check_schema_name",
+    "schema_version",
+    "upgrade",
+]
 
 DEFAULT_SCHEMA = "coachboard"
 #: The LISTEN/NOTIFY channel of every barrier; payload ``"{schema} {turn_id}"`` (< 8,000 bytes).
@@ -111,7 +118,12 @@ LATEST_VERSION = len(MIGRATIONS)
 def check_schema_name(name: object) -> str:
     """Return ``name`` if it is a plain PostgreSQL schema name (1-63 of a-z 0-9 _, not starting with a
     digit, not ``pg_*``/``information_schema``); raises InvalidValueError otherwise."""
-    if not isinstance(name, str) or not _NAME.fullmatch(name) or name.startswith("pg_") or name == "information_schema":
+    if (
+        not isinstance(name, str)
+        or not _NAME.fullmatch(name)
+        or name.startswith("pg_")
+        or name == "information_schema"
+    ):
         raise InvalidValueError(
             f"PostgreSQL schema name {name!r} is invalid: use 1-63 characters from a-z 0-9 _ (not starting with "
             "a digit or pg_)"
@@ -142,7 +154,8 @@ def refuse_newer(version: int, schema: str) -> None:
             f"PostgreSQL schema {schema!r} is at version {version}, written by a newer coachboard; this one "
             f"knows versions up to {LATEST_VERSION}. Nothing was changed. Fix: upgrade coachboard on this "
             "machine (pip install -U coachboard), or point [data] schema at another schema",
-            code="schema_too_new", retryable=False,
+            code="schema_too_new",
+            retryable=False,
         )
 
 

@@ -57,7 +57,9 @@ class PostgresStore:
     Thread-safe; one store per process is enough (its pool serves every thread).
     """
 
-    def __init__(self, url: str, *, schema: str = DEFAULT_SCHEMA, upgrade: bool = True, pool_size: int = 8) -> None:
+    def __init__(
+        self, url: str, *, schema: str = DEFAULT_SCHEMA, upgrade: bool = True, pool_size: int = 8
+    ) -> None:
         self.url = url
         self.schema = check_schema_name(schema)
         self._q = f'"{self.schema}"'
@@ -75,7 +77,8 @@ class PostgresStore:
                 raise StoreUnavailableError(
                     f"PostgreSQL schema {self.schema!r} at {describe(url)} is at version {version}, this "
                     f"coachboard needs {LATEST_VERSION}. Fix: run `coach db upgrade` (stored rows are kept)",
-                    code="schema_outdated", retryable=False,
+                    code="schema_outdated",
+                    retryable=False,
                 )
 
     def __repr__(self) -> str:
@@ -120,7 +123,9 @@ class PostgresStore:
                             (text, author, now, key, expected_version),
                         ).fetchone()
                     if row is None:
-                        got = conn.execute(f"SELECT version FROM {q}.entries WHERE key = %s", (key,)).fetchone()
+                        got = conn.execute(
+                            f"SELECT version FROM {q}.entries WHERE key = %s", (key,)
+                        ).fetchone()
                         raise _Conflict(got[0] if got else 0)
                     created = row[0]
                     version = expected_version + 1
@@ -132,7 +137,9 @@ class PostgresStore:
                         (key, text, version, author, created, now, key),
                     ).fetchone()[0]
             except _Conflict as c:
-                raise VersionConflictError(key, expected_version=expected_version, current_version=c.current) from None
+                raise VersionConflictError(
+                    key, expected_version=expected_version, current_version=c.current
+                ) from None
             return Entry(key, decode_value(text), version, author, created, now, seq)
 
         return self._call(op)
@@ -142,7 +149,7 @@ class PostgresStore:
 
         def op(conn: Any) -> _Entries:
             rows = conn.execute(
-                f"SELECT {_COLS} FROM {self._q}.entries WHERE left(key, %s) = %s ORDER BY key COLLATE \"C\"",
+                f'SELECT {_COLS} FROM {self._q}.entries WHERE left(key, %s) = %s ORDER BY key COLLATE "C"',
                 (len(prefix), prefix),
             ).fetchall()
             return [self._row(r) for r in rows]

@@ -1,4 +1,4 @@
-"""Turn record, compacted user profile, and the pure profile merge (COACHING.md, Persona: a trait
+"""Turn record, compacted user profile, and the pure profile merge (docs/coaching.md, Persona: a trait
 moves at most +-10 POMP per session)."""
 
 from __future__ import annotations
@@ -106,12 +106,12 @@ def merge_profile(
         old: the current profile (``UserProfile(user=u)`` for a new user).
         session_outputs: agent name -> that agent's latest output this session (model instance, plain
             dict or Entry); only ``persona`` and ``shadow`` are used, others are ignored.
-        thresholds: COACHING.md defaults when None.
+        thresholds: docs/coaching.md defaults when None.
         session: the session id, counted once in ``sessions_seen`` (ignored if equal to
             ``old.last_session``).
 
     Traits: evidence-weighted mean of old and new, then clamped to within
-    ``trait_max_shift_per_session`` (10 POMP) of the old score (COACHING.md, Persona); bands recomputed.
+    ``trait_max_shift_per_session`` (10 POMP) of the old score (docs/coaching.md, Persona); bands recomputed.
     Goals: merged by case-insensitive description, mentions summed, top 20 by mentions.
     Follow-through counts, pattern class and probability: the latest observation wins.
     """

@@ -6,25 +6,14 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from ._schema_agents import CoachOutput, PersonaOutput, PlasticityOutput, SynthesisOutput
-from ._schema_common import AGENT_NAMES
-from ._schema_shadow import ShadowOutput
-from ._schema_stability import StabilityOutput
+from ._roster import AGENT_NAMES, ROSTER
 from .config import Thresholds
 from .errors import SchemaValidationError
 
 __all__ = ["AGENT_OUTPUT_SCHEMAS", "problems_of", "validate_output"]
 
-#: The six agents' output schemas ("pineal" writes the synthesis).
-AGENT_OUTPUT_SCHEMAS: dict[str, type[BaseModel]] = {
-    "shadow": ShadowOutput,
-    "persona": PersonaOutput,
-    "plasticity": PlasticityOutput,
-    "stability": StabilityOutput,
-    "coach": CoachOutput,
-    "pineal": SynthesisOutput,
-}
-assert tuple(AGENT_OUTPUT_SCHEMAS) == AGENT_NAMES
+#: The six agents' output schemas ("pineal" writes the synthesis), from the roster.
+AGENT_OUTPUT_SCHEMAS: dict[str, type[BaseModel]] = {a.name: a.output_schema for a in ROSTER}
 
 
 def problems_of(exc: ValidationError) -> list[str]:

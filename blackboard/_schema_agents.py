@@ -1,4 +1,4 @@
-"""Persona, Plasticity, Coach and Pineal (synthesis) output schemas (COACHING.md)."""
+"""Persona, Plasticity, Coach and Pineal (synthesis) output schemas (docs/coaching.md)."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ class PersonaOutput(StrictModel):
 class TailoringChoice(StrictModel):
     """One trait-based adaptation, with the Persona confidence/evidence it relies on.
 
-    COACHING.md (Plasticity): tailor only when confidence >= 0.5 with >= 5 evidence items; the schema
+    docs/coaching.md (Plasticity): tailor only when confidence >= 0.5 with >= 5 evidence items; the schema
     drops choices below that bar (reason code ``tailoring_dropped:<i>:<trait>`` in the output's
     ``coerced``) and arbitration re-checks them against this turn's Persona entry.
     """
@@ -106,7 +106,7 @@ def _risk_first(schema: dict[str, Any]) -> None:
     # The advertised schema REQUIRES risk (validation still defaults it to tier 0): grammar-constrained
     # decoders write required properties first, in schema order (llama.cpp's json-schema-to-grammar puts
     # optional ones after the required ones), so risk is complete before any word of the reply, which
-    # is streamed to the user as it is written (launcher._reply_stream).
+    # is streamed to the user as it is written (launcher.pipeline._reply_stream).
     schema["required"] = ["risk", "reply"]
 
 

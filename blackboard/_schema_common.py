@@ -1,8 +1,8 @@
 """Shared pieces of the agent output schemas: bounded text types, names, evidence, OCEAN traits and
-follow-through statistics (COACHING.md, Persona).
+follow-through statistics (docs/coaching.md, Persona).
 
 Validators read thresholds from the pydantic validation context (``{"thresholds": Thresholds}``);
-without one they use ``Thresholds()`` (COACHING.md defaults). Fields documented as "computed" are
+without one they use ``Thresholds()`` (docs/coaching.md defaults). Fields documented as "computed" are
 recomputed by the validator from the other fields; a supplied value is ignored.
 """
 
@@ -23,7 +23,6 @@ from pydantic import (
 from .config import Thresholds
 
 __all__ = [
-    "AGENT_NAMES",
     "READ_ONLY",
     "TRAIT_NAMES",
     "AgentName",
@@ -42,7 +41,6 @@ __all__ = [
     "thresholds_of",
 ]
 
-AGENT_NAMES: tuple[str, ...] = ("shadow", "persona", "plasticity", "stability", "coach", "pineal")
 AgentName = Literal["shadow", "persona", "plasticity", "stability", "coach", "pineal"]
 TRAIT_NAMES: tuple[str, ...] = (
     "openness",
@@ -59,13 +57,14 @@ READ_ONLY: dict[str, Any] = {"readOnly": True}
 
 def coerced_field() -> Any:
     """The read-only ``coerced: list[str]`` field of an agent output: reason codes of the cross-field rules
-    (COACHING.md) that validation enforced by moving a value to its safe side instead of rejecting it."""
+    (docs/coaching.md) that validation enforced by moving a value to its safe side instead of rejecting it."""
     return Field(
         default_factory=list,
         max_length=40,
         description="computed: reason codes of cross-field rules enforced by moving to the safe value; omit",
         json_schema_extra=READ_ONLY,
     )
+
 
 #: A key part: 1-64 of A-Z a-z 0-9 _ . - (same rule as blackboard keys).
 Id = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.\-]{1,64}$")]
@@ -78,7 +77,7 @@ Text = Annotated[str, StringConstraints(strip_whitespace=True, max_length=1200)]
 
 
 def thresholds_of(info: ValidationInfo | None) -> Thresholds:
-    """Thresholds from the validation context, or COACHING.md defaults."""
+    """Thresholds from the validation context, or docs/coaching.md defaults."""
     ctx: Any = info.context if info is not None else None
     if isinstance(ctx, dict) and isinstance(ctx.get("thresholds"), Thresholds):
         return ctx["thresholds"]  # type: ignore[no-any-return]
@@ -101,7 +100,7 @@ class EvidenceRef(StrictModel):
 
 
 def band_for(score: float, thresholds: Thresholds | None = None) -> Band:
-    """OCEAN band of a POMP score: low <= 35, high >= 65, else mid (COACHING.md, Persona)."""
+    """OCEAN band of a POMP score: low <= 35, high >= 65, else mid (docs/coaching.md, Persona)."""
     t = thresholds or Thresholds()
     if score <= t.band_low:
         return "low"
@@ -128,7 +127,7 @@ class TraitScore(StrictModel):
 
 
 class OceanTraits(StrictModel):
-    """The five traits (IPIP-NEO / BFI-2 conventions, reported as POMP; COACHING.md, Persona)."""
+    """The five traits (IPIP-NEO / BFI-2 conventions, reported as POMP; docs/coaching.md, Persona)."""
 
     openness: TraitScore
     conscientiousness: TraitScore
@@ -141,7 +140,7 @@ class OceanTraits(StrictModel):
 
 
 class FollowThroughStats(StrictModel):
-    """Follow-through = completed / due commitments (COACHING.md, Persona).
+    """Follow-through = completed / due commitments (docs/coaching.md, Persona).
 
     ``percent`` (0-100) and ``status`` are computed; ``percent`` is null with status
     ``"not_enough_data"`` when due < ``follow_through_min_due`` (3). A supplied percent that disagrees

@@ -49,12 +49,15 @@ class RiskAssessment(StrictModel):
     # lost to an over-long quote); at tier 0 the quote is stored empty.
 
     tier: int = Field(
-        default=0, ge=0, le=3,
+        default=0,
+        ge=0,
+        le=3,
         description="0 no risk, 1 distress, 2 ideation/self-harm/abuse, 3 intent/plan/means/emergency",
     )
     family: RiskFamily = Field(default="none", description="the kind of risk; none at tier 0")
     quote: str = Field(
-        default="", max_length=QUOTE_MAX_CHARS,
+        default="",
+        max_length=QUOTE_MAX_CHARS,
         description="the user's exact words that show it, copied from the message; empty at tier 0",
     )
 

@@ -1,6 +1,6 @@
 """Shadow's output: stated goals vs revealed priorities, pattern class, follow-through prediction.
 
-Rules (COACHING.md, Shadow): a class other than ``insufficient_data`` needs >= 3 due commitments over
+Rules (docs/coaching.md, Shadow): a class other than ``insufficient_data`` needs >= 3 due commitments over
 >= 2 sessions; every stated-vs-revealed claim cites >= 2 distinct evidence items; the follow-through
 probability starts from :func:`follow_through_baseline` and a model may move it by at most +-0.15,
 with a reason.
@@ -69,7 +69,7 @@ class FollowThroughFeatures(StrictModel):
 def follow_through_baseline(
     due: int, completed: int, features: FollowThroughFeatures, thresholds: Thresholds | None = None
 ) -> float:
-    """Baseline follow-through probability (0-1), COACHING.md (proposal)::
+    """Baseline follow-through probability (0-1), docs/coaching.md (proposal)::
 
         base = (completed + prior*weight) / (due + weight)          # smoothed base rate
         p = clip(base + 0.10*if_then + 0.05*(%CT - 0.5) - 0.10*sustain - 0.05*growth, 0.05, 0.95)

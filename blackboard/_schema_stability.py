@@ -2,7 +2,7 @@
 
 FMEA-style ratings 1-10 (IEC 60812; AIAG-VDA 2019): severity S, occurrence O, detection difficulty D
 (10 = cannot be detected before harm), RPN = S*O*D; reversibility R (10 = irreversible) is a gate, not
-a factor. The gate (COACHING.md, proposal; numbers in :class:`Thresholds`):
+a factor. The gate (docs/coaching.md, proposal; numbers in :class:`Thresholds`):
 
 * blocked if S >= 9, or S >= 7 and R >= 8, or S >= 7 and D >= 8, or RPN >= 200, or the category is
   a blocked category;

@@ -1,6 +1,6 @@
-"""Coaching thresholds (the ``[thresholds]`` config section), with COACHING.md's defaults.
+"""Coaching thresholds (the ``[thresholds]`` config section), with docs/coaching.md's defaults.
 
-Every number here is either from the literature or marked (proposal) in ``../shared/COACHING.md``;
+Every number here is either from the literature or marked (proposal) in ``docs/coaching.md``;
 the field descriptions cite which. Compose into the top-level config as ``thresholds: Thresholds``.
 """
 
@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["BLOCKED_CATEGORIES", "Thresholds"]
 
-#: Move categories that are always blocked (COACHING.md, Stability, proposal).
+#: Move categories that are always blocked (docs/coaching.md, Stability, proposal).
 BLOCKED_CATEGORIES: tuple[str, ...] = (
     "medication_or_diagnosis",
     "dieting_or_fasting_with_eating_disorder_signals",
@@ -23,39 +23,43 @@ BLOCKED_CATEGORIES: tuple[str, ...] = (
 
 
 class Thresholds(BaseModel):
-    """Thresholds the code enforces. Defaults = COACHING.md; all fields are overridable from config.
+    """Thresholds the code enforces. Defaults = docs/coaching.md; all fields are overridable from config.
 
     Sources, per field:
-      * ``band_low``/``band_high``: OCEAN bands on POMP 0-100, low <= 35, high >= 65 (COACHING.md,
+      * ``band_low``/``band_high``: OCEAN bands on POMP 0-100, low <= 35, high >= 65 (docs/coaching.md,
         Persona, IPIP-NEO / BFI-2 reporting convention as adopted there).
-      * ``follow_through_min_due``: follow-through % is "not enough data" when due < 3 (COACHING.md).
+      * ``follow_through_min_due``: follow-through % is "not enough data" when due < 3 (docs/coaching.md).
       * ``shadow_min_due``/``shadow_min_sessions``: a Shadow class other than ``insufficient_data``
-        needs >= 3 due commitments over >= 2 sessions (COACHING.md, proposal).
-      * ``shadow_min_evidence``: every stated-vs-revealed claim cites >= 2 evidence items (COACHING.md).
+        needs >= 3 due commitments over >= 2 sessions (docs/coaching.md, proposal).
+      * ``shadow_min_evidence``: every stated-vs-revealed claim cites >= 2 evidence items (docs/coaching.md).
       * ``consistent_executor_min``/``inclined_abstainer_max``: class definitions, follow-through >= 0.7
-        and <= 0.4 (COACHING.md, proposal).
+        and <= 0.4 (docs/coaching.md, proposal).
       * ``ft_prior``/``ft_prior_weight``: the "smoothed base rate" = (completed + prior*weight) /
         (due + weight); prior 0.5 because intentions turn into action about half the time (Webb &
         Sheeran 2006; Sheeran & Webb 2016); weight 2 is our proposal.
       * ``ft_if_then``, ``ft_change_talk``, ``ft_sustain_talk``, ``ft_goal_growth``, ``ft_min``,
         ``ft_max``: p = clip(base + 0.10*if_then + 0.05*(%CT-0.5) - 0.10*sustain - 0.05*growth,
-        0.05, 0.95) (COACHING.md, proposal; if-then plans: Gollwitzer & Sheeran 2006; %CT and sustain
+        0.05, 0.95) (docs/coaching.md, proposal; if-then plans: Gollwitzer & Sheeran 2006; %CT and sustain
         talk: Magill et al. 2018).
       * ``ft_max_model_adjustment``: a model may move the baseline by at most +-0.15, with a logged
-        reason (COACHING.md, proposal).
+        reason (docs/coaching.md, proposal).
       * ``tailoring_min_confidence``/``tailoring_min_evidence``: tailor only when Persona confidence
-        >= 0.5 with >= 5 evidence items (COACHING.md; small effects per Hirsh et al. 2012, Matz et al.
+        >= 0.5 with >= 5 evidence items (docs/coaching.md; small effects per Hirsh et al. 2012, Matz et al.
         2017).
-      * ``trait_max_shift_per_session``: a trait moves at most +-10 POMP per session (COACHING.md).
-      * ``block_*``/``caution_*``: the Stability gate (COACHING.md, proposal; FMEA ratings per IEC 60812
+      * ``trait_max_shift_per_session``: a trait moves at most +-10 POMP per session (docs/coaching.md).
+      * ``block_*``/``caution_*``: the Stability gate (docs/coaching.md, proposal; FMEA ratings per IEC 60812
         and AIAG-VDA 2019): blocked if S>=9, or S>=7 and R>=8, or S>=7 and D>=8, or RPN>=200, or the
         category is blocked; caution if S>=5 and R>=6, or RPN>=100.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    band_low: float = Field(default=35.0, ge=0, le=100, description="POMP <= this is 'low' (COACHING.md)")
-    band_high: float = Field(default=65.0, ge=0, le=100, description="POMP >= this is 'high' (COACHING.md)")
+    band_low: float = Field(
+        default=35.0, ge=0, le=100, description="POMP <= this is 'low' (docs/coaching.md)"
+    )
+    band_high: float = Field(
+        default=65.0, ge=0, le=100, description="POMP >= this is 'high' (docs/coaching.md)"
+    )
     follow_through_min_due: int = Field(default=3, ge=1, description="due < this => 'not enough data'")
     shadow_min_due: int = Field(default=3, ge=1, description="due commitments for a non-insufficient class")
     shadow_min_sessions: int = Field(default=2, ge=1, description="sessions for a non-insufficient class")

@@ -143,7 +143,9 @@ class SessionClosedError(BlackboardError):
         import datetime
 
         when = datetime.datetime.fromtimestamp(closed_at, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-        super().__init__(f"session {session} of {user} was closed at {when}; start a new session with --session NEW")
+        super().__init__(
+            f"session {session} of {user} was closed at {when}; start a new session with --session NEW"
+        )
         self.user = user
         self.session = session
         self.closed_at = closed_at

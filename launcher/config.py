@@ -14,7 +14,7 @@ Sections (each package owns its own model)::
     [upstream]    url = "http://127.0.0.1:8000"  kind = "openai"   # vLLM / llama.cpp / Anthropic
     [proxy]       proxy.config.ProxyConfig (host, port, [[proxy.models]], [proxy.agents.<name>] ...)
     [mcp]         mcp_server.config.McpConfig (host, port, path, ...)
-    [thresholds]  blackboard.config.Thresholds (COACHING.md defaults)
+    [thresholds]  blackboard.config.Thresholds (docs/coaching.md defaults)
     [safety]      launcher.safety.SafetyConfig (locale, [safety.resources.<REGION>], windows)
     [agents]      dir = "agents"  warm_process_limit = 6  retries = 1  watch = true  idle_close_s = 1800
                   keep_claude_transcripts = false
@@ -36,12 +36,11 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from blackboard.config import Thresholds
+from launcher.embedded import EmbeddedConfig
+from launcher.errors import LauncherError
+from launcher.safety import SafetyConfig
 from mcp_server.config import McpConfig
 from proxy.config import ModelPool, ProxyConfig
-
-from .embedded import EmbeddedConfig
-from .errors import LauncherError
-from .safety import SafetyConfig
 
 __all__ = [
     "DEFAULT_CONFIG_FILE",
@@ -150,14 +149,14 @@ CHECKOUT_AGENTS_DIR = Path(__file__).resolve().parent.parent / "agents"
 class AgentsConfig(BaseModel):
     """The agent files and their processes.
 
-    ``warm_process_limit``: Claude Code processes kept warm across turns (about 200 MiB each; DESIGN.md);
+    ``warm_process_limit``: Claude Code processes kept warm across turns (about 200 MiB each; docs/claude-code.md);
     beyond it agents start cold. ``retries``: retries of an agent after a transient failure (issue 5:
     one). ``watch``: reload edited agent files in long-running modes. ``idle_close_s``: seconds without a
     turn after which a long-running mode (``coach chat``, ``coach serve``) closes a session (compacts it
     into the profile; issue 5's idle timeout); 0 turns it off. ``keep_claude_transcripts``: let the
     agents' Claude Code processes save their conversations (the user's messages) under
     ``<data dir>/claude-home/.claude/projects/``, never pruned: for debugging only (default off:
-    ``--no-session-persistence``; see ``launcher._agent_runner.RunnerConfig``). ``dir`` defaults to
+    ``--no-session-persistence``; see ``launcher.runner._agent_runner.RunnerConfig``). ``dir`` defaults to
     ``./agents``, or, when the current folder has none, to the checkout's ``agents/`` (:meth:`resolved_dir`).
     """
 
@@ -205,8 +204,9 @@ class CoachConfig(BaseModel):
         named ``default`` serving every model name from ``[upstream]``."""
         proxy = self.proxy
         if self.data.url and proxy.shared_budgets_url is None:  # budgets shared by every instance
-            proxy = proxy.model_copy(update={"shared_budgets_url": self.data.url,
-                                             "shared_budgets_schema": self.data.db_schema})
+            proxy = proxy.model_copy(
+                update={"shared_budgets_url": self.data.url, "shared_budgets_schema": self.data.db_schema}
+            )
         if proxy.models:
             return proxy
         pool = ModelPool(
@@ -328,8 +328,11 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
             ) from None
     if "source" in data:
         raise ConfigError(f"{p}: 'source' is not a configuration key. Fix: remove it")
-    for var, (section, key) in {ENV_UPSTREAM_URL: ("upstream", "url"), ENV_DATA_DIR: ("data", "dir"),
-                                ENV_DATABASE_URL: ("data", "url")}.items():
+    for var, (section, key) in {
+        ENV_UPSTREAM_URL: ("upstream", "url"),
+        ENV_DATA_DIR: ("data", "dir"),
+        ENV_DATABASE_URL: ("data", "url"),
+    }.items():
         value = env.get(var)
         if value:
             sect = data.setdefault(section, {})

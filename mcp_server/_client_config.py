@@ -54,7 +54,7 @@ def claude_mcp_stdio_config(
 ) -> dict[str, Any]:
     """MCP config JSON that starts a private stdio server (``python -m mcp_server``) for one agent.
 
-    Costs 0.8-1.5 s of start-up per Claude Code process (DESIGN.md); prefer :func:`claude_mcp_config`.
+    Costs 0.8-1.5 s of start-up per Claude Code process (docs/mcp.md); prefer :func:`claude_mcp_config`.
     """
     # The repository root on PYTHONPATH, so the server imports even where coachboard is not installed.
     root = str(Path(__file__).resolve().parent.parent)
@@ -70,6 +70,11 @@ def claude_mcp_stdio_config(
         env[ENV_VARS["agent"]] = scope.agent
     return {
         "mcpServers": {
-            name: {"type": "stdio", "command": python or sys.executable, "args": ["-m", "mcp_server"], "env": env}
+            name: {
+                "type": "stdio",
+                "command": python or sys.executable,
+                "args": ["-m", "mcp_server"],
+                "env": env,
+            }
         }
     }

@@ -3,22 +3,16 @@ what to do on error). Kept in one place so the agents engineer can review the wo
 
 from __future__ import annotations
 
+from blackboard import WRITE_TOOL_NAMES
+
 __all__ = ["READ_DESCRIPTIONS", "WRITE_DESCRIPTIONS", "WRITE_TOOL_NAMES"]
 
-#: agent -> its write tool (Pineal writes the synthesis).
-WRITE_TOOL_NAMES: dict[str, str] = {
-    "shadow": "write_shadow",
-    "persona": "write_persona",
-    "plasticity": "write_plasticity",
-    "stability": "write_stability",
-    "coach": "write_coach",
-    "pineal": "write_synthesis",
-}
+# WRITE_TOOL_NAMES (agent -> its write tool) comes from the roster (blackboard/_roster.py).
 
 _WRITE_COMMON = (
     " Pass your output as the tool arguments: one JSON object with exactly the fields of the input "
     "schema (no extra fields). The user, session and turn are fixed by the connection; do not pass them."
-    "\n\nReturns: {ok: true, message: \"STORED.\", stored, agent, turn, key, version, author, updated_at}. "
+    '\n\nReturns: {ok: true, message: "STORED.", stored, agent, turn, key, version, author, updated_at}. '
     "Each agent's entry is stored once per turn (create-only); after STORED, you are done with this tool."
     "\n\nOn error: the result lists each problem as `field`: what was wrong; allowed: what is allowed. "
     "Fix exactly those fields and call the tool again with the whole object. If it says the entry "
@@ -48,7 +42,9 @@ WRITE_DESCRIPTIONS: dict[str, str] = {
         "stored as blocked even if you marked it allowed; the result tells you which moves the gate "
         "blocked." + _WRITE_COMMON
     ),
-    "coach": ("Store the Coach's immediate reply for this turn (the text the user already saw)." + _WRITE_COMMON),
+    "coach": (
+        "Store the Coach's immediate reply for this turn (the text the user already saw)." + _WRITE_COMMON
+    ),
     "pineal": (
         "Store Pineal's synthesis for this turn: the full response plus citations of the blackboard "
         "entries (and versions) it relies on, as returned by collect_turn. A synthesis that suggests a "

@@ -116,49 +116,63 @@ def _describe_one(s: Mapping[str, Any]) -> str:
         return "one of " + ", ".join(_echo(v) for v in s["enum"])
     kind = s.get("type")
     if kind in ("integer", "number"):
-        noun = "a whole number" if kind == "integer" else "a number"
-        lo = s.get("minimum", s.get("exclusiveMinimum"))
-        hi = s.get("maximum", s.get("exclusiveMaximum"))
-        if lo is not None and hi is not None:
-            return f"{noun} from {lo} to {hi}"
-        if lo is not None:
-            return f"{noun} of at least {lo}"
-        if hi is not None:
-            return f"{noun} of at most {hi}"
-        return noun
+        return _describe_number(s, "a whole number" if kind == "integer" else "a number")
     if kind == "string":
-        lo, hi = s.get("minLength"), s.get("maxLength")
-        if lo and hi:
-            return f"text of {lo} to {hi} characters"
-        if hi:
-            return f"text of at most {hi} characters"
-        if lo:
-            return f"text of at least {lo} characters"
-        if s.get("pattern"):
-            return f"text matching {s['pattern']}"
-        return "text"
+        return _describe_string(s)
     if kind == "boolean":
         return "true or false"
     if kind == "null":
         return "null"
     if kind == "array":
-        lo, hi = s.get("minItems"), s.get("maxItems")
-        size = ""
-        if lo and hi:
-            size = f" of {lo} to {hi} items"
-        elif hi is not None:
-            size = f" of at most {hi} items"
-        elif lo:
-            size = f" of at least {lo} items"
-        return f"a list{size}"
+        return f"a list{_list_size(s)}"
     if kind == "object" or "properties" in s:
-        props = s.get("properties")
-        if isinstance(props, Mapping) and props:
-            required = set(s.get("required", []))
-            names = [f"{k}{'' if k in required else ' (optional)'}" for k in props]
-            return "an object with fields " + ", ".join(names)
-        return "an object"
+        return _describe_object(s)
     return ""
+
+
+def _describe_number(s: Mapping[str, Any], noun: str) -> str:
+    lo = s.get("minimum", s.get("exclusiveMinimum"))
+    hi = s.get("maximum", s.get("exclusiveMaximum"))
+    if lo is not None and hi is not None:
+        return f"{noun} from {lo} to {hi}"
+    if lo is not None:
+        return f"{noun} of at least {lo}"
+    if hi is not None:
+        return f"{noun} of at most {hi}"
+    return noun
+
+
+def _describe_string(s: Mapping[str, Any]) -> str:
+    lo, hi = s.get("minLength"), s.get("maxLength")
+    if lo and hi:
+        return f"text of {lo} to {hi} characters"
+    if hi:
+        return f"text of at most {hi} characters"
+    if lo:
+        return f"text of at least {lo} characters"
+    if s.get("pattern"):
+        return f"text matching {s['pattern']}"
+    return "text"
+
+
+def _list_size(s: Mapping[str, Any]) -> str:
+    lo, hi = s.get("minItems"), s.get("maxItems")
+    if lo and hi:
+        return f" of {lo} to {hi} items"
+    if hi is not None:
+        return f" of at most {hi} items"
+    if lo:
+        return f" of at least {lo} items"
+    return ""
+
+
+def _describe_object(s: Mapping[str, Any]) -> str:
+    props = s.get("properties")
+    if isinstance(props, Mapping) and props:
+        required = set(s.get("required", []))
+        names = [f"{k}{'' if k in required else ' (optional)'}" for k in props]
+        return "an object with fields " + ", ".join(names)
+    return "an object"
 
 
 _PLAIN: dict[str, str] = {
@@ -205,7 +219,9 @@ def problems_from_validation(exc: ValidationError, schema: Mapping[str, Any]) ->
             fields = _describe(parent, schema).replace("an object with fields ", "only the fields ")
             problem = Problem(field, "is not a known field (remove it)", fields)
         elif kind == "missing":
-            problem = Problem(field, "is required but missing", _describe(_subschema(schema, path_loc), schema))
+            problem = Problem(
+                field, "is required but missing", _describe(_subschema(schema, path_loc), schema)
+            )
         else:
             what = _PLAIN.get(kind, str(err.get("msg", "is invalid")).rstrip(".").lower())
             if "input" in err and kind not in ("missing",):
@@ -270,4 +286,6 @@ def error_result(
         "what_to_do": advice,
         "retryable": retryable,
     }
-    return CallToolResult(content=[TextContent(type="text", text="\n".join(lines))], structured_content=data, is_error=True)
+    return CallToolResult(
+        content=[TextContent(type="text", text="\n".join(lines))], structured_content=data, is_error=True
+    )

@@ -20,7 +20,6 @@ from typing import Protocol
 from mcp_server.errors import OutOfScopeError, ScopeError
 
 __all__ = [
-    "AGENT_NAMES",
     "ENV_VARS",
     "HEADERS",
     "SCOPE_TOKEN_HEADER",
@@ -32,10 +31,7 @@ __all__ = [
     "scope_token",
 ]
 
-#: The six agents (TEAM_BRIEF.md): lowercase everywhere.
-AGENT_NAMES: tuple[str, ...] = ("shadow", "persona", "plasticity", "stability", "coach", "pineal")
-
-#: HTTP header per scope field (TEAM_BRIEF.md "Shared interface contracts").
+#: HTTP header per scope field (docs/mcp.md, Scope).
 HEADERS: dict[str, str] = {
     "user": "x-coach-user",
     "session": "x-coach-session",
@@ -54,7 +50,7 @@ ENV_VARS: dict[str, str] = {
 #: HTTP header carrying :func:`scope_token` when the server has a secret (``COACH_MCP_SECRET``).
 SCOPE_TOKEN_HEADER = "x-coach-scope-token"
 
-# Same rule as blackboard keys (TEAM_BRIEF.md): parts match [A-Za-z0-9_.-]{1,64}, not "." or "..".
+# Same rule as blackboard keys (docs/blackboard.md, Keys): parts match [A-Za-z0-9_.-]{1,64}, not "." or "..".
 _PART = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
@@ -85,10 +81,14 @@ class Scope:
 
         Raises:
             ScopeError: listing each missing or malformed part (user and session are required; agent
-                must be one of :data:`AGENT_NAMES`).
+                must be one of ``blackboard.AGENT_NAMES``).
         """
         problems: list[str] = []
-        for name, value, required in (("user", user, True), ("session", session, True), ("turn", turn, False)):
+        for name, value, required in (
+            ("user", user, True),
+            ("session", session, True),
+            ("turn", turn, False),
+        ):
             if value is None or value == "":
                 if required:
                     problems.append(f"{name} is missing")
@@ -97,6 +97,8 @@ class Scope:
             if why:
                 problems.append(f"{name} {why}")
         if agent:
+            from blackboard import AGENT_NAMES  # imported here: `coach --help` does not load the blackboard
+
             if agent not in AGENT_NAMES:
                 problems.append(f"agent must be one of {', '.join(AGENT_NAMES)}")
         if problems:
@@ -198,7 +200,8 @@ class Scope:
         parts = full.split("/")
         if any(not _PART.fullmatch(p) or p in (".", "..") for p in parts):
             raise OutOfScopeError(
-                "key parts must be 1-64 letters, digits, '_', '.' or '-' (not '.' or '..')", code="invalid_key"
+                "key parts must be 1-64 letters, digits, '_', '.' or '-' (not '.' or '..')",
+                code="invalid_key",
             )
 
 

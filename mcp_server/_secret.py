@@ -51,8 +51,9 @@ def mcp_secret(data_dir: str | os.PathLike[str], *, create: bool = True) -> str 
             f"directory writable, or set {SECRET_ENV}"
         ) from None
     if not value:
-        raise McpConfigError(f"the MCP secret file {path} is empty. Fix: delete it (a new one is created) or set "
-                             f"{SECRET_ENV}")
+        raise McpConfigError(
+            f"the MCP secret file {path} is empty. Fix: delete it (a new one is created) or set {SECRET_ENV}"
+        )
     return value
 
 

@@ -15,7 +15,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, ListToolsResult
 
-from blackboard import Blackboard
+from blackboard import STAGE_OF, Blackboard, Stage
 from blackboard.errors import (
     BlackboardError,
     InvalidKeyError,
@@ -61,7 +61,11 @@ def map_blackboard_error(tool: str, exc: Exception) -> CallToolResult | None:
         return error_result(
             tool,
             "NOT STORED. An entry for this key already exists; the stored entry was kept unchanged.",
-            [Problem("", f"the key already holds version {exc.current_version}", "one write per agent per turn")],
+            [
+                Problem(
+                    "", f"the key already holds version {exc.current_version}", "one write per agent per turn"
+                )
+            ],
             code="version_conflict",
             retryable=False,
             extra={"key": exc.key, "current_version": exc.current_version},
@@ -77,7 +81,9 @@ def map_blackboard_error(tool: str, exc: Exception) -> CallToolResult | None:
             advice=f"fix exactly these problems and call {tool} again with the whole object.",
         )
     if isinstance(exc, InvalidKeyError):
-        return error_result(tool, f"REFUSED. {exc.message}", code=exc.code, advice="pass a valid entry name or key.")
+        return error_result(
+            tool, f"REFUSED. {exc.message}", code=exc.code, advice="pass a valid entry name or key."
+        )
     if isinstance(exc, TurnNotOpenError):
         return error_result(
             tool,
@@ -113,10 +119,19 @@ def _tools_list_filter(scopes: ScopeSource) -> Any:
             return result
         if scope.agent is None:
             return result
-        hidden = hidden_all - {own_by_agent[scope.agent]} - ({"collect_turn"} if scope.agent == "pineal" else set())
+        hidden = (
+            hidden_all
+            - {own_by_agent[scope.agent]}
+            - ({"collect_turn"} if STAGE_OF.get(scope.agent) is Stage.SYNTHESIS else set())
+        )
         # The runner hands middleware the wire form (a dict); a model object is handled too.
         if isinstance(result, dict) and isinstance(result.get("tools"), list):
-            return {**result, "tools": [t for t in result["tools"] if not (isinstance(t, dict) and t.get("name") in hidden)]}
+            return {
+                **result,
+                "tools": [
+                    t for t in result["tools"] if not (isinstance(t, dict) and t.get("name") in hidden)
+                ],
+            }
         if isinstance(result, ListToolsResult):
             return result.model_copy(update={"tools": [t for t in result.tools if t.name not in hidden]})
         return result
@@ -215,6 +230,8 @@ async def serve_http_async(
         sock.close()
 
 
-def serve_http(server: MCPServer, config: McpConfig, *, on_ready: Callable[[str], None] | None = None) -> None:
+def serve_http(
+    server: MCPServer, config: McpConfig, *, on_ready: Callable[[str], None] | None = None
+) -> None:
     """Blocking wrapper of :func:`serve_http_async`."""
     anyio.run(partial(serve_http_async, server, config, on_ready=on_ready))

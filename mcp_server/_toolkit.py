@@ -1,8 +1,9 @@
-"""Typed MCP tools whose advertised input schema is exactly a pydantic model's JSON schema.
+"""Typed MCP tools whose advertised input schema is a pydantic model's JSON schema.
 
 ``MCPServer``'s decorator derives a tool's schema from the function signature, which would wrap an
 agent's output model in an extra argument. :func:`build_tool` instead registers a ``Tool`` whose
-``inputSchema`` is ``model.model_json_schema()`` and whose arguments reach us unvalidated; we validate
+``inputSchema`` is :func:`input_schema` (``model.model_json_schema()`` without the fields the server
+computes, marked ``readOnly``: the model writes only what it must) and whose arguments reach us unvalidated; we validate
 them with the model ourselves, so every failure becomes a plain-words ``is_error`` result (see
 ``_problems``) rather than pydantic's text, and nothing the model sends can crash the server.
 
@@ -11,6 +12,7 @@ Logging: tool name, agent, outcome code and duration only; never argument values
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import time
@@ -28,7 +30,7 @@ from mcp_server._problems import Problem, error_result, problems_from_validation
 from mcp_server._scope import Scope, ScopeSource
 from mcp_server.errors import McpServerError
 
-__all__ = ["ToolSpec", "build_tool"]
+__all__ = ["ToolSpec", "build_tool", "input_schema"]
 
 logger = logging.getLogger("mcp_server")
 
@@ -123,6 +125,30 @@ def _argument_size(arguments: Any) -> int | None:
         return None
 
 
+def input_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model.model_json_schema()`` without its ``readOnly`` properties (at every level, ``$defs``
+    included): fields such as ``coerced`` or a score's ``band`` are computed by validation and stored, so
+    a tool's caller is not invited to fill them (the tool still accepts them: it validates with the model)."""
+    schema = copy.deepcopy(model.model_json_schema())
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        props = node.get("properties")
+        if isinstance(props, dict):
+            computed = [k for k, v in props.items() if isinstance(v, dict) and v.get("readOnly")]
+            for key in computed:
+                del props[key]
+            if computed and isinstance(node.get("required"), list):
+                node["required"] = [k for k in node["required"] if k not in computed]
+        stack.extend(node.values())
+    return schema
+
+
 def build_tool(
     spec: ToolSpec,
     scopes: ScopeSource,
@@ -137,7 +163,7 @@ def build_tool(
     becomes an ``is_error`` result: ``McpServerError`` with its code, anything ``map_error`` recognises
     (the blackboard's errors), and anything else as ``internal_error`` (logged by type, not message).
     """
-    schema = spec.input_model.model_json_schema()
+    schema = spec.input_model.model_json_schema()  # the whole model: arguments are parsed against it
 
     async def call(arguments: dict[str, Any], ctx: Context) -> CallToolResult:
         started = time.monotonic()
@@ -159,7 +185,13 @@ def build_tool(
                 return error_result(
                     spec.name,
                     "NOT DONE. The arguments are too large or not plain JSON.",
-                    [Problem("", f"arguments are {size or 'unmeasurable'} bytes", f"at most {max_argument_bytes} bytes of JSON")],
+                    [
+                        Problem(
+                            "",
+                            f"arguments are {size or 'unmeasurable'} bytes",
+                            f"at most {max_argument_bytes} bytes of JSON",
+                        )
+                    ],
                     code="too_large",
                     advice="shorten the text fields and call again.",
                 )
@@ -206,7 +238,11 @@ def build_tool(
             )
         finally:
             logger.info(
-                "tool=%s agent=%s outcome=%s ms=%.1f", spec.name, agent, outcome, (time.monotonic() - started) * 1000
+                "tool=%s agent=%s outcome=%s ms=%.1f",
+                spec.name,
+                agent,
+                outcome,
+                (time.monotonic() - started) * 1000,
             )
 
     return Tool(
@@ -214,7 +250,7 @@ def build_tool(
         name=spec.name,
         title=spec.title,
         description=spec.description,
-        parameters=schema,
+        parameters=input_schema(spec.input_model),
         fn_metadata=FuncMetadata(arg_model=cast(type[ArgModelBase], _RawArguments)),
         is_async=True,
         context_kwarg="ctx",

@@ -18,9 +18,13 @@ from mcp_types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field
 
 from blackboard import (
+    AGENT_NAMES,
     AGENT_OUTPUT_SCHEMAS,
+    STAGE_OF,
+    SYNTHESIS_INPUTS,
     Blackboard,
     Entry,
+    Stage,
     SynthesisProblem,
     VersionConflictError,
     fallback_synthesis,
@@ -29,7 +33,7 @@ from blackboard import (
 )
 from mcp_server._descriptions import READ_DESCRIPTIONS, WRITE_DESCRIPTIONS, WRITE_TOOL_NAMES
 from mcp_server._problems import Problem, error_result, ok_result
-from mcp_server._scope import AGENT_NAMES, Scope
+from mcp_server._scope import Scope
 from mcp_server._toolkit import ToolSpec
 from mcp_server.config import McpConfig
 
@@ -123,34 +127,39 @@ class _RepairCounter:
             return self._counts[key]
 
 
+def _write_or_same(
+    board: Blackboard,
+    agent: str,
+    scope: Scope,
+    turn: str,
+    payload: dict[str, Any],
+    stored: dict[str, Any] | None,
+) -> tuple[Entry, bool]:
+    """Write ``agent``'s entry; if it already exists with the same stored value (``stored``: the validated
+    form; None: any value, for the server's own fallback), return it with ``True`` (an idempotent repeat).
+    A different value re-raises the conflict."""
+    try:
+        return board.write_output(scope.user, scope.session, turn, agent, payload), False
+    except VersionConflictError:
+        existing = board.store.read(turn_entry_key(scope.user, scope.session, turn, agent))
+        if existing is not None and (stored is None or existing.value == stored):
+            return existing, True
+        raise
+
+
 def write_spec(agent: str, tc: ToolContext) -> ToolSpec:
     """The ``write_<agent>`` tool: input schema = ``AGENT_OUTPUT_SCHEMAS[agent]``; only ``agent`` may call it.
 
     Pineal's synthesis is first checked against the turn's brief (``validate_synthesis``); after
     ``config.synthesis_attempts`` rejected attempts the deterministic ``fallback_synthesis`` is stored
-    instead (COACHING.md, PINEAL: "rejected and repaired once, then replaced by a deterministic fallback").
+    instead (docs/coaching.md, PINEAL: "rejected and repaired once, then replaced by a deterministic fallback").
     """
     model = AGENT_OUTPUT_SCHEMAS[agent]
     tool = WRITE_TOOL_NAMES[agent]
     board = tc.board
     repairs = _RepairCounter()
 
-    def write(scope: Scope, turn: str, payload: dict[str, Any]) -> Entry:
-        return board.write_output(scope.user, scope.session, turn, agent, payload)
-
-    def write_or_same(
-        scope: Scope, turn: str, payload: dict[str, Any], stored: dict[str, Any] | None
-    ) -> tuple[Entry, bool]:
-        """Write; if the entry already exists with the same stored value (``stored``: the validated
-        form; None: any value, for the server's own fallback), return it with ``True`` (an idempotent
-        repeat). A different value re-raises the conflict."""
-        try:
-            return write(scope, turn, payload), False
-        except VersionConflictError:
-            existing = board.store.read(turn_entry_key(scope.user, scope.session, turn, agent))
-            if existing is not None and (stored is None or existing.value == stored):
-                return existing, True
-            raise
+    write_or_same = partial(_write_or_same, board, agent)
 
     def already(turn: str, entry: Entry) -> CallToolResult:
         return ok_result(
@@ -166,8 +175,13 @@ def write_spec(agent: str, tc: ToolContext) -> ToolSpec:
         attempts = repairs.bump((scope.user, scope.session, turn))
         limit = tc.config.synthesis_attempts
         # Rule codes only (never the text): what operators need to see why Pineal's syntheses fail.
-        log.info("write_synthesis rejected (session %s turn %s, attempt %d): %s", scope.session, turn, attempts,
-                 ", ".join(sorted({p.code for p in problems})))
+        log.info(
+            "write_synthesis rejected (session %s turn %s, attempt %d): %s",
+            scope.session,
+            turn,
+            attempts,
+            ", ".join(sorted({p.code for p in problems})),
+        )
         if limit and attempts >= limit:
             fallback = fallback_synthesis(brief).model_dump(mode="json")
             entry, _ = await anyio.to_thread.run_sync(write_or_same, scope, turn, fallback, None)
@@ -197,7 +211,7 @@ def write_spec(agent: str, tc: ToolContext) -> ToolSpec:
 
     async def handler(scope: Scope, payload: BaseModel, raw: dict[str, Any]) -> CallToolResult:
         turn = scope.require_turn()
-        if agent == "pineal":
+        if STAGE_OF[agent] is Stage.SYNTHESIS:
             refused = await check_synthesis(scope, turn, payload)
             if refused is not None:
                 return refused
@@ -331,7 +345,7 @@ def _read_specs(tc: ToolContext) -> list[ToolSpec]:
     async def collect_turn(scope: Scope, args: CollectTurnArgs, raw: dict[str, Any]) -> CallToolResult:
         turn = scope.require_turn()
         deadline = min(args.deadline_s or tc.config.collect_deadline_s, tc.config.collect_deadline_max_s)
-        agents = [a for a in tc.config.collect_agents if a in AGENT_NAMES and a != "pineal"]
+        agents = [a for a in tc.config.collect_agents if a in SYNTHESIS_INPUTS]
         brief, waited = await anyio.to_thread.run_sync(
             partial(tc.board.collect, scope.user, scope.session, turn, agents, deadline),
             abandon_on_cancel=True,

@@ -12,8 +12,10 @@ clients in the same data dir read, see ``mcp_server.mcp_secret``)::
 
     coach mcp --http --port 8765 --data-dir .coachboard/data
 
-Registered in ``launcher/cli.py`` as ``app.command("mcp")(mcp_cmd)``. Also runnable as
-``python -m mcp_server`` with the same options.
+``coach mcp`` is :func:`mcp_command` with the hooks of ``launcher.cli.mcp`` (the whole ``coach.toml``
+checked by its one loader, its ``[data] url``, the Claude Code session mode); ``python -m mcp_server``
+is ``mcp_command()`` with the defaults: the blackboard tools alone, reading only ``[mcp]`` and
+``[data] dir`` of ``--config``. This package imports nothing above ``blackboard`` (docs/layout.md).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import logging
 import os
 import sys
 import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -31,80 +35,90 @@ from pydantic import ValidationError
 from mcp_server.config import McpConfig
 from mcp_server.errors import McpConfigError, McpServerError
 
-__all__ = ["DEFAULT_DATA_DIR", "READY_PREFIX", "SECRET_ENV", "load_config", "mcp_cmd", "resolve_data_dir", "run"]
+__all__ = [
+    "DEFAULT_DATA_DIR",
+    "READY_PREFIX",
+    "SECRET_ENV",
+    "ConfigHooks",
+    "load_config",
+    "mcp_cmd",
+    "mcp_command",
+    "resolve_data_dir",
+    "run",
+]
 
 #: Data directory when neither --data-dir, COACH_DATA_DIR nor [data] dir is given.
 DEFAULT_DATA_DIR = ".coachboard/data"
 
 
-def load_config(path: Path | None) -> tuple[McpConfig, str | None]:
+def _given(path: Path | None) -> Path | None:
+    return path
+
+
+def _no_check(path: Path) -> None:
+    return None
+
+
+def _no_options(path: Path | None) -> Mapping[str, Any]:
+    return {}
+
+
+@dataclass(frozen=True)
+class ConfigHooks:
+    """What the application embedding the server decides (``launcher.cli.mcp`` for ``coach mcp``); the
+    defaults serve the blackboard tools alone. Each hook raises :class:`McpConfigError` (or a subclass of
+    :class:`McpServerError`) with the message to print.
+
+    Attributes:
+        find_config: ``--config`` (or None) to the file to read (``coach mcp``: else ``$COACH_CONFIG``,
+            else ``./coach.toml``; default: ``--config`` only).
+        check_file: checks the rest of the file (``coach mcp``: every section by the coach.toml loader).
+        board_options: keyword arguments of ``Blackboard`` that pick the backend for ``--config``
+            (``coach mcp``: ``[data] url`` / ``schema``, ``COACH_DATABASE_URL`` winning; default SQLite).
+        session: ``session(data_dir=, config=, user=, session=)`` serves another stdio mode and returns
+            True, or returns False to serve the plain tools (``coach mcp``: the Claude Code session mode
+            when ``COACH_MCP_SESSION`` is set); None: no other mode.
+    """
+
+    find_config: Callable[[Path | None], Path | None] = _given
+    check_file: Callable[[Path], None] = _no_check
+    board_options: Callable[[Path | None], Mapping[str, Any]] = _no_options
+    session: Callable[..., bool] | None = None
+
+
+def load_config(
+    path: Path | None, check_file: Callable[[Path], None] = _no_check
+) -> tuple[McpConfig, str | None]:
     """Read ``[mcp]`` and ``[data] dir`` from a ``coach.toml``; defaults when ``path`` is None.
 
     Raises:
         McpConfigError: unreadable file, invalid TOML, invalid ``[mcp]`` values, or an unknown key or
-            invalid value in another section (named; the file is checked by ``launcher.config``).
+            invalid value in another section (named; the rest of the file is checked by ``check_file``).
     """
     if path is None:
         return McpConfig(), None
     try:
         doc: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise McpConfigError(f"cannot read config {path}: {type(exc).__name__}: {exc}. Fix: pass a readable UTF-8 "
-                             "TOML file") from exc
+        raise McpConfigError(
+            f"cannot read config {path}: {type(exc).__name__}: {exc}. Fix: pass a readable UTF-8 TOML file"
+        ) from exc
     try:
         cfg = McpConfig.model_validate(doc.get("mcp", {}))
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'mcp'}: {e['msg']} (got {e.get('input')!r})"
-                             for e in exc.errors())
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'mcp'}: {e['msg']} (got {e.get('input')!r})"
+            for e in exc.errors()
+        )
         raise McpConfigError(f"invalid [mcp] section in {path}: {problems}") from exc
-    _check_whole_file(path)
+    check_file(path)
     data = doc.get("data", {})
     return cfg, (str(data["dir"]) if isinstance(data, dict) and data.get("dir") else None)
 
 
-def _board_options(config: Path | None) -> dict[str, Any]:
-    """The backend of the blackboard as every ``coach`` command picks it: ``[data] url`` / ``schema``,
-    ``COACH_DATABASE_URL`` winning (``launcher.config.DataConfig.board_options``). Raises McpConfigError."""
-    from launcher.config import ConfigError
-    from launcher.config import load_config as load_coach_config
-
-    try:
-        return load_coach_config(_default_config(config)).data.board_options()
-    except ConfigError as exc:
-        raise McpConfigError(str(exc)) from None
-
-
-def _check_whole_file(path: Path) -> None:
-    """The rest of the file by the one coach.toml loader (``launcher.config.load_config``), without
-    environment overrides: an unknown key (``[data] dirr``) or an invalid value in any section is an
-    error here too, as in every other command."""
-    from launcher.config import ConfigError
-    from launcher.config import load_config as load_coach_config
-
-    try:
-        load_coach_config(path, env={})
-    except ConfigError as exc:
-        raise McpConfigError(str(exc)) from None
-
-
-def _default_config(path: Path | None) -> Path | None:
-    """The config file as every ``coach`` command finds it (``launcher.config.find_config_file``:
-    ``--config``, else ``$COACH_CONFIG``, else ``./coach.toml``, else None).
-
-    Raises McpConfigError: ``--config`` or ``$COACH_CONFIG`` names no file.
-    """
-    from launcher.config import ConfigError as CoachConfigError
-    from launcher.config import find_config_file
-
-    try:
-        return find_config_file(path)
-    except CoachConfigError as exc:
-        raise McpConfigError(str(exc)) from None
-
-
 def resolve_data_dir(cli_value: str | None, config_value: str | None) -> Path:
     """--data-dir wins, then COACH_DATA_DIR, then ``[data] dir``, then :data:`DEFAULT_DATA_DIR`; a leading
-    ``~`` is the home folder, as in ``launcher.config``."""
+    ``~`` is the home folder, as in ``coach.toml``."""
     path = Path(cli_value or os.environ.get("COACH_DATA_DIR") or config_value or DEFAULT_DATA_DIR)
     try:
         return path.expanduser()
@@ -112,33 +126,67 @@ def resolve_data_dir(cli_value: str | None, config_value: str | None) -> Path:
         return path
 
 
-def mcp_cmd(
-    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
-    host: Annotated[str | None, typer.Option(help="HTTP bind address (default 127.0.0.1).")] = None,
-    port: Annotated[int | None, typer.Option(help="HTTP port (default 8765; 0 = any free port).")] = None,
-    path: Annotated[str | None, typer.Option(help="HTTP endpoint path (default /mcp).")] = None,
-    data_dir: Annotated[str | None, typer.Option(help="Blackboard data directory (env COACH_DATA_DIR).")] = None,
-    config: Annotated[Path | None, typer.Option(help="coach.toml to read the \\[mcp] and \\[data] sections from (default "
-                                                                    "$COACH_CONFIG, else ./coach.toml if present).")] = None,
-    user: Annotated[str | None, typer.Option(help="stdio scope: user id (env COACH_USER).")] = None,
-    session: Annotated[str | None, typer.Option(help="stdio scope: session id (env COACH_SESSION).")] = None,
-    turn: Annotated[str | None, typer.Option(help="stdio scope: turn id (env COACH_TURN).")] = None,
-    agent: Annotated[str | None, typer.Option(help="stdio scope: agent name (env COACH_AGENT).")] = None,
-    log_level: Annotated[str, typer.Option(help="Log level (stderr). INFO logs no user text.")] = "WARNING",
-) -> None:
-    """Serve the coachboard blackboard as MCP tools (stdio, or streamable HTTP with --http)."""
-    if log_level.upper() not in _LOG_LEVELS:
-        typer.echo(f"coach mcp: --log-level {log_level!r} is not a log level. Fix: one of {', '.join(_LOG_LEVELS)}",
-                   err=True)
-        raise typer.Exit(code=2)
-    logging.basicConfig(level=log_level.upper(), stream=sys.stderr, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    try:
-        run(http=http, host=host, port=port, path=path, data_dir=data_dir, config=config,
-            user=user, session=session, turn=turn, agent=agent)
-    except McpServerError as exc:
-        typer.echo(f"coach mcp: {exc.message}", err=True)
-        # exit codes as README: 1 a port is taken (as coach proxy / coach serve), 2 bad input
-        raise typer.Exit(code=1 if getattr(exc, "code", None) == "port_in_use" else 2) from None
+def mcp_command(hooks: ConfigHooks | None = None) -> Callable[..., None]:
+    """The ``mcp`` typer command serving with ``hooks`` (:class:`ConfigHooks`; the defaults when None)."""
+    hooks = hooks or ConfigHooks()
+
+    def mcp_cmd(
+        http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
+        host: Annotated[str | None, typer.Option(help="HTTP bind address (default 127.0.0.1).")] = None,
+        port: Annotated[int | None, typer.Option(help="HTTP port (default 8765; 0 = any free port).")] = None,
+        path: Annotated[str | None, typer.Option(help="HTTP endpoint path (default /mcp).")] = None,
+        data_dir: Annotated[
+            str | None, typer.Option(help="Blackboard data directory (env COACH_DATA_DIR).")
+        ] = None,
+        config: Annotated[
+            Path | None,
+            typer.Option(
+                help="coach.toml to read the \\[mcp] and \\[data] sections from (default "
+                "$COACH_CONFIG, else ./coach.toml if present)."
+            ),
+        ] = None,
+        user: Annotated[str | None, typer.Option(help="stdio scope: user id (env COACH_USER).")] = None,
+        session: Annotated[
+            str | None, typer.Option(help="stdio scope: session id (env COACH_SESSION).")
+        ] = None,
+        turn: Annotated[str | None, typer.Option(help="stdio scope: turn id (env COACH_TURN).")] = None,
+        agent: Annotated[str | None, typer.Option(help="stdio scope: agent name (env COACH_AGENT).")] = None,
+        log_level: Annotated[
+            str, typer.Option(help="Log level (stderr). INFO logs no user text.")
+        ] = "WARNING",
+    ) -> None:
+        """Serve the coachboard blackboard as MCP tools (stdio, or streamable HTTP with --http)."""
+        if log_level.upper() not in _LOG_LEVELS:
+            typer.echo(
+                f"coach mcp: --log-level {log_level!r} is not a log level. Fix: one of {', '.join(_LOG_LEVELS)}",
+                err=True,
+            )
+            raise typer.Exit(code=2)
+        logging.basicConfig(
+            level=log_level.upper(),
+            stream=sys.stderr,
+            format="%(asctime)s %(name)s %(levelname)s %(message)s",
+        )
+        try:
+            run(
+                http=http,
+                host=host,
+                port=port,
+                path=path,
+                data_dir=data_dir,
+                config=config,
+                user=user,
+                session=session,
+                turn=turn,
+                agent=agent,
+                hooks=hooks,
+            )
+        except McpServerError as exc:
+            typer.echo(f"coach mcp: {exc.message}", err=True)
+            # exit codes as README: 1 a port is taken (as coach proxy / coach serve), 2 bad input
+            raise typer.Exit(code=1 if getattr(exc, "code", None) == "port_in_use" else 2) from None
+
+    return mcp_cmd
 
 
 _LOG_LEVELS = ("CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG")
@@ -175,23 +223,32 @@ def run(
     session: str | None = None,
     turn: str | None = None,
     agent: str | None = None,
+    hooks: ConfigHooks | None = None,
 ) -> None:
-    """Build the blackboard and the server, then serve (blocking). Raises McpServerError subclasses."""
+    """Build the blackboard and the server, then serve (blocking). Raises McpServerError subclasses.
+
+    ``hooks`` (:class:`ConfigHooks`) find and check the configuration file and pick the backend."""
     from blackboard import Blackboard, BlackboardError
     from mcp_server._scope import FixedScope, HeaderScope, ScopeSource, scope_from_env
     from mcp_server._secret import mcp_secret
     from mcp_server._server import build_server, serve_http, serve_stdio
-    from mcp_server._session import run_session, session_mode_requested  # Claude Code session mode (issue 7)
 
-    if not http and session_mode_requested():
-        return run_session(data_dir=data_dir, config=config, user=user, session=session)
-    cfg, cfg_data_dir = load_config(_default_config(config))
+    hooks = hooks or ConfigHooks()
+    if (
+        not http
+        and hooks.session is not None
+        and hooks.session(data_dir=data_dir, config=config, user=user, session=session)
+    ):
+        return
+    cfg, cfg_data_dir = load_config(hooks.find_config(config), hooks.check_file)
     overrides = {k: v for k, v in (("host", host), ("port", port), ("path", path)) if v is not None}
     if overrides:
         try:
             cfg = McpConfig.model_validate({**cfg.model_dump(), **overrides})
         except ValidationError as exc:
-            raise McpConfigError(f"invalid option {_option_problems(exc)}. Fix: correct it (coach mcp --help)") from None
+            raise McpConfigError(
+                f"invalid option {_option_problems(exc)}. Fix: correct it (coach mcp --help)"
+            ) from None
     scopes: ScopeSource
     if http:
         if any((user, session, turn, agent)):
@@ -210,9 +267,11 @@ def run(
         )
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        board = Blackboard(directory, **_board_options(config))
+        board = Blackboard(directory, **hooks.board_options(hooks.find_config(config)))
     except (OSError, BlackboardError) as exc:
-        raise McpConfigError(f"cannot open the blackboard in {directory}: {type(exc).__name__}: {exc}") from exc
+        raise McpConfigError(
+            f"cannot open the blackboard in {directory}: {type(exc).__name__}: {exc}"
+        ) from exc
     if http:
         # Always signed: every request must carry x-coach-scope-token (COACH_MCP_SECRET, else the
         # data dir's mcp_secret file, created if missing).
@@ -231,3 +290,7 @@ def run(
         close = getattr(board, "close", None)
         if callable(close):
             close()
+
+
+#: ``python -m mcp_server``: the blackboard tools alone (:class:`ConfigHooks` defaults).
+mcp_cmd = mcp_command()

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["DEFAULT_COLLECT_AGENTS", "McpConfig"]
+__all__ = ["McpConfig"]
 
-#: Agents whose entries ``collect_turn`` waits for by default (everyone but Pineal itself).
-DEFAULT_COLLECT_AGENTS: tuple[str, ...] = ("shadow", "persona", "plasticity", "stability", "coach")
+
+def _collect_agents() -> tuple[str, ...]:
+    """Agents whose entries ``collect_turn`` waits for by default: everyone but Pineal itself
+    (``blackboard.SYNTHESIS_INPUTS``; imported here, so reading the config does not load the blackboard)."""
+    from blackboard import SYNTHESIS_INPUTS
+
+    return SYNTHESIS_INPUTS
 
 
 class McpConfig(BaseModel):
@@ -31,7 +36,7 @@ class McpConfig(BaseModel):
         hide_other_agents_tools: when the connection's agent is known, ``tools/list`` shows only that
             agent's own write tool (fewer prompt tokens; the call check is enforced either way).
         synthesis_attempts: rejected ``write_synthesis`` attempts per turn after which the server stores
-            ``blackboard.fallback_synthesis(brief)`` instead (COACHING.md, PINEAL: rejected, repaired once,
+            ``blackboard.fallback_synthesis(brief)`` instead (docs/coaching.md, PINEAL: rejected, repaired once,
             then a deterministic fallback). 0 = never store the fallback (the supervisor does).
         max_concurrent_collects: ``collect_turn`` calls waiting at once (each holds a thread on its own
             limiter, apart from the threads reads and writes use); more wait for a slot.
@@ -45,7 +50,7 @@ class McpConfig(BaseModel):
     max_argument_bytes: int = Field(default=64 * 1024, ge=1024, le=16 * 1024 * 1024)
     collect_deadline_s: float = Field(default=60.0, gt=0, le=3600)
     collect_deadline_max_s: float = Field(default=300.0, gt=0, le=3600)
-    collect_agents: tuple[str, ...] = DEFAULT_COLLECT_AGENTS
+    collect_agents: tuple[str, ...] = Field(default_factory=_collect_agents)
     history_limit: int = Field(default=20, ge=1, le=1000)
     hide_other_agents_tools: bool = True
     synthesis_attempts: int = Field(default=2, ge=0, le=10)

@@ -43,12 +43,29 @@ _WHERE = {
     "ToolArgsEvent": "._tool_tap",
     "PREFILL_MARKER": "._prefill",
     **dict.fromkeys(("AgentPolicy", "ModelPool", "ProxyConfig", "load_config"), ".config"),
-    **dict.fromkeys(("AuthenticationError", "BudgetExceededError", "ConfigError", "InvalidRequestError",
-                     "InvalidToolArgumentsError", "NotFoundError", "OverloadedError", "PermissionDeniedError",
-                     "ProxyError", "RateLimitedError", "RequestTooLargeError", "TruncatedStreamError",
-                     "UpstreamError", "UpstreamTimeoutError"), ".errors"),
+    **dict.fromkeys(
+        (
+            "AuthenticationError",
+            "BudgetExceededError",
+            "ConfigError",
+            "InvalidRequestError",
+            "InvalidToolArgumentsError",
+            "NotFoundError",
+            "OverloadedError",
+            "PermissionDeniedError",
+            "ProxyError",
+            "RateLimitedError",
+            "RequestTooLargeError",
+            "TruncatedStreamError",
+            "UpstreamError",
+            "UpstreamTimeoutError",
+        ),
+        ".errors",
+    ),
     **dict.fromkeys(("CONTROL_TOKEN_HEADER", "TURNS_PATH", "turn_control_token"), "._turns"),
-    **dict.fromkeys(("accumulate", "assert_well_formed", "check_events", "encode_sse", "parse_sse"), ".wellformed"),
+    **dict.fromkeys(
+        ("accumulate", "assert_well_formed", "check_events", "encode_sse", "parse_sse"), ".wellformed"
+    ),
 }
 
 __all__ = [

@@ -14,8 +14,13 @@ from typing import Any
 from ._stream import Event, StreamBuilder
 from .errors import InvalidRequestError, OverloadedError, ProxyError, RateLimitedError, UpstreamError
 
-_OPENAI_FINISH = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use",
-                  "function_call": "tool_use", "content_filter": "refusal"}
+_OPENAI_FINISH = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "content_filter": "refusal",
+}
 
 
 def _upstream_error(err: Any) -> ProxyError:
@@ -45,8 +50,11 @@ def feed_openai(b: StreamBuilder, chunk: Any, stop_sequences: list[str]) -> list
     usage = chunk.get("usage")
     if isinstance(usage, dict):
         details = usage.get("prompt_tokens_details") or {}
-        b.usage(input_tokens=usage.get("prompt_tokens"), output_tokens=usage.get("completion_tokens"),
-                cached_tokens=details.get("cached_tokens") if isinstance(details, dict) else None)
+        b.usage(
+            input_tokens=usage.get("prompt_tokens"),
+            output_tokens=usage.get("completion_tokens"),
+            cached_tokens=details.get("cached_tokens") if isinstance(details, dict) else None,
+        )
     for choice in chunk.get("choices") or []:
         if not isinstance(choice, dict) or choice.get("index", 0) != 0:
             continue
@@ -128,8 +136,14 @@ class AnthropicAdapter:
     def _usage(self, usage: dict[str, Any]) -> None:
         cached = usage.get("cache_read_input_tokens")
         inp = usage.get("input_tokens")
-        total = None if inp is None else int(inp) + int(cached or 0) + int(usage.get("cache_creation_input_tokens") or 0)
-        self.b.usage(input_tokens=total, output_tokens=usage.get("output_tokens") or None, cached_tokens=cached)
+        total = (
+            None
+            if inp is None
+            else int(inp) + int(cached or 0) + int(usage.get("cache_creation_input_tokens") or 0)
+        )
+        self.b.usage(
+            input_tokens=total, output_tokens=usage.get("output_tokens") or None, cached_tokens=cached
+        )
 
     def feed_message(self, message: dict[str, Any]) -> list[Event]:
         """A whole non-streamed Anthropic message."""
@@ -138,7 +152,14 @@ class AnthropicAdapter:
         ev = self.feed({"type": "message_start", "message": message})
         for i, block in enumerate(message.get("content") or []):
             ev += self.feed({"type": "content_block_start", "index": i, "content_block": block})
-        ev += self.feed({"type": "message_delta", "delta": {"stop_reason": message.get("stop_reason"),
-                                                            "stop_sequence": message.get("stop_sequence")},
-                         "usage": message.get("usage") or {}})
+        ev += self.feed(
+            {
+                "type": "message_delta",
+                "delta": {
+                    "stop_reason": message.get("stop_reason"),
+                    "stop_sequence": message.get("stop_sequence"),
+                },
+                "usage": message.get("usage") or {},
+            }
+        )
         return ev

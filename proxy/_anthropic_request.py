@@ -37,7 +37,10 @@ def to_anthropic(p: Prepared, *, upstream_model: str, max_tokens: int, stream: b
         if k in p.sampling:
             body[k] = p.sampling[k]
     if p.thinking:
-        body["thinking"] = {"type": "enabled", "budget_tokens": max(1024, min(max_tokens - 1, 16000))} \
-            if max_tokens > 1024 else {"type": "disabled"}
+        body["thinking"] = (
+            {"type": "enabled", "budget_tokens": max(1024, min(max_tokens - 1, 16000))}
+            if max_tokens > 1024
+            else {"type": "disabled"}
+        )
     body["stream"] = stream
     return body

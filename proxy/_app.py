@@ -51,7 +51,7 @@ SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
 TurnResolver = Callable[[str, str, str], str | None]
 """``(user, session, agent) -> the turn that agent is running in now, or None`` (the supervisor's
-``launcher._turn_scope.TurnDirectory.turn_for``: the same source the MCP server resolves turns from)."""
+``launcher.pipeline._turn_scope.TurnDirectory.turn_for``: the same source the MCP server resolves turns from)."""
 
 
 @dataclass
@@ -105,8 +105,12 @@ def _error(err: ProxyError) -> JSONResponse:
 
 def _who(request: Request) -> Who:
     h = request.headers
-    return Who(agent=h.get("x-coach-agent", "").strip().lower(), user=h.get("x-coach-user", "").strip(),
-               session=h.get("x-coach-session", "").strip(), turn=h.get("x-coach-turn", "").strip())
+    return Who(
+        agent=h.get("x-coach-agent", "").strip().lower(),
+        user=h.get("x-coach-user", "").strip(),
+        session=h.get("x-coach-session", "").strip(),
+        turn=h.get("x-coach-turn", "").strip(),
+    )
 
 
 def _check_auth(state: ProxyState, request: Request) -> None:
@@ -163,6 +167,17 @@ def _local_events(state: ProxyState, p: Prepared, text: str | None = None) -> li
     return ev + b.end()
 
 
+def _local_response(state: ProxyState, p: Prepared, text: str | None = None) -> Response:
+    """A reply made here, not upstream (a local stop, a prefill's acknowledgement), as the client asked:
+    SSE or the whole message."""
+    events = _local_events(state, p, text)
+    if p.stream:
+        return Response(
+            b"".join(encode_sse(e) for e in events), media_type="text/event-stream", headers=SSE_HEADERS
+        )
+    return JSONResponse(accumulate(events))
+
+
 async def messages(request: Request) -> Response:
     state: ProxyState = request.app.state.proxy
     t0 = time.monotonic()
@@ -171,26 +186,46 @@ async def messages(request: Request) -> Response:
     who = state.who(request)
     policy = state.config.agents.get(who.agent) if who.agent else None  # read once: a swap cannot tear it
     model = body.get("model") if isinstance(body, dict) else None
-    pool = state.router.resolve(model if isinstance(model, str) else "", policy.model_alias if policy else None)
+    pool = state.router.resolve(
+        model if isinstance(model, str) else "", policy.model_alias if policy else None
+    )
     p = prepare(body, system_mode=pool.system_in_messages if pool.kind == "openai" else "fold")
     if not any(m["role"] != "system" for m in p.messages):
-        raise InvalidRequestError("messages: at least one user or assistant message is required "
-                                  "(system text goes in the top-level 'system' field)")
+        raise InvalidRequestError(
+            "messages: at least one user or assistant message is required "
+            "(system text goes in the top-level 'system' field)"
+        )
     outcome = apply_policy(p, policy, agent=who.agent, over_cap=state.config.max_tokens_over_cap)
     if outcome.forced_tool and pool.forced_tool_prefill:
         narrow_forced_tool(
-            p, outcome.forced_tool, pool.forced_tool_prefill, pool.omit_tool_properties, pool.max_string_length
+            p,
+            outcome.forced_tool,
+            pool.forced_tool_prefill,
+            pool.omit_tool_properties,
+            pool.max_string_length,
         )
     for w in p.warnings:
         log.warning("agent=%s model=%s: %s", who.agent or "-", p.model, w)
-    record = UsageRecord(ts=time.time(), id="", agent=who.agent, user=who.user, session=who.session, turn=who.turn,
-                         model=pool.name, replica="", status="", stream=p.stream)
+    record = UsageRecord(
+        ts=time.time(),
+        id="",
+        agent=who.agent,
+        user=who.user,
+        session=who.session,
+        turn=who.turn,
+        model=pool.name,
+        replica="",
+        status="",
+        stream=p.stream,
+    )
     if outcome.local_reply:
         events = _local_events(state, p)
         record.id, record.status, record.stop_reason = events[0]["message"]["id"], "local", "end_turn"
         state.meter.record(record)
         if p.stream:
-            return Response(b"".join(encode_sse(e) for e in events), media_type="text/event-stream", headers=SSE_HEADERS)
+            return Response(
+                b"".join(encode_sse(e) for e in events), media_type="text/event-stream", headers=SSE_HEADERS
+            )
         return JSONResponse(accumulate(events))
 
     prefill = is_prefill(p)  # the agent's context sent ahead: computed upstream, answered here (_prefill)
@@ -203,35 +238,87 @@ async def messages(request: Request) -> Response:
     if prefill:
         headers[PREFILL_HEADER] = "1"
     try:
-        max_tokens = await cap_max_tokens(state.limits, state.client, state.router, pool, p, session=who.session or None,
-                                          headers=headers, token_methods=state.token_methods,
-                                          timeout_s=state.config.connect_timeout_s + 10)
+        max_tokens = await cap_max_tokens(
+            state.limits,
+            state.client,
+            state.router,
+            pool,
+            p,
+            session=who.session or None,
+            headers=headers,
+            token_methods=state.token_methods,
+            timeout_s=state.config.connect_timeout_s + 10,
+        )
         max_tokens = state.meter.check_budget(who, policy.token_budget if policy else None, est, max_tokens)
     except ProxyError as exc:
         record.status = f"error:{exc.error_type}"
         state.meter.record(record)
         raise
     enable_thinking = p.thinking if p.thinking is not None else pool.thinking_default
-    builder = StreamBuilder(model=p.model, input_tokens=est, think_tags=pool.think_tags,
-                            start_in_think=pool.think_starts_open and bool(enable_thinking), tool_name=names.client)
+    builder = StreamBuilder(
+        model=p.model,
+        input_tokens=est,
+        think_tags=pool.think_tags,
+        start_in_think=pool.think_starts_open and bool(enable_thinking),
+        tool_name=names.client,
+    )
     record.id = builder.message_id
     if not prefill:
-        builder.tap = tool_tap(state.on_tool_delta, who, builder.message_id, outcome.forced_tool, p.tools, names.client)
+        builder.tap = tool_tap(
+            state.on_tool_delta, who, builder.message_id, outcome.forced_tool, p.tools, names.client
+        )
     if state.budgets is not None:
         try:
-            max_tokens = await state.budgets.reserve(who, record.id, policy.token_budget if policy else None, est,
-                                                     max_tokens)
+            max_tokens = await state.budgets.reserve(
+                who, record.id, policy.token_budget if policy else None, est, max_tokens
+            )
         except ProxyError as exc:
             record.status = f"error:{exc.error_type}"
             state.meter.record(record)
             raise
     if prefill:
         max_tokens = 1  # only the prompt's KV cache is wanted
+    path, payload, feed = _upstream_request(pool, p, builder, max_tokens, enable_thinking, who.agent)
+    run = UpstreamRun(
+        client=state.client,
+        router=state.router,
+        meter=state.meter,
+        pool=pool,
+        path=path,
+        body=payload,
+        headers=headers,
+        session=who.session or None,
+        builder=builder,
+        feed=feed,
+        record=record,
+        t0=t0,
+    )
+    run.start()
+    if prefill:
+        state.prefills.start(key, run.collect())
+        return _local_response(state, p, PREFILL_REPLY)
+    return await _respond(request, state, run, p.stream, record)
+
+
+def _upstream_request(
+    pool: ModelPool,
+    p: Prepared,
+    builder: StreamBuilder,
+    max_tokens: int,
+    enable_thinking: Any,
+    agent: str | None,
+) -> tuple[str, bytes, Callable[[Any], list[Event]]]:
+    """The upstream path, the request body and the feed that turns its chunks into Anthropic events."""
     if pool.kind == "openai":
-        oa, warnings = to_openai(p, upstream_model=pool.upstream_name, max_tokens=max_tokens,
-                                 enable_thinking=enable_thinking, chat_template_kwargs=pool.chat_template_kwargs)
+        oa, warnings = to_openai(
+            p,
+            upstream_model=pool.upstream_name,
+            max_tokens=max_tokens,
+            enable_thinking=enable_thinking,
+            chat_template_kwargs=pool.chat_template_kwargs,
+        )
         for w in warnings:
-            log.warning("agent=%s model=%s: %s", who.agent or "-", p.model, w)
+            log.warning("agent=%s model=%s: %s", agent or "-", p.model, w)
         path, payload = "/v1/chat/completions", dumps(oa)
         stops = p.stop_sequences
 
@@ -247,17 +334,15 @@ async def messages(request: Request) -> Response:
                 return adapter.feed_message(chunk)
             return adapter.feed(chunk)
 
-    run = UpstreamRun(client=state.client, router=state.router, meter=state.meter, pool=pool, path=path,
-                      body=payload, headers=headers, session=who.session or None,
-                      builder=builder, feed=feed, record=record, t0=t0)
-    run.start()
-    if prefill:
-        state.prefills.start(key, run.collect())
-        events = _local_events(state, p, PREFILL_REPLY)
-        if p.stream:
-            return Response(b"".join(encode_sse(e) for e in events), media_type="text/event-stream", headers=SSE_HEADERS)
-        return JSONResponse(accumulate(events))
-    if not p.stream:
+    return path, payload, feed
+
+
+async def _respond(
+    request: Request, state: ProxyState, run: UpstreamRun, stream: bool, record: UsageRecord
+) -> Response:
+    """The client's response: the whole message (499 when the client left), or the SSE stream once the
+    first event (or the upstream's error) is in."""
+    if not stream:
         collect = asyncio.create_task(run.collect())
         watch = asyncio.create_task(_cancel_on_disconnect(request, collect))
         try:
@@ -276,8 +361,11 @@ async def messages(request: Request) -> Response:
         run.cancel()
         run.finish(f"error:{first[1].error_type}")
         return _error(first[1])
-    return StreamingResponse(run.sse(first, state.config.ping_interval_s), media_type="text/event-stream",
-                             headers={**SSE_HEADERS, "request-id": record.id})
+    return StreamingResponse(
+        run.sse(first, state.config.ping_interval_s),
+        media_type="text/event-stream",
+        headers={**SSE_HEADERS, "request-id": record.id},
+    )
 
 
 async def _cancel_on_disconnect(request: Request, task: asyncio.Task[Any]) -> None:
@@ -297,12 +385,21 @@ async def count_tokens_route(request: Request) -> Response:
     who = state.who(request)
     policy = state.config.agents.get(who.agent) if who.agent else None
     pool = state.router.resolve(str(body.get("model", "")), policy.model_alias if policy else None)
-    p = prepare({**body, "max_tokens": 1, "stream": False},
-                system_mode=pool.system_in_messages if pool.kind == "openai" else "fold")
+    p = prepare(
+        {**body, "max_tokens": 1, "stream": False},
+        system_mode=pool.system_in_messages if pool.kind == "openai" else "fold",
+    )
     map_tool_names(p)
     replica = state.router.pick(pool.name, who.session or None)
-    n, method = await count_tokens(state.client, pool, replica, p, state.token_methods,
-                                   _upstream_headers(pool, who), state.config.connect_timeout_s + 10)
+    n, method = await count_tokens(
+        state.client,
+        pool,
+        replica,
+        p,
+        state.token_methods,
+        _upstream_headers(pool, who),
+        state.config.connect_timeout_s + 10,
+    )
     out: dict[str, Any] = {"input_tokens": n}
     if method == "estimate":
         out["estimated"] = True
@@ -320,8 +417,14 @@ async def models(request: Request) -> Response:
     for pool in state.config.models:
         names += [pool.name] + [a for a in pool.aliases if not any(c in a for c in "*?[")]
     data = [_model_obj(n) for n in dict.fromkeys(names)]
-    return JSONResponse({"data": data, "has_more": False, "first_id": data[0]["id"] if data else None,
-                         "last_id": data[-1]["id"] if data else None})
+    return JSONResponse(
+        {
+            "data": data,
+            "has_more": False,
+            "first_id": data[0]["id"] if data else None,
+            "last_id": data[-1]["id"] if data else None,
+        }
+    )
 
 
 async def model_one(request: Request) -> Response:
@@ -335,10 +438,14 @@ async def model_one(request: Request) -> Response:
 async def health(request: Request) -> Response:
     state: ProxyState = request.app.state.proxy
     now = time.monotonic()
-    reps = [{"pool": r.pool, "url": r.url, "available": r.available(now), "outstanding": r.outstanding}
-            for r in state.router.all_replicas()]
+    reps = [
+        {"pool": r.pool, "url": r.url, "available": r.available(now), "outstanding": r.outstanding}
+        for r in state.router.all_replicas()
+    ]
     ok = any(r["available"] for r in reps) or not reps
-    return JSONResponse({"status": "ok" if ok else "degraded", "replicas": reps}, status_code=200 if ok else 503)
+    return JSONResponse(
+        {"status": "ok" if ok else "degraded", "replicas": reps}, status_code=200 if ok else 503
+    )
 
 
 async def metrics(request: Request) -> Response:
@@ -357,8 +464,11 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 404:
         return _error(NotFoundError(f"no route {request.method} {request.url.path}"))
-    return _error(ProxyError(str(exc.detail), status=exc.status_code) if exc.status_code >= 500
-                  else InvalidRequestError(f"{request.method} {request.url.path}: {exc.detail}", status=exc.status_code))
+    return _error(
+        ProxyError(str(exc.detail), status=exc.status_code)
+        if exc.status_code >= 500
+        else InvalidRequestError(f"{request.method} {request.url.path}: {exc.detail}", status=exc.status_code)
+    )
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:
@@ -372,10 +482,16 @@ async def _health_loop(state: ProxyState) -> None:
         await asyncio.sleep(state.config.health_interval_s)
 
 
-def create_app(config: ProxyConfig, *, transport: httpx.AsyncBaseTransport | None = None,
-               health_checks: bool = True, turn_for: TurnResolver | None = None,
-               turn_secret: str | None = None, on_tool_delta: ToolDeltaObserver | None = None,
-               identity_for: Callable[[str, str], tuple[str, str] | None] | None = None) -> Starlette:
+def create_app(
+    config: ProxyConfig,
+    *,
+    transport: httpx.AsyncBaseTransport | None = None,
+    health_checks: bool = True,
+    turn_for: TurnResolver | None = None,
+    turn_secret: str | None = None,
+    on_tool_delta: ToolDeltaObserver | None = None,
+    identity_for: Callable[[str, str], tuple[str, str] | None] | None = None,
+) -> Starlette:
     """Build the proxy ASGI app for ``config``. ``transport`` replaces the upstream HTTP transport (tests);
     ``health_checks`` runs the active health loop while the app's lifespan is running; ``turn_for``
     resolves the turn of requests without ``x-coach-turn`` (metering of warm agent processes; see
@@ -386,10 +502,20 @@ def create_app(config: ProxyConfig, *, transport: httpx.AsyncBaseTransport | Non
     ``proxy._tool_tap.ToolArgsEvent`` as a forced tool call's arguments stream in (the call itself is
     still delivered whole, after validation). ``identity_for(user, session)`` maps the identity headers of
     a pooled agent process to the session it was handed to (None: unchanged)."""
-    client = httpx.AsyncClient(transport=transport, limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
-                               timeout=httpx.Timeout(config.read_timeout_s, connect=config.connect_timeout_s))
-    state = ProxyState(config=config, client=client, router=Router(config), meter=Meter(config), turn_for=turn_for,
-                       on_tool_delta=on_tool_delta, identity_for=identity_for)
+    client = httpx.AsyncClient(
+        transport=transport,
+        limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
+        timeout=httpx.Timeout(config.read_timeout_s, connect=config.connect_timeout_s),
+    )
+    state = ProxyState(
+        config=config,
+        client=client,
+        router=Router(config),
+        meter=Meter(config),
+        turn_for=turn_for,
+        on_tool_delta=on_tool_delta,
+        identity_for=identity_for,
+    )
     routes = [
         Route("/v1/messages", messages, methods=["POST"]),
         Route("/v1/messages/count_tokens", count_tokens_route, methods=["POST"]),

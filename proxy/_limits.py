@@ -68,7 +68,9 @@ def served_limit_of(models: Any, props: Any, upstream_model: str) -> int | None:
     data = models.get("data") if isinstance(models, dict) else None
     if isinstance(data, list):
         entries = [e for e in data if isinstance(e, dict)]
-        named = [e for e in entries if e.get("id") == upstream_model] or (entries if len(entries) == 1 else [])
+        named = [e for e in entries if e.get("id") == upstream_model] or (
+            entries if len(entries) == 1 else []
+        )
         for e in named:
             meta = e.get("meta")
             n = _positive_int(e.get("max_model_len"))
@@ -102,7 +104,9 @@ class ServedLimits:
         e = self._cache.get(url)
         return e.limit if e is not None else None
 
-    async def _get_json(self, client: httpx.AsyncClient, url: str, headers: dict[str, str]) -> tuple[bool, Any]:
+    async def _get_json(
+        self, client: httpx.AsyncClient, url: str, headers: dict[str, str]
+    ) -> tuple[bool, Any]:
         """(answered, body): answered is False when the replica could not be asked (retry soon)."""
         try:
             r = await client.get(url, headers=headers, timeout=LOOKUP_TIMEOUT_S)
@@ -115,8 +119,9 @@ class ServedLimits:
         except ValueError:
             return True, None
 
-    async def _lookup(self, client: httpx.AsyncClient, url: str, pool: ModelPool,
-                      headers: dict[str, str]) -> tuple[bool, int | None]:
+    async def _lookup(
+        self, client: httpx.AsyncClient, url: str, pool: ModelPool, headers: dict[str, str]
+    ) -> tuple[bool, int | None]:
         ok, models = await self._get_json(client, url + "/v1/models", headers)
         limit = served_limit_of(models, None, pool.upstream_name)
         if limit is not None or not ok:
@@ -124,7 +129,9 @@ class ServedLimits:
         ok, props = await self._get_json(client, url + "/props", headers)
         return ok, served_limit_of(None, props, pool.upstream_name)
 
-    async def limit(self, client: httpx.AsyncClient, url: str, pool: ModelPool, headers: dict[str, str]) -> int | None:
+    async def limit(
+        self, client: httpx.AsyncClient, url: str, pool: ModelPool, headers: dict[str, str]
+    ) -> int | None:
         """The served context length of replica ``url`` (cached; one lookup at a time per replica)."""
         e = self._cache.get(url)
         if e is not None and e.expires > time.monotonic():
@@ -136,11 +143,14 @@ class ServedLimits:
             ok, limit = await self._lookup(client, url, pool, headers)
             self._cache[url] = _Entry(limit, time.monotonic() + (ANSWER_TTL_S if ok else FAILURE_TTL_S))
             if ok:
-                log.info("replica %s serves a context of %s tokens", url, limit if limit is not None else "unknown")
+                log.info(
+                    "replica %s serves a context of %s tokens", url, limit if limit is not None else "unknown"
+                )
             return limit
 
-    async def pool_limit(self, client: httpx.AsyncClient, router: Router, pool: ModelPool,
-                         headers: dict[str, str]) -> int | None:
+    async def pool_limit(
+        self, client: httpx.AsyncClient, router: Router, pool: ModelPool, headers: dict[str, str]
+    ) -> int | None:
         """The smallest served limit among ``pool``'s replicas and its configured ``context_window``."""
         now = time.monotonic()
         replicas = router.replicas[pool.name]
@@ -148,9 +158,16 @@ class ServedLimits:
         if all(e is not None and e.expires > now for e in cached):
             limits = [e.limit for e in cached if e is not None]
         else:  # a replica known to be down is not asked (a blackholed one would stall every lookup)
-            limits = list(await asyncio.gather(*(
-                self.limit(client, r.url, pool, headers) if r.available(now) else _none(self.last(r.url))
-                for r in replicas)))
+            limits = list(
+                await asyncio.gather(
+                    *(
+                        self.limit(client, r.url, pool, headers)
+                        if r.available(now)
+                        else _none(self.last(r.url))
+                        for r in replicas
+                    )
+                )
+            )
         known = [n for n in limits if n is not None]
         if pool.context_window is not None:
             known.append(pool.context_window)
@@ -161,9 +178,18 @@ async def _none(value: int | None) -> int | None:
     return value
 
 
-async def cap_max_tokens(limits: ServedLimits, client: httpx.AsyncClient, router: Router, pool: ModelPool,
-                         p: Prepared, *, session: str | None, headers: dict[str, str], token_methods: dict[str, str],
-                         timeout_s: float) -> int:
+async def cap_max_tokens(
+    limits: ServedLimits,
+    client: httpx.AsyncClient,
+    router: Router,
+    pool: ModelPool,
+    p: Prepared,
+    *,
+    session: str | None,
+    headers: dict[str, str],
+    token_methods: dict[str, str],
+    timeout_s: float,
+) -> int:
     """``p.max_tokens`` capped by ``pool.max_output_tokens`` and by the room the pool's context leaves
     after the prompt (module docstring). Raises InvalidRequestError when an exactly counted prompt alone
     fills the context."""
@@ -176,8 +202,14 @@ async def cap_max_tokens(limits: ServedLimits, client: httpx.AsyncClient, router
     if method == "estimate":  # the estimate padded by 10%
         return clamp_max_tokens(p, context_window=window, max_output_tokens=pool.max_output_tokens)
     if n + EXACT_MARGIN_TOKENS >= window:
-        raise InvalidRequestError(f"prompt is too long: {n} tokens > {window - EXACT_MARGIN_TOKENS} maximum "
-                                  f"(the context model {pool.name!r} serves, less {EXACT_MARGIN_TOKENS} tokens kept free "
-                                  "for the reply); shorten or compact the conversation")
-    return clamp_max_tokens(p, context_window=window, max_output_tokens=pool.max_output_tokens,
-                            prompt_tokens=n + EXACT_MARGIN_TOKENS)
+        raise InvalidRequestError(
+            f"prompt is too long: {n} tokens > {window - EXACT_MARGIN_TOKENS} maximum "
+            f"(the context model {pool.name!r} serves, less {EXACT_MARGIN_TOKENS} tokens kept free "
+            "for the reply); shorten or compact the conversation"
+        )
+    return clamp_max_tokens(
+        p,
+        context_window=window,
+        max_output_tokens=pool.max_output_tokens,
+        prompt_tokens=n + EXACT_MARGIN_TOKENS,
+    )

@@ -38,9 +38,22 @@ Item = tuple[str, Any]
 class UpstreamRun:
     """The life of one upstream call (see module docstring)."""
 
-    def __init__(self, *, client: httpx.AsyncClient, router: Router, meter: Meter, pool: ModelPool, path: str,
-                 body: bytes, headers: dict[str, str], session: str | None, builder: StreamBuilder,
-                 feed: Callable[[Any], list[Event]], record: UsageRecord, t0: float) -> None:
+    def __init__(
+        self,
+        *,
+        client: httpx.AsyncClient,
+        router: Router,
+        meter: Meter,
+        pool: ModelPool,
+        path: str,
+        body: bytes,
+        headers: dict[str, str],
+        session: str | None,
+        builder: StreamBuilder,
+        feed: Callable[[Any], list[Event]],
+        record: UsageRecord,
+        t0: float,
+    ) -> None:
         self.client, self.router, self.meter, self.pool = client, router, meter, pool
         self.path, self.body, self.headers, self.session = path, body, headers, session
         self.builder, self.feed, self.record, self.t0 = builder, feed, record, t0
@@ -59,16 +72,30 @@ class UpstreamRun:
         loud = now - self.meter.retry_warned.get(key, -1e9) >= _RETRY_WARN_EVERY_S
         if loud:
             self.meter.retry_warned[key] = now
-        log.log(logging.WARNING if loud else logging.DEBUG,
-                "retrying upstream request (model %s, replica %s): %s, HTTP %s (%d retries so far; /metrics counts them)",
-                self.pool.name, replica.url, err.code, err.status, self.meter.retries[replica.url])
+        log.log(
+            logging.WARNING if loud else logging.DEBUG,
+            "retrying upstream request (model %s, replica %s): %s, HTTP %s (%d retries so far; /metrics counts them)",
+            self.pool.name,
+            replica.url,
+            err.code,
+            err.status,
+            self.meter.retries[replica.url],
+        )
         log.debug("upstream error detail (model %s): %s", self.pool.name, err.message)
 
     async def _produce(self) -> None:
         us = None
         try:
-            us = await open_stream(self.client, self.router, self.pool, path=self.path, body=self.body,
-                                   headers=self.headers, session=self.session, on_retry=self._on_retry)
+            us = await open_stream(
+                self.client,
+                self.router,
+                self.pool,
+                path=self.path,
+                body=self.body,
+                headers=self.headers,
+                session=self.session,
+                on_retry=self._on_retry,
+            )
             self.record.replica, self.record.attempts = us.replica.url, us.attempts
             self.record.ttft_ms = now_ms(self.t0)
             if not us.empty:
@@ -79,7 +106,9 @@ class UpstreamRun:
         except ProxyError as exc:
             await self.queue.put(("err", exc))
         except httpx.HTTPError as exc:
-            await self.queue.put(("err", UpstreamError(f"upstream connection failed mid-stream ({type(exc).__name__})")))
+            await self.queue.put(
+                ("err", UpstreamError(f"upstream connection failed mid-stream ({type(exc).__name__})"))
+            )
         except Exception as exc:  # a bug must still end the client's stream cleanly
             log.exception("proxy upstream producer failed")
             await self.queue.put(("err", UpstreamError(f"proxy internal error ({type(exc).__name__})")))
@@ -124,8 +153,18 @@ class UpstreamRun:
         self.meter.invalid_tool_arguments += b.invalid_tool_arguments - b.dropped_tool_calls
         self.meter.dropped_tool_calls += b.dropped_tool_calls
         self.meter.record(r)
-        log.info("request %s agent=%s session=%s model=%s status=%s in=%d cached=%d out=%d ttft_ms=%s",
-                 r.id, r.agent, r.session, r.model, status, r.input_tokens, r.cached_tokens, r.output_tokens, r.ttft_ms)
+        log.info(
+            "request %s agent=%s session=%s model=%s status=%s in=%d cached=%d out=%d ttft_ms=%s",
+            r.id,
+            r.agent,
+            r.session,
+            r.model,
+            status,
+            r.input_tokens,
+            r.cached_tokens,
+            r.output_tokens,
+            r.ttft_ms,
+        )
 
     def _step(self, item: Item) -> tuple[list[Event], str | None, ProxyError | None]:
         """Events for one queued item and, when the stream ends, the final status (and error)."""
@@ -139,7 +178,8 @@ class UpstreamRun:
                     raise TruncatedStreamError(
                         f"upstream {self.record.replica or self.pool.name} ended the stream without a finish reason "
                         "or [DONE] (connection dropped?); the output may be cut anywhere, so it is not delivered "
-                        "as complete; retry the request")
+                        "as complete; retry the request"
+                    )
                 return self.builder.end(), "ok", None
             err: ProxyError = val
         except ProxyError as exc:

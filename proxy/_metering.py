@@ -75,7 +75,9 @@ class Meter:
         self.config = config
         self.log_path = Path(config.usage_log) if config.usage_log else None
         self.session_used: dict[str, int] = defaultdict(int)
-        self.retry_warned: dict[tuple[str, str], float] = {}  # (replica, error code) -> last warning (monotonic s)
+        self.retry_warned: dict[
+            tuple[str, str], float
+        ] = {}  # (replica, error code) -> last warning (monotonic s)
         self.agent_used: dict[tuple[str, str], int] = defaultdict(int)
         self.tokens: dict[tuple[str, str, str], int] = defaultdict(int)  # (agent, session, kind)
         self.requests: dict[tuple[str, str, str], int] = defaultdict(int)  # (agent, model, status)
@@ -101,7 +103,11 @@ class Meter:
             for n, line in enumerate(f, 1):
                 try:
                     r = json.loads(line)
-                    used = int(r.get("input_tokens", 0)) + int(r.get("cached_tokens", 0)) + int(r.get("output_tokens", 0))
+                    used = (
+                        int(r.get("input_tokens", 0))
+                        + int(r.get("cached_tokens", 0))
+                        + int(r.get("output_tokens", 0))
+                    )
                     self._charge(str(r.get("agent", "")), str(r.get("session", "")), used)
                 except (ValueError, TypeError, AttributeError):
                     log.warning("usage log %s line %d is not a usage record; skipped", self.log_path, n)
@@ -117,11 +123,24 @@ class Meter:
         its numbers when not even one output token fits."""
         limits: list[tuple[str, str, int, int]] = []
         if self.config.session_token_budget is not None and who.session:
-            limits.append(("session", f"session {who.session!r}", self.config.session_token_budget,
-                           self.session_used[who.session]))
+            limits.append(
+                (
+                    "session",
+                    f"session {who.session!r}",
+                    self.config.session_token_budget,
+                    self.session_used[who.session],
+                )
+            )
         if agent_budget is not None and who.agent:
             scope = f" in session {who.session!r}" if who.session else ""
-            limits.append(("agent", f"agent {who.agent!r}{scope}", agent_budget, self.agent_used[(who.session, who.agent)]))
+            limits.append(
+                (
+                    "agent",
+                    f"agent {who.agent!r}{scope}",
+                    agent_budget,
+                    self.agent_used[(who.session, who.agent)],
+                )
+            )
         for kind, name, limit, used in limits:
             left = limit - used
             if left < est_input + 1:
@@ -130,7 +149,11 @@ class Meter:
                     f"token budget exhausted: the {kind} budget of {name} is {limit} tokens, {used} are used, "
                     f"{max(left, 0)} are left and this request needs about {est_input} input tokens plus at "
                     "least 1 output token; raise the budget in the proxy config or start a new session",
-                    budget=name, limit=limit, used=used, requested=est_input + 1)
+                    budget=name,
+                    limit=limit,
+                    used=used,
+                    requested=est_input + 1,
+                )
             max_tokens = min(max_tokens, left - est_input)
         return max_tokens
 
@@ -171,21 +194,37 @@ class Meter:
             out.append(f"# HELP {name} {help_}")
             out.append(f"# TYPE {name} {kind}")
 
-        family("coach_proxy_requests_total", "counter", "Finished /v1/messages requests by agent, model and status.")
+        family(
+            "coach_proxy_requests_total",
+            "counter",
+            "Finished /v1/messages requests by agent, model and status.",
+        )
         for (a, m, st), v in sorted(self.requests.items()):
             out.append(f"coach_proxy_requests_total{_labels(agent=a, model=m, status=st)} {v}")
-        family("coach_proxy_tokens_total", "counter", "Tokens by agent, session and kind (input excludes cached).")
+        family(
+            "coach_proxy_tokens_total",
+            "counter",
+            "Tokens by agent, session and kind (input excludes cached).",
+        )
         for (a, s, k), n in sorted(self.tokens.items()):
             out.append(f"coach_proxy_tokens_total{_labels(agent=a, session=s, kind=k)} {n}")
-        family("coach_proxy_session_ttft_seconds", "summary", "Time to first upstream token by agent and session.")
+        family(
+            "coach_proxy_session_ttft_seconds",
+            "summary",
+            "Time to first upstream token by agent and session.",
+        )
         for (a, s), sec in sorted(self.ttft_sum.items()):
             out.append(f"coach_proxy_session_ttft_seconds_sum{_labels(agent=a, session=s)} {sec:.6f}")
-            out.append(f"coach_proxy_session_ttft_seconds_count{_labels(agent=a, session=s)} {self.ttft_count[(a, s)]}")
+            out.append(
+                f"coach_proxy_session_ttft_seconds_count{_labels(agent=a, session=s)} {self.ttft_count[(a, s)]}"
+            )
         family("coach_proxy_ttft_seconds", "histogram", "Time to first upstream token by agent.")
         for a, buckets in sorted(self.ttft_buckets.items()):
             for le, c in zip(TTFT_BUCKETS, buckets, strict=True):
                 out.append(f"coach_proxy_ttft_seconds_bucket{_labels(agent=a, le=str(le))} {c}")
-            out.append(f"coach_proxy_ttft_seconds_bucket{_labels(agent=a, le='+Inf')} {self.ttft_agent_count[a]}")
+            out.append(
+                f"coach_proxy_ttft_seconds_bucket{_labels(agent=a, le='+Inf')} {self.ttft_agent_count[a]}"
+            )
             out.append(f"coach_proxy_ttft_seconds_sum{_labels(agent=a)} {self.ttft_agent_sum[a]:.6f}")
             out.append(f"coach_proxy_ttft_seconds_count{_labels(agent=a)} {self.ttft_agent_count[a]}")
         family("coach_proxy_budget_refusals_total", "counter", "Requests refused by a token budget.")
@@ -194,13 +233,23 @@ class Meter:
         family("coach_proxy_upstream_retries_total", "counter", "Upstream attempts retried, by replica.")
         for url, v in sorted(self.retries.items()):
             out.append(f"coach_proxy_upstream_retries_total{_labels(replica=url)} {v}")
-        family("coach_proxy_invalid_tool_arguments_total", "counter",
-               "Tool calls whose JSON arguments could not be repaired (outcome: error = the response was refused "
-               "with an error the client can retry; dropped = cut by max_tokens and left out).")
-        out.append(f"coach_proxy_invalid_tool_arguments_total{_labels(outcome='error')} {self.invalid_tool_arguments}")
-        out.append(f"coach_proxy_invalid_tool_arguments_total{_labels(outcome='dropped')} {self.dropped_tool_calls}")
-        family("coach_proxy_truncated_streams_total", "counter",
-               "Upstream streams that ended with no finish reason and no [DONE] (sent to the client as an error).")
+        family(
+            "coach_proxy_invalid_tool_arguments_total",
+            "counter",
+            "Tool calls whose JSON arguments could not be repaired (outcome: error = the response was refused "
+            "with an error the client can retry; dropped = cut by max_tokens and left out).",
+        )
+        out.append(
+            f"coach_proxy_invalid_tool_arguments_total{_labels(outcome='error')} {self.invalid_tool_arguments}"
+        )
+        out.append(
+            f"coach_proxy_invalid_tool_arguments_total{_labels(outcome='dropped')} {self.dropped_tool_calls}"
+        )
+        family(
+            "coach_proxy_truncated_streams_total",
+            "counter",
+            "Upstream streams that ended with no finish reason and no [DONE] (sent to the client as an error).",
+        )
         for url, v in sorted(self.truncated_streams.items()):
             out.append(f"coach_proxy_truncated_streams_total{_labels(replica=url)} {v}")
         family("coach_proxy_outstanding_requests", "gauge", "Requests in flight per replica.")

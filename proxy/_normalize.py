@@ -51,7 +51,9 @@ def _blocks(content: Any, where: str) -> list[dict[str, Any]]:
             if isinstance(b, str):
                 b = {"type": "text", "text": b}
             if not isinstance(b, dict) or not isinstance(b.get("type"), str):
-                raise InvalidRequestError(f"{where}.content[{i}]: each content block must be an object with a 'type'")
+                raise InvalidRequestError(
+                    f"{where}.content[{i}]: each content block must be an object with a 'type'"
+                )
             out.append(b)
         return out
     if content is None:
@@ -121,7 +123,39 @@ def prepare(body: Any, *, system_mode: Literal["fold", "keep"] = "fold") -> Prep
         raise InvalidRequestError("messages: required, a list of {role, content} objects")
     warnings: list[str] = []
     system = _system_texts(body.get("system"))
+    messages = _messages(raw_messages, system, system_mode)
+    raw_tools = body.get("tools") or []
+    tools = _tools(raw_tools, warnings)
+    tool_choice = _tool_choice(body.get("tool_choice"), tools, raw_tools, warnings)
+    stop = body.get("stop_sequences") or []
+    if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
+        raise InvalidRequestError("stop_sequences must be a list of strings")
+    thinking_cfg = body.get("thinking")
+    thinking: bool | None = None
+    if isinstance(thinking_cfg, dict):
+        thinking = thinking_cfg.get("type") in ("enabled", "adaptive")
+    sampling = {k: body[k] for k in ("temperature", "top_p", "top_k") if body.get(k) is not None}
+    return Prepared(
+        model=model,
+        system=system,
+        messages=messages,
+        tools=tools,
+        tool_choice=tool_choice,
+        max_tokens=max_tokens,
+        stop_sequences=list(stop),
+        stream=bool(body.get("stream", False)),
+        thinking=thinking,
+        sampling=sampling,
+        warnings=warnings,
+    )
 
+
+def _messages(
+    raw_messages: list[Any], system: list[str], system_mode: Literal["fold", "keep"]
+) -> list[dict[str, Any]]:
+    """The user and assistant messages with their blocks normalised; a system message becomes part of
+    ``system`` (before any other message), stays a system message (``keep``), or is folded into the next
+    user message (appended to ``system`` when there is none)."""
     messages: list[dict[str, Any]] = []
     late_system: list[tuple[int, str]] = []
     for i, m in enumerate(raw_messages):
@@ -130,15 +164,7 @@ def prepare(body: Any, *, system_mode: Literal["fold", "keep"] = "fold") -> Prep
         blocks = [b for b in _blocks(m.get("content"), f"messages[{i}]") if b["type"] not in _DROPPED_BLOCKS]
         blocks = [b for b in blocks if not (b["type"] == "text" and not b.get("text"))]
         if m["role"] == "system":
-            text = _text_of(blocks)
-            if not text:
-                continue
-            if system_mode == "keep" and messages:
-                messages.append({"role": "system", "content": [{"type": "text", "text": text}]})
-            elif not messages:
-                system.append(text)
-            else:
-                late_system.append((len(messages), text))
+            _system_message(_text_of(blocks), messages, system, late_system, system_mode)
             continue
         if not blocks and m["role"] == "assistant":
             continue  # an assistant turn that held only thinking
@@ -146,11 +172,31 @@ def prepare(body: Any, *, system_mode: Literal["fold", "keep"] = "fold") -> Prep
     for pos, text in reversed(late_system):
         if not _fold_into_user(messages, pos, text):
             system.append(text)
+    return messages
 
-    tools: list[dict[str, Any]] = []
-    raw_tools = body.get("tools") or []
+
+def _system_message(
+    text: str,
+    messages: list[dict[str, Any]],
+    system: list[str],
+    late_system: list[tuple[int, str]],
+    system_mode: Literal["fold", "keep"],
+) -> None:
+    if not text:
+        return
+    if system_mode == "keep" and messages:
+        messages.append({"role": "system", "content": [{"type": "text", "text": text}]})
+    elif not messages:
+        system.append(text)
+    else:
+        late_system.append((len(messages), text))
+
+
+def _tools(raw_tools: Any, warnings: list[str]) -> list[dict[str, Any]]:
+    """The client tools; server tools (no ``input_schema``) are dropped with a warning."""
     if not isinstance(raw_tools, list):
         raise InvalidRequestError("tools must be a list")
+    tools: list[dict[str, Any]] = []
     for i, t in enumerate(raw_tools):
         if not isinstance(t, dict) or not isinstance(t.get("name"), str):
             raise InvalidRequestError(f"tools[{i}] must be an object with a 'name'")
@@ -158,39 +204,27 @@ def prepare(body: Any, *, system_mode: Literal["fold", "keep"] = "fold") -> Prep
             warnings.append(f"dropped server tool {t['name']!r} (type {t.get('type')!r}): no input_schema")
             continue
         tools.append(t)
+    return tools
 
-    tool_choice = body.get("tool_choice")
-    if tool_choice is not None:
-        if not isinstance(tool_choice, dict) or tool_choice.get("type") not in ("auto", "any", "none", "tool"):
-            raise InvalidRequestError("tool_choice.type must be one of auto, any, none, tool")
-        if tool_choice["type"] == "tool":
-            name = tool_choice.get("name")
-            if not isinstance(name, str):
-                raise InvalidRequestError("tool_choice.name is required when tool_choice.type is 'tool'")
-            if not any(t["name"] == name for t in tools):
-                if any(isinstance(t, dict) and t.get("name") == name for t in raw_tools):
-                    warnings.append(f"tool_choice named dropped server tool {name!r}; using auto")
-                    tool_choice = {"type": "auto"}
-                else:
-                    raise InvalidRequestError(f"tool_choice names tool {name!r}, which is not in tools")
-        if not tools:
-            tool_choice = None
 
-    stop = body.get("stop_sequences") or []
-    if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
-        raise InvalidRequestError("stop_sequences must be a list of strings")
-
-    thinking_cfg = body.get("thinking")
-    thinking: bool | None = None
-    if isinstance(thinking_cfg, dict):
-        thinking = thinking_cfg.get("type") in ("enabled", "adaptive")
-
-    sampling = {k: body[k] for k in ("temperature", "top_p", "top_k") if body.get(k) is not None}
-    return Prepared(
-        model=model, system=system, messages=messages, tools=tools, tool_choice=tool_choice,
-        max_tokens=max_tokens, stop_sequences=list(stop), stream=bool(body.get("stream", False)),
-        thinking=thinking, sampling=sampling, warnings=warnings,
-    )
+def _tool_choice(
+    tool_choice: Any, tools: list[dict[str, Any]], raw_tools: list[Any], warnings: list[str]
+) -> Any:
+    """The checked ``tool_choice``: ``auto`` when it names a dropped server tool, None without tools."""
+    if tool_choice is None:
+        return None
+    if not isinstance(tool_choice, dict) or tool_choice.get("type") not in ("auto", "any", "none", "tool"):
+        raise InvalidRequestError("tool_choice.type must be one of auto, any, none, tool")
+    if tool_choice["type"] == "tool":
+        name = tool_choice.get("name")
+        if not isinstance(name, str):
+            raise InvalidRequestError("tool_choice.name is required when tool_choice.type is 'tool'")
+        if not any(t["name"] == name for t in tools):
+            if not any(isinstance(t, dict) and t.get("name") == name for t in raw_tools):
+                raise InvalidRequestError(f"tool_choice names tool {name!r}, which is not in tools")
+            warnings.append(f"tool_choice named dropped server tool {name!r}; using auto")
+            tool_choice = {"type": "auto"}
+    return tool_choice if tools else None
 
 
 def estimate_tokens(text: str) -> int:
@@ -205,7 +239,11 @@ def estimate_tokens(text: str) -> int:
 
 
 def _prompt_text(p: Prepared) -> str:
-    parts = ["\n".join(p.system), json.dumps(p.messages, ensure_ascii=False), json.dumps(p.tools, ensure_ascii=False)]
+    parts = [
+        "\n".join(p.system),
+        json.dumps(p.messages, ensure_ascii=False),
+        json.dumps(p.tools, ensure_ascii=False),
+    ]
     return "".join(parts)
 
 
@@ -224,12 +262,20 @@ def prompt_token_bound(p: Prepared) -> int:
     """An upper bound on the prompt's tokens: its UTF-8 bytes (a byte-level or byte-fallback tokenizer
     never makes more tokens than bytes) plus the template slack. Used to skip exact counting when even
     this many tokens leave room for max_tokens."""
-    return (len(_prompt_text(p).encode("utf-8")) + TEMPLATE_TOKENS_PER_MESSAGE * len(p.messages)
-            + TEMPLATE_TOKENS_FIXED)
+    return (
+        len(_prompt_text(p).encode("utf-8"))
+        + TEMPLATE_TOKENS_PER_MESSAGE * len(p.messages)
+        + TEMPLATE_TOKENS_FIXED
+    )
 
 
-def clamp_max_tokens(p: Prepared, *, context_window: int | None, max_output_tokens: int | None,
-                     prompt_tokens: int | None = None) -> int:
+def clamp_max_tokens(
+    p: Prepared,
+    *,
+    context_window: int | None,
+    max_output_tokens: int | None,
+    prompt_tokens: int | None = None,
+) -> int:
     """max_tokens clamped to the output cap and to what fits in ``context_window`` after the prompt:
     ``prompt_tokens`` when counted exactly, else the estimate padded by 10%; never below 1."""
     mt = p.max_tokens

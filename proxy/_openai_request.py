@@ -124,9 +124,16 @@ def _messages(p: Prepared, warnings: list[str]) -> list[dict[str, Any]]:
             for b in blocks:
                 if b["type"] == "tool_result":
                     text, images = _tool_result(b, warnings)
-                    out.append({"role": "tool", "tool_call_id": str(b.get("tool_use_id", "")), "content": text})
+                    out.append(
+                        {"role": "tool", "tool_call_id": str(b.get("tool_use_id", "")), "content": text}
+                    )
                     if images:
-                        tool_images.append({"type": "text", "text": f"Images returned by tool call {b.get('tool_use_id', '')}:"})
+                        tool_images.append(
+                            {
+                                "type": "text",
+                                "text": f"Images returned by tool call {b.get('tool_use_id', '')}:",
+                            }
+                        )
                         tool_images.extend(images)
                 else:
                     rest.append(b)
@@ -136,14 +143,24 @@ def _messages(p: Prepared, warnings: list[str]) -> list[dict[str, Any]]:
         else:
             texts = [b.get("text", "") for b in blocks if b["type"] == "text"]
             calls = [
-                {"id": str(b.get("id", "")), "type": "function",
-                 "function": {"name": b.get("name", ""), "arguments": dumps(b.get("input") or {}).decode("utf-8")}}
-                for b in blocks if b["type"] == "tool_use"
+                {
+                    "id": str(b.get("id", "")),
+                    "type": "function",
+                    "function": {
+                        "name": b.get("name", ""),
+                        "arguments": dumps(b.get("input") or {}).decode("utf-8"),
+                    },
+                }
+                for b in blocks
+                if b["type"] == "tool_use"
             ]
             for b in blocks:
                 if b["type"] not in ("text", "tool_use"):
                     warnings.append(f"dropped an assistant {b['type']!r} block the upstream cannot take")
-            msg: dict[str, Any] = {"role": "assistant", "content": "\n".join(texts) if texts or not calls else None}
+            msg: dict[str, Any] = {
+                "role": "assistant",
+                "content": "\n".join(texts) if texts or not calls else None,
+            }
             if calls:
                 msg["tool_calls"] = calls
             out.append(msg)
@@ -160,8 +177,14 @@ def tool_choice_to_openai(choice: dict[str, Any] | None) -> str | dict[str, Any]
     return {"auto": "auto", "any": "required", "none": "none"}[t]
 
 
-def to_openai(p: Prepared, *, upstream_model: str, max_tokens: int, enable_thinking: bool | None,
-              chat_template_kwargs: bool = True) -> tuple[dict[str, Any], list[str]]:
+def to_openai(
+    p: Prepared,
+    *,
+    upstream_model: str,
+    max_tokens: int,
+    enable_thinking: bool | None,
+    chat_template_kwargs: bool = True,
+) -> tuple[dict[str, Any], list[str]]:
     """Build the OpenAI chat.completions body for ``p``. Returns ``(body, warnings)``.
 
     ``enable_thinking`` None leaves the chat template's default.
@@ -170,8 +193,14 @@ def to_openai(p: Prepared, *, upstream_model: str, max_tokens: int, enable_think
     body: dict[str, Any] = {"model": upstream_model, "messages": _messages(p, warnings)}
     if p.tools:
         body["tools"] = [
-            {"type": "function", "function": {"name": t["name"], "description": t.get("description", ""),
-                                              "parameters": t["input_schema"]}}
+            {
+                "type": "function",
+                "function": {
+                    "name": t["name"],
+                    "description": t.get("description", ""),
+                    "parameters": t["input_schema"],
+                },
+            }
             for t in p.tools
         ]
         tc = tool_choice_to_openai(p.tool_choice)

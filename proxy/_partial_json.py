@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 __all__ = ["PartialObject"]
 
@@ -37,6 +38,11 @@ _BEFORE, _KEY_OR_END, _KEY, _COLON, _VALUE, _STRING, _NESTED, _SCALAR, _AFTER, _
 
 class PartialObject:
     """See the module docstring. ``feed(chunk)`` returns True when anything visible changed."""
+
+    _READERS: ClassVar[dict[int, Callable[[PartialObject, str, int], int]]]
+    """State -> the reader of a key or value in that state (set below the class)."""
+    _SYNTAX: ClassVar[dict[int, Callable[[PartialObject, str], None]]]
+    """State -> the handler of one structural character in that state (set below the class)."""
 
     def __init__(self) -> None:
         self.members: dict[str, Any] = {}
@@ -75,70 +81,81 @@ class PartialObject:
         except ValueError:
             self.failed = True
             self.partial_key = None
-        return before != (len(self.members), len(self.partial_text), self.partial_key, self.complete) or self.failed
+        return (
+            before != (len(self.members), len(self.partial_text), self.partial_key, self.complete)
+            or self.failed
+        )
 
     def _fail(self) -> int:
         raise ValueError("not a JSON object")
 
     def _step(self, s: str, i: int) -> int:
-        st = self._state
+        """Read from ``s[i]`` in the current state; returns the index of the next unread character."""
+        reader = self._READERS.get(self._state)
+        if reader is not None:  # inside a key or a value: it reads as much as it can
+            return reader(self, s, i)
         c = s[i]
-        if st == _STRING:
-            return self._string(s, i)
-        if st == _KEY:
-            return self._key_chars(s, i)
-        if st == _NESTED:
-            return self._nested(s, i)
-        if st == _SCALAR:
-            if c in ",}" or c in _WS:
-                self._end_value(json.loads("".join(self._raw)))
-                return i  # the delimiter is read in _AFTER
-            self._raw.append(c)
-            return i + 1
         if c in _WS:
             return i + 1
-        if st == _BEFORE:
-            if c != "{":
-                self._fail()
-            self._state = _KEY_OR_END
-        elif st == _KEY_OR_END:
-            if c == '"':
-                self._state, self._raw, self._esc = _KEY, [], ""
-            elif c == "}" and not self.order:
-                self._finish()
-            else:
-                self._fail()
-        elif st == _COLON:
-            if c != ":":
-                self._fail()
-            self._state = _VALUE
-        elif st == _VALUE:
-            assert self._key is not None
-            if self._key not in self.order:
-                self.order.append(self._key)
-            if c == '"':
-                self._state, self._esc, self._high = _STRING, "", ""
-                self.partial_key, self.partial_text = self._key, ""
-            elif c in "{[":
-                self._state, self._raw, self._depth, self._in_str, self._str_esc = _NESTED, [c], 1, False, False
-            elif c in "-0123456789tfn":
-                self._state, self._raw = _SCALAR, [c]
-            else:
-                self._fail()
-        elif st == _AFTER:
-            if c == ",":
-                self._state = _NEXT_KEY
-            elif c == "}":
-                self._finish()
-            else:
-                self._fail()
-        elif st == _NEXT_KEY:
-            if c != '"':
-                self._fail()
-            self._state, self._raw, self._esc = _KEY, [], ""
-        elif st == _DONE:
-            self._fail()
+        self._SYNTAX[self._state](self, c)
         return i + 1
+
+    def _scalar(self, s: str, i: int) -> int:
+        c = s[i]
+        if c in ",}" or c in _WS:
+            self._end_value(json.loads("".join(self._raw)))
+            return i  # the delimiter is read in _AFTER
+        self._raw.append(c)
+        return i + 1
+
+    # --- the structure between keys and values: one character at a time, whitespace skipped
+    def _before(self, c: str) -> None:
+        if c != "{":
+            self._fail()
+        self._state = _KEY_OR_END
+
+    def _key_or_end(self, c: str) -> None:
+        if c == '"':
+            self._state, self._raw, self._esc = _KEY, [], ""
+        elif c == "}" and not self.order:
+            self._finish()
+        else:
+            self._fail()
+
+    def _colon(self, c: str) -> None:
+        if c != ":":
+            self._fail()
+        self._state = _VALUE
+
+    def _value(self, c: str) -> None:
+        assert self._key is not None
+        if self._key not in self.order:
+            self.order.append(self._key)
+        if c == '"':
+            self._state, self._esc, self._high = _STRING, "", ""
+            self.partial_key, self.partial_text = self._key, ""
+        elif c in "{[":
+            self._state, self._raw, self._depth, self._in_str, self._str_esc = _NESTED, [c], 1, False, False
+        elif c in "-0123456789tfn":
+            self._state, self._raw = _SCALAR, [c]
+        else:
+            self._fail()
+
+    def _after(self, c: str) -> None:
+        if c == ",":
+            self._state = _NEXT_KEY
+        elif c == "}":
+            self._finish()
+        else:
+            self._fail()
+
+    def _next_key(self, c: str) -> None:
+        if c != '"':
+            self._fail()
+        self._state, self._raw, self._esc = _KEY, [], ""
+
+    def _done(self, c: str) -> None:
+        self._fail()
 
     def _finish(self) -> None:
         self._state = _DONE
@@ -197,30 +214,34 @@ class PartialObject:
             text, self._high = self._high + text, ""
         self.partial_text += text
 
+    def _escape(self, c: str) -> None:
+        """One more character of an escape in a string value; decoded once whole."""
+        self._esc += c
+        esc = self._esc
+        if len(esc) == 2 and esc[1] != "u":
+            if esc[1] not in _ESCAPES:
+                self._fail()
+            self._esc = ""
+            self._emit(_ESCAPES[esc[1]])
+        elif len(esc) == 6:
+            if not _HEX.fullmatch(esc[2:]):
+                self._fail()
+            self._esc = ""
+            code = int(esc[2:], 16)
+            if 0xDC00 <= code <= 0xDFFF and self._high:
+                pair = 0x10000 + ((ord(self._high) - 0xD800) << 10) + (code - 0xDC00)
+                self._high = ""
+                self.partial_text += chr(pair)
+            elif 0xD800 <= code <= 0xDBFF:
+                self._emit("")  # an earlier lone high surrogate stays lone
+                self._high = chr(code)
+            else:
+                self._emit(chr(code))
+
     def _string(self, s: str, i: int) -> int:
         c = s[i]
         if self._esc:
-            self._esc += c
-            esc = self._esc
-            if len(esc) == 2 and esc[1] != "u":
-                if esc[1] not in _ESCAPES:
-                    self._fail()
-                self._esc = ""
-                self._emit(_ESCAPES[esc[1]])
-            elif len(esc) == 6:
-                if not _HEX.fullmatch(esc[2:]):
-                    self._fail()
-                self._esc = ""
-                code = int(esc[2:], 16)
-                if 0xDC00 <= code <= 0xDFFF and self._high:
-                    pair = 0x10000 + ((ord(self._high) - 0xD800) << 10) + (code - 0xDC00)
-                    self._high = ""
-                    self.partial_text += chr(pair)
-                elif 0xD800 <= code <= 0xDBFF:
-                    self._emit("")  # an earlier lone high surrogate stays lone
-                    self._high = chr(code)
-                else:
-                    self._emit(chr(code))
+            self._escape(c)
             return i + 1
         if c == "\\":
             self._esc = "\\"
@@ -236,3 +257,19 @@ class PartialObject:
         self._emit(s[i:end])
         return end
 
+
+PartialObject._READERS = {
+    _STRING: PartialObject._string,
+    _KEY: PartialObject._key_chars,
+    _NESTED: PartialObject._nested,
+    _SCALAR: PartialObject._scalar,
+}
+PartialObject._SYNTAX = {
+    _BEFORE: PartialObject._before,
+    _KEY_OR_END: PartialObject._key_or_end,
+    _COLON: PartialObject._colon,
+    _VALUE: PartialObject._value,
+    _AFTER: PartialObject._after,
+    _NEXT_KEY: PartialObject._next_key,
+    _DONE: PartialObject._done,
+}

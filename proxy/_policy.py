@@ -69,8 +69,9 @@ def starts_new_turn(p: Prepared) -> bool:
     return not any(b.get("type") == "tool_result" for b in users[-1]["content"])
 
 
-def apply_policy(p: Prepared, policy: AgentPolicy | None, *, agent: str,
-                 over_cap: Literal["clamp", "refuse"] = "clamp") -> PolicyOutcome:
+def apply_policy(
+    p: Prepared, policy: AgentPolicy | None, *, agent: str, over_cap: Literal["clamp", "refuse"] = "clamp"
+) -> PolicyOutcome:
     """Apply ``policy`` to ``p`` in place. Raises BudgetExceededError when max_tokens exceeds the agent's
     cap and ``over_cap == "refuse"``."""
     out = PolicyOutcome()
@@ -81,7 +82,11 @@ def apply_policy(p: Prepared, policy: AgentPolicy | None, *, agent: str,
             raise BudgetExceededError(
                 f"max_tokens {p.max_tokens} exceeds the max_tokens cap of agent {agent!r} ({policy.max_tokens}); "
                 "send a smaller max_tokens (Claude Code: CLAUDE_CODE_MAX_OUTPUT_TOKENS)",
-                budget=f"max_tokens cap of agent {agent!r}", limit=policy.max_tokens, used=0, requested=p.max_tokens)
+                budget=f"max_tokens cap of agent {agent!r}",
+                limit=policy.max_tokens,
+                used=0,
+                requested=p.max_tokens,
+            )
         p.max_tokens = policy.max_tokens
     if policy.force_tool:
         result = latest_result_of(p, policy.force_tool)
@@ -91,7 +96,9 @@ def apply_policy(p: Prepared, policy: AgentPolicy | None, *, agent: str,
         if result == "error" or starts_new_turn(p):
             name = resolve_tool(p, policy.force_tool)
             if name is None:
-                p.warnings.append(f"agent {agent!r}: force_tool {policy.force_tool!r} is not among the request's tools")
+                p.warnings.append(
+                    f"agent {agent!r}: force_tool {policy.force_tool!r} is not among the request's tools"
+                )
             else:
                 p.tool_choice = {"type": "tool", "name": name}
                 p.thinking = False
@@ -117,13 +124,21 @@ def narrow_forced_tool(
     the grammar built from it cannot produce them (optional fields a model this small should not fill).
     ``max_string_length`` (``ModelPool.max_string_length``): the most characters of any string in it."""
     if latest_result_of(p, tool) == "error":
-        prompts = [i for i, m in enumerate(p.messages)
-                   if m["role"] == "user" and not any(b.get("type") == "tool_result" for b in m["content"])]
+        prompts = [
+            i
+            for i, m in enumerate(p.messages)
+            if m["role"] == "user" and not any(b.get("type") == "tool_result" for b in m["content"])
+        ]
         if prompts:
-            del p.messages[prompts[-1] + 1:]
+            del p.messages[prompts[-1] + 1 :]
     p.tools = [t for t in p.tools if t["name"] == tool]
     p.tools = [
-        {**t, "input_schema": string_caps(integer_bounds(without_properties(t["input_schema"], omit)), max_string_length)}
+        {
+            **t,
+            "input_schema": string_caps(
+                integer_bounds(without_properties(t["input_schema"], omit)), max_string_length
+            ),
+        }
         for t in p.tools
     ]
     p.tool_choice = {"type": "any", "disable_parallel_tool_use": True}
@@ -159,7 +174,9 @@ def integer_bounds(schema: Any) -> Any:
         return schema
     out = {k: integer_bounds(v) for k, v in schema.items()}
     lo, hi = out.get("minimum"), out.get("maximum")
-    if out.get("type") == "number" and all(isinstance(b, int | float) and float(b).is_integer() for b in (lo, hi)):
+    if out.get("type") == "number" and all(
+        isinstance(b, int | float) and float(b).is_integer() for b in (lo, hi)
+    ):
         out["type"] = "integer"
     return out
 

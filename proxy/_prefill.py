@@ -2,7 +2,7 @@
 
 The supervisor sends an agent's context early, as the first message of that agent's own Claude Code
 conversation, ending with :data:`PREFILL_MARKER` (Pineal's context while the specialists still run:
-``launcher._pineal_prefill``). Because it is the same process and the same conversation, the agent's
+``launcher.pipeline._pineal_prefill``). Because it is the same process and the same conversation, the agent's
 real request a few seconds later starts with exactly the bytes of this one (system prompt, tools, the
 context message); only the reply to it and the next message follow.
 
@@ -31,7 +31,9 @@ __all__ = ["PREFILL_HEADER", "PREFILL_MARKER", "PREFILL_REPLY", "PREFILL_WAIT_S"
 
 log = logging.getLogger("proxy.prefill")
 
-PREFILL_MARKER = "(Context only, to read now: your task and this turn's brief follow in the next message. Reply OK.)"
+PREFILL_MARKER = (
+    "(Context only, to read now: your task and this turn's brief follow in the next message. Reply OK.)"
+)
 """The last line of a prefill message (the supervisor writes it; the agent sees it in its conversation)."""
 PREFILL_REPLY = "OK."
 PREFILL_HEADER = "x-coach-prefill"

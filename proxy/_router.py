@@ -42,7 +42,8 @@ class Router:
         self.config = config
         self.pools: dict[str, ModelPool] = {p.name: p for p in config.models}
         self.replicas: dict[str, list[Replica]] = {
-            p.name: [Replica(p.name, url) for url in p.replicas] for p in config.models}
+            p.name: [Replica(p.name, url) for url in p.replicas] for p in config.models
+        }
         self._affinity: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._rr = 0
 
@@ -55,14 +56,20 @@ class Router:
                 if name in pool.aliases:
                     return pool
             for pool in self.config.models:
-                if any(fnmatch.fnmatchcase(name, pat) for pat in pool.aliases if any(c in pat for c in "*?[")):
+                if any(
+                    fnmatch.fnmatchcase(name, pat) for pat in pool.aliases if any(c in pat for c in "*?[")
+                ):
                     return pool
         if self.config.default_model:
             return self.pools[self.config.default_model]
-        known = sorted({p.name for p in self.config.models} | {a for p in self.config.models for a in p.aliases})
+        known = sorted(
+            {p.name for p in self.config.models} | {a for p in self.config.models for a in p.aliases}
+        )
         raise NotFoundError(f"model {model!r} is not served by this proxy; known models: {known}")
 
-    def pick(self, pool: str, session: str | None, exclude: set[str] | frozenset[str] = frozenset()) -> Replica:
+    def pick(
+        self, pool: str, session: str | None, exclude: set[str] | frozenset[str] = frozenset()
+    ) -> Replica:
         """Choose a replica: the session's previous one while it is available, else the available one
         with the fewest outstanding requests (ties: fewest served). Excluded and unavailable replicas
         are used only when nothing else is left."""

@@ -35,8 +35,12 @@ class SharedBudgetHook:
         assert config.shared_budgets_url is not None
         self.config = config
         holder = f"proxy@{socket.gethostname()}:{config.port}/{os.getpid()}"
-        self.budgets = SharedBudgets(config.shared_budgets_url, schema=config.shared_budgets_schema,
-                                     holder=holder[:200], lease_s=config.budget_lease_s)
+        self.budgets = SharedBudgets(
+            config.shared_budgets_url,
+            schema=config.shared_budgets_schema,
+            holder=holder[:200],
+            lease_s=config.budget_lease_s,
+        )
         self._open: dict[str, list[str]] = {}  # request id -> its scopes, until settled
         self._settling: set[asyncio.Task[None]] = set()
 
@@ -48,7 +52,9 @@ class SharedBudgetHook:
             limits.append(Limit(agent_scope(who.session, who.agent), agent_budget))
         return limits
 
-    async def reserve(self, who: Who, request_id: str, agent_budget: int | None, est_input: int, max_tokens: int) -> int:
+    async def reserve(
+        self, who: Who, request_id: str, agent_budget: int | None, est_input: int, max_tokens: int
+    ) -> int:
         """``max_tokens`` lowered to what the shared budgets grant (unchanged when none applies).
 
         Raises BudgetExceededError (403, as the local budgets), OverloadedError (529, retryable: the
@@ -58,10 +64,17 @@ class SharedBudgetHook:
         if not limits:
             return max_tokens
         try:
-            granted = await self.budgets.reserve(request_id, limits, est_input=est_input, max_tokens=max_tokens)
+            granted = await self.budgets.reserve(
+                request_id, limits, est_input=est_input, max_tokens=max_tokens
+            )
         except BudgetExhaustedError as exc:
-            raise BudgetExceededError(str(exc), budget=exc.scope, limit=exc.limit, used=exc.spent + exc.reserved,
-                                      requested=exc.requested) from None
+            raise BudgetExceededError(
+                str(exc),
+                budget=exc.scope,
+                limit=exc.limit,
+                used=exc.spent + exc.reserved,
+                requested=exc.requested,
+            ) from None
         except BlackboardError as exc:
             raise OverloadedError(f"shared token budgets unavailable: {exc}") from None
         self._open[request_id] = [lim.scope for lim in limits]

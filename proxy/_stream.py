@@ -57,9 +57,16 @@ class _ToolCall:
 class StreamBuilder:
     """Anthropic event stream builder. Every method returns the events to send, in order."""
 
-    def __init__(self, *, model: str, input_tokens: int = 0, message_id: str | None = None,
-                 think_tags: bool = True, start_in_think: bool = False,
-                 tool_name: Callable[[str], str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        model: str,
+        input_tokens: int = 0,
+        message_id: str | None = None,
+        think_tags: bool = True,
+        start_in_think: bool = False,
+        tool_name: Callable[[str], str] | None = None,
+    ) -> None:
         self.message_id = message_id or new_message_id()
         self.model = model
         self.input_tokens = input_tokens
@@ -96,11 +103,26 @@ class StreamBuilder:
         if self._started:
             return []
         self._started = True
-        return [{"type": "message_start", "message": {
-            "id": self.message_id, "type": "message", "role": "assistant", "model": self.model,
-            "content": [], "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": self.input_tokens, "output_tokens": 0,
-                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}}]
+        return [
+            {
+                "type": "message_start",
+                "message": {
+                    "id": self.message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": self.model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {
+                        "input_tokens": self.input_tokens,
+                        "output_tokens": 0,
+                        "cache_creation_input_tokens": 0,
+                        "cache_read_input_tokens": 0,
+                    },
+                },
+            }
+        ]
 
     def _block_start(self, block: dict[str, Any]) -> list[Event]:
         ev = self.start() + self._close()
@@ -113,8 +135,13 @@ class StreamBuilder:
             return []
         ev: list[Event] = []
         if self._open == "thinking":
-            ev.append({"type": "content_block_delta", "index": self._index,
-                       "delta": {"type": "signature_delta", "signature": SIGNATURE}})
+            ev.append(
+                {
+                    "type": "content_block_delta",
+                    "index": self._index,
+                    "delta": {"type": "signature_delta", "signature": SIGNATURE},
+                }
+            )
         self._open = None
         ev.append({"type": "content_block_stop", "index": self._index})
         return ev
@@ -132,7 +159,9 @@ class StreamBuilder:
                 ev += self._block_start({"type": "thinking", "thinking": "", "signature": ""})
             self._open = kind
         self.emitted_chars += len(s)
-        delta = {"type": "text_delta", "text": s} if kind == "text" else {"type": "thinking_delta", "thinking": s}
+        delta = (
+            {"type": "text_delta", "text": s} if kind == "text" else {"type": "thinking_delta", "thinking": s}
+        )
         ev.append({"type": "content_block_delta", "index": self._index, "delta": delta})
         return ev
 
@@ -187,13 +216,16 @@ class StreamBuilder:
             args = obj.get("arguments", obj.get("parameters", {}))
             self._tag_tools += 1
             key = ("tag", self._tag_tools)
-            self._tools[key] = _ToolCall(None, obj["name"], [args if isinstance(args, str) else json.dumps(args)])
+            self._tools[key] = _ToolCall(
+                None, obj["name"], [args if isinstance(args, str) else json.dumps(args)]
+            )
             self._tool_order.append(key)
             return []
         return self._emit(mode, f"<tool_call>{raw}</tool_call>")
 
-    def tool_delta(self, index: Any, id: str | None = None, name: str | None = None,
-                   arguments: str | None = None) -> list[Event]:
+    def tool_delta(
+        self, index: Any, id: str | None = None, name: str | None = None, arguments: str | None = None
+    ) -> list[Event]:
         """A fragment of the upstream tool call number ``index`` (fragments may interleave)."""
         call = self._tools.get(index)
         if call is None:
@@ -209,8 +241,13 @@ class StreamBuilder:
                 self.tap.feed(index, call.name, arguments)
         return self.start()
 
-    def usage(self, *, input_tokens: int | None = None, output_tokens: int | None = None,
-              cached_tokens: int | None = None) -> None:
+    def usage(
+        self,
+        *,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cached_tokens: int | None = None,
+    ) -> None:
         """Upstream token counts; ``input_tokens`` includes cached ones (OpenAI semantics)."""
         if input_tokens is not None:
             self.input_tokens = input_tokens
@@ -256,7 +293,9 @@ class StreamBuilder:
                     continue
                 raise InvalidToolArgumentsError(
                     f"the model called tool {name!r} with arguments that are not a valid JSON object: "
-                    f"{parsed.problem}; nothing was delivered to run, retry the request", tool=name)
+                    f"{parsed.problem}; nothing was delivered to run, retry the request",
+                    tool=name,
+                )
             if parsed.repair:
                 log.info("repaired the arguments of a call of tool %r: %s", name, parsed.repair)
             out.append((_ToolCall(call.id, name, []), parsed.input))
@@ -267,9 +306,16 @@ class StreamBuilder:
         for call, tool_input in calls:
             tid = _ID_OK.sub("_", call.id) if call.id else new_tool_id()
             ev += self._block_start({"type": "tool_use", "id": tid, "name": call.name, "input": {}})
-            ev.append({"type": "content_block_delta", "index": self._index,
-                       "delta": {"type": "input_json_delta",
-                                 "partial_json": json.dumps(tool_input, ensure_ascii=False)}})
+            ev.append(
+                {
+                    "type": "content_block_delta",
+                    "index": self._index,
+                    "delta": {
+                        "type": "input_json_delta",
+                        "partial_json": json.dumps(tool_input, ensure_ascii=False),
+                    },
+                }
+            )
             ev.append({"type": "content_block_stop", "index": self._index})
             self.tool_uses += 1
         self._tools.clear()
@@ -299,11 +345,18 @@ class StreamBuilder:
         stop_seq = self.stop_sequence if reason == "stop_sequence" else None
         if self.output_tokens is None:
             self.output_tokens = max(1, (self.emitted_chars + 3) // 4)
-        ev.append({"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": stop_seq},
-                   "usage": {"input_tokens": max(self.input_tokens - self.cached_tokens, 0),
-                             "output_tokens": self.output_tokens,
-                             "cache_creation_input_tokens": 0,
-                             "cache_read_input_tokens": self.cached_tokens}})
+        ev.append(
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": reason, "stop_sequence": stop_seq},
+                "usage": {
+                    "input_tokens": max(self.input_tokens - self.cached_tokens, 0),
+                    "output_tokens": self.output_tokens,
+                    "cache_creation_input_tokens": 0,
+                    "cache_read_input_tokens": self.cached_tokens,
+                },
+            }
+        )
         ev.append({"type": "message_stop"})
         self.stop_reason = reason
         return ev

@@ -29,7 +29,7 @@ class TagSplitter:
             tag = next((t for t in TAGS if buf.startswith(t)), None)
             if tag is not None:
                 out.append(("tag", tag))
-                buf = buf[len(tag):]
+                buf = buf[len(tag) :]
                 continue
             if any(t.startswith(buf) for t in TAGS):
                 break  # could still become a tag: wait for more

@@ -22,12 +22,23 @@ from ._router import Replica
 from .config import ModelPool
 
 
-async def count_tokens(client: httpx.AsyncClient, pool: ModelPool, replica: Replica, p: Prepared,
-                       methods: dict[str, str], headers: dict[str, str], timeout_s: float) -> tuple[int, str]:
+async def count_tokens(
+    client: httpx.AsyncClient,
+    pool: ModelPool,
+    replica: Replica,
+    p: Prepared,
+    methods: dict[str, str],
+    headers: dict[str, str],
+    timeout_s: float,
+) -> tuple[int, str]:
     """Returns ``(input_tokens, method)`` with method one of "upstream", "vllm-tokenize",
     "llamacpp-tokenize", "estimate". ``methods`` caches the working method per replica URL."""
     known = methods.get(replica.url)
-    order = [known] if known else (["upstream"] if pool.kind == "anthropic" else ["vllm-tokenize", "llamacpp-tokenize"])
+    order = (
+        [known]
+        if known
+        else (["upstream"] if pool.kind == "anthropic" else ["vllm-tokenize", "llamacpp-tokenize"])
+    )
     for method in order:
         try:
             n = await _try(client, method, pool, replica, p, headers, timeout_s)
@@ -41,22 +52,42 @@ async def count_tokens(client: httpx.AsyncClient, pool: ModelPool, replica: Repl
     return estimate_request_tokens(p), "estimate"
 
 
-async def _try(client: httpx.AsyncClient, method: str, pool: ModelPool, replica: Replica, p: Prepared,
-               headers: dict[str, str], timeout_s: float) -> int | None:
+async def _try(
+    client: httpx.AsyncClient,
+    method: str,
+    pool: ModelPool,
+    replica: Replica,
+    p: Prepared,
+    headers: dict[str, str],
+    timeout_s: float,
+) -> int | None:
     if method == "estimate":
         return None
     if method == "upstream":
         abody = to_anthropic(p, upstream_model=pool.upstream_name, max_tokens=1)
         for k in ("max_tokens", "stream", "stop_sequences", "temperature", "top_p", "top_k"):
             abody.pop(k, None)
-        r = await client.post(replica.url + "/v1/messages/count_tokens", content=dumps(abody), headers=headers, timeout=timeout_s)
+        r = await client.post(
+            replica.url + "/v1/messages/count_tokens",
+            content=dumps(abody),
+            headers=headers,
+            timeout=timeout_s,
+        )
         return int(r.json()["input_tokens"]) if r.status_code == 200 else None
-    oa, _ = to_openai(p, upstream_model=pool.upstream_name, max_tokens=1, enable_thinking=None, chat_template_kwargs=False)
+    oa, _ = to_openai(
+        p, upstream_model=pool.upstream_name, max_tokens=1, enable_thinking=None, chat_template_kwargs=False
+    )
     if method == "vllm-tokenize":
-        body: dict[str, Any] = {"model": oa["model"], "messages": oa["messages"], "add_generation_prompt": True}
+        body: dict[str, Any] = {
+            "model": oa["model"],
+            "messages": oa["messages"],
+            "add_generation_prompt": True,
+        }
         if "tools" in oa:
             body["tools"] = oa["tools"]
-        r = await client.post(replica.url + "/tokenize", content=dumps(body), headers=headers, timeout=timeout_s)
+        r = await client.post(
+            replica.url + "/tokenize", content=dumps(body), headers=headers, timeout=timeout_s
+        )
         if r.status_code != 200:
             return None
         j = r.json()
@@ -64,11 +95,15 @@ async def _try(client: httpx.AsyncClient, method: str, pool: ModelPool, replica:
     tbody: dict[str, Any] = {"messages": oa["messages"]}
     if "tools" in oa:
         tbody["tools"] = oa["tools"]
-    r = await client.post(replica.url + "/apply-template", content=dumps(tbody), headers=headers, timeout=timeout_s)
+    r = await client.post(
+        replica.url + "/apply-template", content=dumps(tbody), headers=headers, timeout=timeout_s
+    )
     if r.status_code != 200:
         return None
     prompt = r.json()["prompt"]
-    r = await client.post(replica.url + "/tokenize", content=dumps({"content": prompt}), headers=headers, timeout=timeout_s)
+    r = await client.post(
+        replica.url + "/tokenize", content=dumps({"content": prompt}), headers=headers, timeout=timeout_s
+    )
     if r.status_code != 200:
         return None
     return len(r.json()["tokens"])

@@ -60,8 +60,15 @@ ToolDeltaObserver = Callable[[ToolArgsEvent], None]
 class ToolTap:
     """Reads the first upstream tool call named ``tool`` (client spelling) of one response."""
 
-    def __init__(self, observer: ToolDeltaObserver, who: Any, request_id: str, tool: str,
-                 properties: Sequence[str], client_name: Callable[[str], str]) -> None:
+    def __init__(
+        self,
+        observer: ToolDeltaObserver,
+        who: Any,
+        request_id: str,
+        tool: str,
+        properties: Sequence[str],
+        client_name: Callable[[str], str],
+    ) -> None:
         self._observer = observer
         self._who = who
         self._request_id = request_id
@@ -87,9 +94,18 @@ class ToolTap:
         r = self._reader
         who = self._who
         event = ToolArgsEvent(
-            agent=who.agent, user=who.user, session=who.session, turn=who.turn, request_id=self._request_id,
-            tool=self._tool, properties=self._properties, members=dict(r.members), order=tuple(r.order),
-            partial_key=r.partial_key, partial_text=r.partial_text, complete=r.complete,
+            agent=who.agent,
+            user=who.user,
+            session=who.session,
+            turn=who.turn,
+            request_id=self._request_id,
+            tool=self._tool,
+            properties=self._properties,
+            members=dict(r.members),
+            order=tuple(r.order),
+            partial_key=r.partial_key,
+            partial_text=r.partial_text,
+            complete=r.complete,
         )
         if r.failed or r.complete:
             self._stopped = True
@@ -100,14 +116,32 @@ class ToolTap:
             log.exception("on_tool_delta observer failed (agent=%s); tap stopped", who.agent or "-")
 
 
-def tool_tap(observer: ToolDeltaObserver | None, who: Any, request_id: str, forced_tool: str | None,
-             tools: Sequence[Mapping[str, Any]], client_name: Callable[[str], str]) -> ToolTap | None:
+def tool_tap(
+    observer: ToolDeltaObserver | None,
+    who: Any,
+    request_id: str,
+    forced_tool: str | None,
+    tools: Sequence[Mapping[str, Any]],
+    client_name: Callable[[str], str],
+) -> ToolTap | None:
     """The tap for a request that forces ``forced_tool`` (None without an observer or a forced tool).
     ``tools`` are the request's tools as they will be sent (their ``input_schema`` names the properties)."""
     if observer is None or not forced_tool:
         return None
-    schema = next((t.get("input_schema") for t in tools
-                   if forced_tool in (t.get("name"), client_name(str(t.get("name", ""))))), None)
+    schema = next(
+        (
+            t.get("input_schema")
+            for t in tools
+            if forced_tool in (t.get("name"), client_name(str(t.get("name", ""))))
+        ),
+        None,
+    )
     props = schema.get("properties") if isinstance(schema, Mapping) else None
-    return ToolTap(observer, who, request_id, forced_tool, tuple(props) if isinstance(props, Mapping) else (),
-                   client_name)
+    return ToolTap(
+        observer,
+        who,
+        request_id,
+        forced_tool,
+        tuple(props) if isinstance(props, Mapping) else (),
+        client_name,
+    )

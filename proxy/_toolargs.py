@@ -73,8 +73,12 @@ def _parse(s: str) -> ParsedArguments:
         return _after_error(s, exc)
     obj = _object(value)
     if obj is None:
-        return ParsedArguments(None, problem=f"the arguments are a JSON {type(value).__name__}, not an object")
-    return ParsedArguments(obj, repair=None if isinstance(value, dict) else "double-encoded JSON string decoded")
+        return ParsedArguments(
+            None, problem=f"the arguments are a JSON {type(value).__name__}, not an object"
+        )
+    return ParsedArguments(
+        obj, repair=None if isinstance(value, dict) else "double-encoded JSON string decoded"
+    )
 
 
 def _after_error(s: str, exc: json.JSONDecodeError) -> ParsedArguments:
@@ -86,11 +90,19 @@ def _after_error(s: str, exc: json.JSONDecodeError) -> ParsedArguments:
         if isinstance(value, dict):
             rest = s[end:]
             if set(rest) <= _CLOSERS:
-                return ParsedArguments(value, repair=f"stray closing brackets after the object removed ({rest.strip()!r})")
-            return ParsedArguments(None, problem="more text follows the first complete object (two objects back to back?)")
+                return ParsedArguments(
+                    value, repair=f"stray closing brackets after the object removed ({rest.strip()!r})"
+                )
+            return ParsedArguments(
+                None, problem="more text follows the first complete object (two objects back to back?)"
+            )
     if _open_at_end(s):
-        return ParsedArguments(None, problem="the arguments end before the object is complete (cut off)", truncated=True)
-    return ParsedArguments(None, problem=f"the arguments are not valid JSON ({exc.msg} at character {exc.pos})")
+        return ParsedArguments(
+            None, problem="the arguments end before the object is complete (cut off)", truncated=True
+        )
+    return ParsedArguments(
+        None, problem=f"the arguments are not valid JSON ({exc.msg} at character {exc.pos})"
+    )
 
 
 def _open_at_end(s: str) -> bool:

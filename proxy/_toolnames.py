@@ -83,7 +83,9 @@ def _names(p: Prepared) -> list[str]:
         names.append(p.tool_choice["name"])
     for m in p.messages:
         if m["role"] == "assistant":
-            names += [str(b.get("name", "")) for b in m["content"] if b.get("type") == "tool_use" and b.get("name")]
+            names += [
+                str(b.get("name", "")) for b in m["content"] if b.get("type") == "tool_use" and b.get("name")
+            ]
     return names
 
 
@@ -99,6 +101,8 @@ def map_tool_names(p: Prepared) -> ToolNames:
         p.tool_choice = {**p.tool_choice, "name": names.upstream(p.tool_choice["name"])}
     for m in p.messages:
         if m["role"] == "assistant" and any(b.get("type") == "tool_use" for b in m["content"]):
-            m["content"] = [{**b, "name": names.upstream(str(b.get("name", "")))} if b.get("type") == "tool_use" else b
-                            for b in m["content"]]
+            m["content"] = [
+                {**b, "name": names.upstream(str(b.get("name", "")))} if b.get("type") == "tool_use" else b
+                for b in m["content"]
+            ]
     return names

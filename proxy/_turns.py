@@ -15,7 +15,7 @@ instead, which the supervisor fills through ``POST /coach/turns`` (``create_app(
 ``op`` is ``open`` (the session's open turn, replacing any earlier one, with ``agents`` armed), ``arm`` /
 ``disarm`` (agents of that turn; ignored when it is no longer open) or ``close`` (the turn is over);
 changes apply in order, all or none (the body is validated first). The semantics are those of
-``launcher._turn_scope.TurnDirectory``: a request gets a turn only while its agent is armed in it, so a
+``launcher.pipeline._turn_scope.TurnDirectory``: a request gets a turn only while its agent is armed in it, so a
 late call of an agent whose run ended is never metered under a later turn; a request that carries
 ``x-coach-turn`` keeps it.
 
@@ -41,7 +41,14 @@ from starlette.responses import JSONResponse, Response
 
 from .errors import AuthenticationError, InvalidRequestError
 
-__all__ = ["CONTROL_TOKEN_HEADER", "TURNS_PATH", "TurnChange", "TurnTable", "turn_control_token", "turns_route"]
+__all__ = [
+    "CONTROL_TOKEN_HEADER",
+    "TURNS_PATH",
+    "TurnChange",
+    "TurnTable",
+    "turn_control_token",
+    "turns_route",
+]
 
 #: Header carrying :func:`turn_control_token`.
 CONTROL_TOKEN_HEADER = "x-coach-control-token"
@@ -116,18 +123,24 @@ async def turns_route(request: Request) -> Response:
     state = request.app.state.proxy
     given = request.headers.get(CONTROL_TOKEN_HEADER)
     if given is None:
-        raise AuthenticationError(f"missing {CONTROL_TOKEN_HEADER}: turn changes must be signed with the data "
-                                  "directory's secret (proxy.turn_control_token)")
+        raise AuthenticationError(
+            f"missing {CONTROL_TOKEN_HEADER}: turn changes must be signed with the data "
+            "directory's secret (proxy.turn_control_token)"
+        )
     if not hmac.compare_digest(given.encode(), state.turn_token.encode()):
-        raise AuthenticationError(f"invalid {CONTROL_TOKEN_HEADER}: the proxy uses another secret (another data "
-                                  "directory or COACH_MCP_SECRET)")
+        raise AuthenticationError(
+            f"invalid {CONTROL_TOKEN_HEADER}: the proxy uses another secret (another data "
+            "directory or COACH_MCP_SECRET)"
+        )
     body = await request.body()
     try:
         changes = _Changes.model_validate_json(body).changes
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()[:5])
-        raise InvalidRequestError(f"invalid turn changes ({problems}); send "
-                                  '{"changes": [{"op", "user", "session", "turn", "agents"}]}') from None
+        raise InvalidRequestError(
+            f"invalid turn changes ({problems}); send "
+            '{"changes": [{"op", "user", "session", "turn", "agents"}]}'
+        ) from None
     for change in changes:
         state.turns.apply(change)
     return JSONResponse({"applied": len(changes)})

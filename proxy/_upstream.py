@@ -111,7 +111,9 @@ class UpstreamStream:
 _REQUEST_UNSERVABLE = re.compile(
     r"not supported|unsupported|does not support|not implemented|exceeds? the (?:available )?context|"
     r"context size|context length|too long|failed to parse|could not parse|cannot parse|invalid|malformed|"
-    r"chat template|no such tool|unknown (?:model|tool|parameter)", re.IGNORECASE)
+    r"chat template|no such tool|unknown (?:model|tool|parameter)",
+    re.IGNORECASE,
+)
 
 
 def _status_error(status: int, body: bytes, url: str) -> ProxyError:
@@ -130,14 +132,18 @@ def _status_error(status: int, body: bytes, url: str) -> ProxyError:
     if status == 413:
         return RequestTooLargeError(msg)
     if status in (401, 403):
-        return UpstreamError(f"upstream {url} rejected the proxy's credentials (HTTP {status}); check the pool's api_key",
-                             retryable=False)
+        return UpstreamError(
+            f"upstream {url} rejected the proxy's credentials (HTTP {status}); check the pool's api_key",
+            retryable=False,
+        )
     if status == 429:
         return RateLimitedError(msg)
     if status in (503, 529):
         return OverloadedError(msg)
     if status == 501 or (status == 500 and _REQUEST_UNSERVABLE.search(detail)):
-        return InvalidRequestError(f"upstream cannot serve this request (HTTP {status}, not retried): {detail}"[:600])
+        return InvalidRequestError(
+            f"upstream cannot serve this request (HTTP {status}, not retried): {detail}"[:600]
+        )
     if status in (500, 502, 504):
         return UpstreamError(msg)
     return UpstreamError(msg, retryable=False)  # 505-511: the same request fails the same way
@@ -152,17 +158,46 @@ def _retry_after(resp: httpx.Response) -> float | None:
 
 
 def _backoff(cfg: ProxyConfig, attempt: int) -> float:
-    return random.uniform(0, min(cfg.backoff_max_s, cfg.backoff_base_s * (2 ** attempt)))
+    return random.uniform(0, min(cfg.backoff_max_s, cfg.backoff_base_s * (2**attempt)))
 
 
-async def open_stream(client: httpx.AsyncClient, router: Router, pool: ModelPool, *, path: str, body: bytes,
-                      headers: dict[str, str], session: str | None, on_retry: Any = None) -> UpstreamStream:
+async def _refusal(resp: httpx.Response, url: str, cfg: ProxyConfig) -> tuple[ProxyError, float | None]:
+    """A replica's non-200 answer as an error. Raises it when it must not be retried (a 4xx other than
+    429, a non-retryable 5xx, a 429 asking to wait longer than ``max_retry_after_s``); else returns it
+    with the wait a 429's Retry-After asks for (None: the backoff)."""
+    raw = await resp.aread()
+    err = _status_error(resp.status_code, raw, url)
+    if resp.status_code == 429:
+        ra = _retry_after(resp)
+        if ra is not None:
+            err.headers["retry-after"] = str(int(ra))
+            if ra > cfg.max_retry_after_s:
+                raise err
+        return err, ra
+    if resp.status_code < 500 or not err.retryable:
+        raise err
+    return err, None
+
+
+async def open_stream(
+    client: httpx.AsyncClient,
+    router: Router,
+    pool: ModelPool,
+    *,
+    path: str,
+    body: bytes,
+    headers: dict[str, str],
+    session: str | None,
+    on_retry: Any = None,
+) -> UpstreamStream:
     """Send ``body`` to ``path`` on a replica of ``pool`` and wait for the first payload, with retries
     and failover (module docstring). Raises a ProxyError subclass when every attempt failed:
     RateLimitedError (429s), OverloadedError (nothing reachable / 503), UpstreamTimeoutError (no first
     byte in time), UpstreamError (5xx, garbage, reset), or the mapped 4xx (never retried)."""
     cfg = router.config
-    timeout = httpx.Timeout(connect=cfg.connect_timeout_s, read=cfg.read_timeout_s, write=60.0, pool=cfg.connect_timeout_s)
+    timeout = httpx.Timeout(
+        connect=cfg.connect_timeout_s, read=cfg.read_timeout_s, write=60.0, pool=cfg.connect_timeout_s
+    )
     tried: set[str] = set()
     last: ProxyError = OverloadedError(f"no replica of model {pool.name!r} could be reached")
     for attempt in range(cfg.max_attempts):
@@ -174,22 +209,14 @@ async def open_stream(client: httpx.AsyncClient, router: Router, pool: ModelPool
         handed_over = False
         try:
             with anyio.fail_after(cfg.first_byte_timeout_s):
-                req = client.build_request("POST", replica.url + path, content=body, headers=headers, timeout=timeout)
+                req = client.build_request(
+                    "POST", replica.url + path, content=body, headers=headers, timeout=timeout
+                )
                 resp = await client.send(req, stream=True)
                 if resp.status_code != 200:
-                    raw = await resp.aread()
-                    err = _status_error(resp.status_code, raw, replica.url)
-                    if resp.status_code == 429:
-                        ra = _retry_after(resp)
-                        if ra is not None:
-                            if ra > cfg.max_retry_after_s:
-                                err.headers["retry-after"] = str(int(ra))
-                                raise err
-                            wait = ra
-                            err.headers["retry-after"] = str(int(ra))
-                    elif resp.status_code < 500 or not err.retryable:
-                        raise err
-                    last = err
+                    last, asked = await _refusal(resp, replica.url, cfg)
+                    if asked is not None:
+                        wait = asked
                 else:
                     end = StreamEnd()
                     payloads = iter_payloads(resp, end)
@@ -203,14 +230,20 @@ async def open_stream(client: httpx.AsyncClient, router: Router, pool: ModelPool
                     handed_over = True
                     return UpstreamStream(replica, resp, first, payloads, attempt + 1, empty, end)
         except TimeoutError:
-            last = UpstreamTimeoutError(f"upstream {replica.url} sent no first byte within {cfg.first_byte_timeout_s:g} s")
+            last = UpstreamTimeoutError(
+                f"upstream {replica.url} sent no first byte within {cfg.first_byte_timeout_s:g} s"
+            )
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             router.mark_down(replica)
-            last = OverloadedError(f"upstream {replica.url} of model {pool.name!r} is unreachable ({type(exc).__name__})")
+            last = OverloadedError(
+                f"upstream {replica.url} of model {pool.name!r} is unreachable ({type(exc).__name__})"
+            )
         except httpx.TimeoutException:
             last = UpstreamTimeoutError(f"upstream {replica.url} timed out before the first byte")
         except httpx.HTTPError as exc:
-            last = UpstreamError(f"upstream {replica.url} failed before the first byte ({type(exc).__name__})")
+            last = UpstreamError(
+                f"upstream {replica.url} failed before the first byte ({type(exc).__name__})"
+            )
         except UpstreamError as exc:
             if not exc.retryable:
                 raise

@@ -193,8 +193,9 @@ class ProxyConfig(BaseModel):
         return self
 
     @classmethod
-    def single_upstream(cls, url: str, *, model: str = "default", kind: Literal["openai", "anthropic"] = "openai",
-                        **kw: Any) -> ProxyConfig:
+    def single_upstream(
+        cls, url: str, *, model: str = "default", kind: Literal["openai", "anthropic"] = "openai", **kw: Any
+    ) -> ProxyConfig:
         """A config with one pool (one replica) that serves every model name."""
         pool = ModelPool(name=model, replicas=[url], kind=kind)
         return cls(models=[pool], default_model=model, **kw)
@@ -217,17 +218,29 @@ def load_config(path: str | Path, env: Mapping[str, str] | None = None) -> Proxy
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"proxy config file {p} is not valid TOML: {exc}") from exc
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read proxy config file {p} ({type(exc).__name__}); pass a readable UTF-8 TOML file") from exc
+        raise ConfigError(
+            f"cannot read proxy config file {p} ({type(exc).__name__}); pass a readable UTF-8 TOML file"
+        ) from exc
     is_coach_toml = "proxy" in data or bool(_COACH_TOML_SECTIONS & data.keys())
     section = data.get("proxy", {}) if is_coach_toml else data
     upstream = data.get("upstream") if is_coach_toml else None
     if is_coach_toml and env.get("COACH_UPSTREAM_URL"):
         upstream = {**(upstream if isinstance(upstream, dict) else {}), "url": env["COACH_UPSTREAM_URL"]}
-    if isinstance(section, dict) and not section.get("models") and isinstance(upstream, dict) and upstream.get("url"):
+    if (
+        isinstance(section, dict)
+        and not section.get("models")
+        and isinstance(upstream, dict)
+        and upstream.get("url")
+    ):
         # A coach.toml without [[proxy.models]]: one pool serving every model name from [upstream], as
         # launcher.config.CoachConfig.proxy_config does for coach run / coach serve.
-        pool = {"name": "default", "replicas": [str(upstream["url"]).rstrip("/")], "kind": upstream.get("kind", "openai"),
-                "upstream_model": upstream.get("model"), "api_key": upstream.get("api_key")}
+        pool = {
+            "name": "default",
+            "replicas": [str(upstream["url"]).rstrip("/")],
+            "kind": upstream.get("kind", "openai"),
+            "upstream_model": upstream.get("model"),
+            "api_key": upstream.get("api_key"),
+        }
         section = {**section, "models": [pool], "default_model": section.get("default_model", "default")}
     try:
         return ProxyConfig.model_validate(section)

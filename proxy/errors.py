@@ -40,8 +40,15 @@ class ProxyError(Exception):
     code = "proxy_error"
     retryable = False
 
-    def __init__(self, message: str, *, code: str | None = None, retryable: bool | None = None,
-                 status: int | None = None, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        retryable: bool | None = None,
+        status: int | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         if code is not None:

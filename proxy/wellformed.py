@@ -11,14 +11,17 @@ tool_use block's ``input_json_delta`` fragments forming one JSON object;
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar
 
 __all__ = ["accumulate", "assert_well_formed", "check_events", "encode_sse", "parse_sse"]
 
 _STOP_REASONS = {"end_turn", "max_tokens", "tool_use", "stop_sequence", "refusal", "pause_turn"}
-_DELTA_FOR = {"text": {"text_delta"}, "thinking": {"thinking_delta", "signature_delta"},
-              "tool_use": {"input_json_delta"}}
+_DELTA_FOR = {
+    "text": {"text_delta"},
+    "thinking": {"thinking_delta", "signature_delta"},
+    "tool_use": {"input_json_delta"},
+}
 _MESSAGE_FIELDS = ("id", "type", "role", "model", "content", "stop_reason", "stop_sequence", "usage")
 
 
@@ -40,111 +43,142 @@ def parse_sse(text: str) -> list[dict[str, Any]]:
 
 def check_events(events: Iterable[dict[str, Any]]) -> list[str]:
     """Problems found in an Anthropic event sequence ([] == well formed)."""
-    problems: list[str] = []
-    started = stopped = saw_delta = errored = False
-    open_idx: int | None = None
-    open_type: str | None = None
-    next_idx = 0
-    tool_json: list[str] = []
+    checker = _Checker()
     for n, ev in enumerate(events):
+        checker.check(n, ev)
+    return checker.finish()
+
+
+class _Checker:
+    """The state of :func:`check_events` over one sequence: one method per event type."""
+
+    def __init__(self) -> None:
+        self.problems: list[str] = []
+        self.started = self.stopped = self.saw_delta = self.errored = False
+        self.open_idx: int | None = None
+        self.open_type: str | None = None
+        self.next_idx = 0
+        self.tool_json: list[str] = []
+
+    def check(self, n: int, ev: dict[str, Any]) -> None:
         t = ev.get("type")
         where = f"event {n} ({t})"
-        if errored:
-            problems.append(f"{where}: after an error event")
-            continue
-        if stopped:
-            problems.append(f"{where}: after message_stop")
-            continue
-        if t == "ping":
-            continue
-        if t == "error":
-            err = ev.get("error") or {}
-            if not err.get("type") or not isinstance(err.get("message"), str):
-                problems.append(f"{where}: error event without error.type and error.message")
-            errored = True
-            continue
-        if t == "message_start":
-            if started:
-                problems.append(f"{where}: second message_start")
-            started = True
-            msg = ev.get("message") or {}
-            missing = [f for f in _MESSAGE_FIELDS if f not in msg]
-            if missing:
-                problems.append(f"{where}: message lacks {missing}")
-            if not str(msg.get("id", "")).startswith("msg_"):
-                problems.append(f"{where}: message id {msg.get('id')!r} does not start with msg_")
-            if msg.get("type") != "message" or msg.get("role") != "assistant" or msg.get("content") != []:
-                problems.append(f"{where}: message must be type=message, role=assistant, content=[]")
-            if not isinstance((msg.get("usage") or {}).get("input_tokens"), int):
-                problems.append(f"{where}: usage.input_tokens missing")
-            continue
-        if not started:
-            problems.append(f"{where}: before message_start")
-            continue
-        if t == "content_block_start":
-            idx = ev.get("index")
-            if open_idx is not None:
-                problems.append(f"{where}: block {idx} started while block {open_idx} is open")
-            if idx != next_idx:
-                problems.append(f"{where}: index {idx}, expected {next_idx}")
-            if saw_delta:
-                problems.append(f"{where}: block started after message_delta")
-            block = ev.get("content_block") or {}
-            open_type = block.get("type")
-            if open_type not in _DELTA_FOR:
-                problems.append(f"{where}: unknown block type {open_type!r}")
-            if open_type == "tool_use" and not (block.get("id") and block.get("name")):
-                problems.append(f"{where}: tool_use block without id and name")
-            open_idx = idx
-            next_idx = (idx if isinstance(idx, int) else next_idx) + 1
-            tool_json = []
-        elif t == "content_block_delta":
-            idx = ev.get("index")
-            if idx != open_idx or open_idx is None:
-                problems.append(f"{where}: delta for block {idx}, which is not open")
-            dt = (ev.get("delta") or {}).get("type")
-            if open_type in _DELTA_FOR and dt not in _DELTA_FOR[open_type]:
-                problems.append(f"{where}: {dt} inside a {open_type} block")
-            if dt == "input_json_delta":
-                tool_json.append(str((ev.get("delta") or {}).get("partial_json", "")))
-        elif t == "content_block_stop":
-            idx = ev.get("index")
-            if idx != open_idx or open_idx is None:
-                problems.append(f"{where}: stop for block {idx}, which is not open")
-            if open_type == "tool_use":
-                raw = "".join(tool_json)
-                try:
-                    if not isinstance(json.loads(raw) if raw else {}, dict):
-                        problems.append(f"{where}: tool_use input is not a JSON object")
-                except ValueError:
-                    problems.append(f"{where}: tool_use input_json_delta fragments are not valid JSON")
-            open_idx = open_type = None
-        elif t == "message_delta":
-            if open_idx is not None:
-                problems.append(f"{where}: message_delta while block {open_idx} is open")
-            if saw_delta:
-                problems.append(f"{where}: second message_delta")
-            saw_delta = True
-            d = ev.get("delta") or {}
-            if d.get("stop_reason") not in _STOP_REASONS:
-                problems.append(f"{where}: stop_reason {d.get('stop_reason')!r} invalid")
-            if d.get("stop_reason") == "stop_sequence" and not d.get("stop_sequence"):
-                problems.append(f"{where}: stop_sequence stop without the matched sequence")
-            if not isinstance((ev.get("usage") or {}).get("output_tokens"), int):
-                problems.append(f"{where}: usage.output_tokens missing")
-        elif t == "message_stop":
-            if not saw_delta:
-                problems.append(f"{where}: message_stop without message_delta")
-            if open_idx is not None:
-                problems.append(f"{where}: message_stop while block {open_idx} is open")
-            stopped = True
+        if self.errored:
+            self.problems.append(f"{where}: after an error event")
+        elif self.stopped:
+            self.problems.append(f"{where}: after message_stop")
+        elif t == "ping":
+            pass
+        elif t == "error":
+            self._error(where, ev)
+        elif t == "message_start":
+            self._message_start(where, ev)
+        elif not self.started:
+            self.problems.append(f"{where}: before message_start")
         else:
-            problems.append(f"{where}: unknown event type")
-    if not started:
-        problems.append("no message_start")
-    elif not stopped and not errored:
-        problems.append("stream ended without message_stop or error")
-    return problems
+            handler = self._HANDLERS.get(str(t))
+            if handler is None:
+                self.problems.append(f"{where}: unknown event type")
+            else:
+                handler(self, where, ev)
+
+    def finish(self) -> list[str]:
+        if not self.started:
+            self.problems.append("no message_start")
+        elif not self.stopped and not self.errored:
+            self.problems.append("stream ended without message_stop or error")
+        return self.problems
+
+    def _error(self, where: str, ev: dict[str, Any]) -> None:
+        err = ev.get("error") or {}
+        if not err.get("type") or not isinstance(err.get("message"), str):
+            self.problems.append(f"{where}: error event without error.type and error.message")
+        self.errored = True
+
+    def _message_start(self, where: str, ev: dict[str, Any]) -> None:
+        if self.started:
+            self.problems.append(f"{where}: second message_start")
+        self.started = True
+        msg = ev.get("message") or {}
+        missing = [f for f in _MESSAGE_FIELDS if f not in msg]
+        if missing:
+            self.problems.append(f"{where}: message lacks {missing}")
+        if not str(msg.get("id", "")).startswith("msg_"):
+            self.problems.append(f"{where}: message id {msg.get('id')!r} does not start with msg_")
+        if msg.get("type") != "message" or msg.get("role") != "assistant" or msg.get("content") != []:
+            self.problems.append(f"{where}: message must be type=message, role=assistant, content=[]")
+        if not isinstance((msg.get("usage") or {}).get("input_tokens"), int):
+            self.problems.append(f"{where}: usage.input_tokens missing")
+
+    def _block_start(self, where: str, ev: dict[str, Any]) -> None:
+        idx = ev.get("index")
+        if self.open_idx is not None:
+            self.problems.append(f"{where}: block {idx} started while block {self.open_idx} is open")
+        if idx != self.next_idx:
+            self.problems.append(f"{where}: index {idx}, expected {self.next_idx}")
+        if self.saw_delta:
+            self.problems.append(f"{where}: block started after message_delta")
+        block = ev.get("content_block") or {}
+        self.open_type = block.get("type")
+        if self.open_type not in _DELTA_FOR:
+            self.problems.append(f"{where}: unknown block type {self.open_type!r}")
+        if self.open_type == "tool_use" and not (block.get("id") and block.get("name")):
+            self.problems.append(f"{where}: tool_use block without id and name")
+        self.open_idx = idx
+        self.next_idx = (idx if isinstance(idx, int) else self.next_idx) + 1
+        self.tool_json = []
+
+    def _block_delta(self, where: str, ev: dict[str, Any]) -> None:
+        idx = ev.get("index")
+        if idx != self.open_idx or self.open_idx is None:
+            self.problems.append(f"{where}: delta for block {idx}, which is not open")
+        dt = (ev.get("delta") or {}).get("type")
+        if self.open_type in _DELTA_FOR and dt not in _DELTA_FOR[self.open_type]:
+            self.problems.append(f"{where}: {dt} inside a {self.open_type} block")
+        if dt == "input_json_delta":
+            self.tool_json.append(str((ev.get("delta") or {}).get("partial_json", "")))
+
+    def _block_stop(self, where: str, ev: dict[str, Any]) -> None:
+        idx = ev.get("index")
+        if idx != self.open_idx or self.open_idx is None:
+            self.problems.append(f"{where}: stop for block {idx}, which is not open")
+        if self.open_type == "tool_use":
+            raw = "".join(self.tool_json)
+            try:
+                if not isinstance(json.loads(raw) if raw else {}, dict):
+                    self.problems.append(f"{where}: tool_use input is not a JSON object")
+            except ValueError:
+                self.problems.append(f"{where}: tool_use input_json_delta fragments are not valid JSON")
+        self.open_idx = self.open_type = None
+
+    def _message_delta(self, where: str, ev: dict[str, Any]) -> None:
+        if self.open_idx is not None:
+            self.problems.append(f"{where}: message_delta while block {self.open_idx} is open")
+        if self.saw_delta:
+            self.problems.append(f"{where}: second message_delta")
+        self.saw_delta = True
+        d = ev.get("delta") or {}
+        if d.get("stop_reason") not in _STOP_REASONS:
+            self.problems.append(f"{where}: stop_reason {d.get('stop_reason')!r} invalid")
+        if d.get("stop_reason") == "stop_sequence" and not d.get("stop_sequence"):
+            self.problems.append(f"{where}: stop_sequence stop without the matched sequence")
+        if not isinstance((ev.get("usage") or {}).get("output_tokens"), int):
+            self.problems.append(f"{where}: usage.output_tokens missing")
+
+    def _message_stop(self, where: str, ev: dict[str, Any]) -> None:
+        if not self.saw_delta:
+            self.problems.append(f"{where}: message_stop without message_delta")
+        if self.open_idx is not None:
+            self.problems.append(f"{where}: message_stop while block {self.open_idx} is open")
+        self.stopped = True
+
+    _HANDLERS: ClassVar[dict[str, Callable[[_Checker, str, dict[str, Any]], None]]] = {
+        "content_block_start": _block_start,
+        "content_block_delta": _block_delta,
+        "content_block_stop": _block_stop,
+        "message_delta": _message_delta,
+        "message_stop": _message_stop,
+    }
 
 
 def assert_well_formed(events: Iterable[dict[str, Any]]) -> None:

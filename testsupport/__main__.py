@@ -35,8 +35,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         scripts = scripts_from_json(json.loads(args.scripts.read_text())) if args.scripts else {}
-        upstream = ScriptedUpstream(scripts, latency=args.latency, time_scale=args.time_scale,
-                                    default_text=args.default_text, model_name=args.model_name)
+        upstream = ScriptedUpstream(
+            scripts,
+            latency=args.latency,
+            time_scale=args.time_scale,
+            default_text=args.default_text,
+            model_name=args.model_name,
+        )
         url = upstream.start(args.host, args.port)
     except (OSError, ValueError, TestSupportError) as exc:
         print(f"error: {exc}", file=sys.stderr)

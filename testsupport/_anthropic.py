@@ -31,8 +31,13 @@ def usage(ctx: PlaybackContext, output_tokens: int) -> dict[str, int]:
 
 
 def error_body(status: int, message: str) -> dict[str, Any]:
-    kinds = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
-             429: "rate_limit_error", 529: "overloaded_error"}
+    kinds = {
+        400: "invalid_request_error",
+        401: "authentication_error",
+        404: "not_found_error",
+        429: "rate_limit_error",
+        529: "overloaded_error",
+    }
     return {"type": "error", "error": {"type": kinds.get(status, "api_error"), "message": message}}
 
 
@@ -42,8 +47,14 @@ def message(plan: Plan, ctx: PlaybackContext) -> dict[str, Any]:
     if plan.text_tokens or not plan.calls:
         content.append({"type": "text", "text": plan.text})
     for call in plan.calls:
-        content.append({"type": "tool_use", "id": "toolu_" + call.id_suffix, "name": call.name,
-                        "input": call.arguments_obj})
+        content.append(
+            {
+                "type": "tool_use",
+                "id": "toolu_" + call.id_suffix,
+                "name": call.name,
+                "input": call.arguments_obj,
+            }
+        )
     return {
         "id": new_id("msg_"),
         "type": "message",
@@ -75,27 +86,46 @@ async def stream(plan: Plan, ctx: PlaybackContext) -> AsyncIterator[bytes]:
         await ctx.sim.prefill(ctx.admission)
         async with ctx.sim.decoding() as decode:
             start: dict[str, Any] = {
-                "id": new_id("msg_"), "type": "message", "role": "assistant", "model": ctx.model_name,
-                "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage(ctx, 1),
+                "id": new_id("msg_"),
+                "type": "message",
+                "role": "assistant",
+                "model": ctx.model_name,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": usage(ctx, 1),
             }
             yield sse("message_start", {"type": "message_start", "message": start})
             ctx.mark_first_byte()
             yield sse("ping", {"type": "ping"})
             for index, (block, tokens, delta_type, field) in enumerate(_stream_blocks(plan)):
-                yield sse("content_block_start", {"type": "content_block_start", "index": index,
-                                                  "content_block": block})
+                yield sse(
+                    "content_block_start",
+                    {"type": "content_block_start", "index": index, "content_block": block},
+                )
                 async for piece in decode.pace(tokens):
-                    yield sse("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                      "delta": {"type": delta_type, field: piece}})
+                    yield sse(
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": index,
+                            "delta": {"type": delta_type, field: piece},
+                        },
+                    )
                     emitted = decode.tokens_emitted
                     if plan.hang_after_first_token:
                         await ctx.hang()
                         return
                 yield sse("content_block_stop", {"type": "content_block_stop", "index": index})
             emitted = plan.output_tokens
-            yield sse("message_delta", {"type": "message_delta",
-                                        "delta": {"stop_reason": plan.stop, "stop_sequence": None},
-                                        "usage": {"output_tokens": plan.output_tokens}})
+            yield sse(
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": plan.stop, "stop_sequence": None},
+                    "usage": {"output_tokens": plan.output_tokens},
+                },
+            )
             yield sse("message_stop", {"type": "message_stop"})
     finally:
         done = emitted == plan.output_tokens and not plan.hang_after_first_token

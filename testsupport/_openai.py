@@ -35,17 +35,28 @@ def usage(ctx: PlaybackContext, output_tokens: int) -> dict[str, Any]:
 
 def error_body(status: int, message: str) -> dict[str, Any]:
     kinds = {400: "BadRequestError", 404: "NotFoundError", 429: "RateLimitError"}
-    return {"object": "error", "message": message, "type": kinds.get(status, "InternalServerError"),
-            "param": None, "code": status}
+    return {
+        "object": "error",
+        "message": message,
+        "type": kinds.get(status, "InternalServerError"),
+        "param": None,
+        "code": status,
+    }
 
 
 def completion(plan: Plan, ctx: PlaybackContext) -> dict[str, Any]:
     """The non-streaming response body."""
-    msg: dict[str, Any] = {"role": "assistant", "content": plan.text if plan.text_tokens or not plan.calls else None}
+    msg: dict[str, Any] = {
+        "role": "assistant",
+        "content": plan.text if plan.text_tokens or not plan.calls else None,
+    }
     if plan.calls:
         msg["tool_calls"] = [
-            {"id": "call_" + c.id_suffix, "type": "function",
-             "function": {"name": c.name, "arguments": c.arguments_json}}
+            {
+                "id": "call_" + c.id_suffix,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments_json},
+            }
             for c in plan.calls
         ]
     return {
@@ -65,8 +76,15 @@ async def stream(plan: Plan, ctx: PlaybackContext) -> AsyncIterator[bytes]:
     emitted = 0
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        return sse({"id": cid, "object": "chat.completion.chunk", "created": ctx.created, "model": ctx.model_name,
-                    "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]})
+        return sse(
+            {
+                "id": cid,
+                "object": "chat.completion.chunk",
+                "created": ctx.created,
+                "model": ctx.model_name,
+                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+            }
+        )
 
     try:
         await ctx.sim.prefill(ctx.admission)
@@ -80,8 +98,18 @@ async def stream(plan: Plan, ctx: PlaybackContext) -> AsyncIterator[bytes]:
                     await ctx.hang()
                     return
             for i, call in enumerate(plan.calls):
-                yield chunk({"tool_calls": [{"index": i, "id": "call_" + call.id_suffix, "type": "function",
-                                             "function": {"name": call.name, "arguments": ""}}]})
+                yield chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": i,
+                                "id": "call_" + call.id_suffix,
+                                "type": "function",
+                                "function": {"name": call.name, "arguments": ""},
+                            }
+                        ]
+                    }
+                )
                 async for piece in decode.pace(call.tokens):
                     yield chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
                     emitted = decode.tokens_emitted
@@ -91,8 +119,16 @@ async def stream(plan: Plan, ctx: PlaybackContext) -> AsyncIterator[bytes]:
             emitted = plan.output_tokens
             yield chunk({}, FINISH[plan.stop])
             if include_usage:
-                yield sse({"id": cid, "object": "chat.completion.chunk", "created": ctx.created,
-                           "model": ctx.model_name, "choices": [], "usage": usage(ctx, plan.output_tokens)})
+                yield sse(
+                    {
+                        "id": cid,
+                        "object": "chat.completion.chunk",
+                        "created": ctx.created,
+                        "model": ctx.model_name,
+                        "choices": [],
+                        "usage": usage(ctx, plan.output_tokens),
+                    }
+                )
             yield b"data: [DONE]\n\n"
     finally:
         done = emitted == plan.output_tokens and not plan.hang_after_first_token

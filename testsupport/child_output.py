@@ -79,6 +79,21 @@ def start_coach_serve(config: Path, *, cwd: Path, env: dict[str, str] | None = N
     with :func:`interrupt`."""
     base = {k: v for k, v in (os.environ if env is None else env).items() if not k.startswith("COACH_")}
     return subprocess.Popen(
-        [sys.executable, "-c", "from launcher.cli import app; app()", "serve", "--config", str(config),
-         "--proxy-port", "0", "--mcp-port", "0"],
-        cwd=cwd, env={**base, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            sys.executable,
+            "-c",
+            "from launcher.cli import app; app()",
+            "serve",
+            "--config",
+            str(config),
+            "--proxy-port",
+            "0",
+            "--mcp-port",
+            "0",
+        ],
+        cwd=cwd,
+        env={**base, "PYTHONUNBUFFERED": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )

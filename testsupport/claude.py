@@ -4,7 +4,7 @@ Verified with the bundled CLI 2.1.332 (claude-agent-sdk 0.2.189): ``claude -p PR
 --system-prompt S --tools "" --strict-mcp-config --mcp-config JSON --allowedTools ... --permission-mode
 bypassPermissions --max-turns N --no-session-persistence`` works offline against
 ``ANTHROPIC_BASE_URL``; as root, ``bypassPermissions`` needs ``IS_SANDBOX=1``. The environment below
-makes requests plain (DESIGN.md, "Verified facts"; the settings come from ``launcher.claude_env``, which
+makes requests plain (DESIGN.md, "Verified facts"; the settings come from ``launcher.runner.claude_env``, which
 the agent runner uses too).
 
 Usage::
@@ -30,7 +30,7 @@ from typing import Any
 
 import anyio
 
-from launcher.claude_env import PLAIN_REQUEST_ENV
+from launcher.runner.claude_env import PLAIN_REQUEST_ENV
 
 from .errors import ClaudeRunError
 
@@ -55,12 +55,16 @@ def claude_binary_path() -> Path:
     try:
         import claude_agent_sdk
     except ImportError as exc:  # pragma: no cover - dependency of the distribution
-        raise ClaudeRunError("claude-agent-sdk is not installed; pip install claude-agent-sdk",
-                             code="claude_binary_missing") from exc
+        raise ClaudeRunError(
+            "claude-agent-sdk is not installed; pip install claude-agent-sdk", code="claude_binary_missing"
+        ) from exc
     path = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
     if not path.is_file() or not os.access(path, os.X_OK):
-        raise ClaudeRunError(f"bundled claude binary not found or not executable at {path}; "
-                             "reinstall claude-agent-sdk (the wheel ships it)", code="claude_binary_missing")
+        raise ClaudeRunError(
+            f"bundled claude binary not found or not executable at {path}; "
+            "reinstall claude-agent-sdk (the wheel ships it)",
+            code="claude_binary_missing",
+        )
     return path
 
 
@@ -183,8 +187,16 @@ def claude_command(
     extra_args: Sequence[str] = (),
 ) -> list[str]:
     """The argv of a headless run (see :func:`run_claude_headless` for the arguments)."""
-    cmd = [str(claude_binary_path()), "-p", prompt, "--output-format", "json",
-           "--permission-mode", "bypassPermissions", "--no-session-persistence"]
+    cmd = [
+        str(claude_binary_path()),
+        "-p",
+        prompt,
+        "--output-format",
+        "json",
+        "--permission-mode",
+        "bypassPermissions",
+        "--no-session-persistence",
+    ]
     if system_prompt is not None:
         cmd += ["--system-prompt", system_prompt]
     if builtin_tools is not None:
@@ -241,21 +253,45 @@ def run_claude_headless(
     Returns a :class:`ClaudeResult`. Raises :class:`ClaudeRunError` (codes ``claude_binary_missing``,
     ``claude_timeout``, ``claude_bad_output``, ``claude_failed``).
     """
-    cmd = claude_command(prompt, mcp_config=mcp_config, system_prompt=system_prompt, allowed_tools=allowed_tools,
-                         disallowed_tools=disallowed_tools, builtin_tools=builtin_tools, max_turns=max_turns,
-                         model=model, extra_args=extra_args)
-    run_env = dict(env) if env is not None else plain_claude_env(
-        base_url, headers=headers, max_output_tokens=max_output_tokens)
+    cmd = claude_command(
+        prompt,
+        mcp_config=mcp_config,
+        system_prompt=system_prompt,
+        allowed_tools=allowed_tools,
+        disallowed_tools=disallowed_tools,
+        builtin_tools=builtin_tools,
+        max_turns=max_turns,
+        model=model,
+        extra_args=extra_args,
+    )
+    run_env = (
+        dict(env)
+        if env is not None
+        else plain_claude_env(base_url, headers=headers, max_output_tokens=max_output_tokens)
+    )
     started = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=cwd, env=run_env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=cwd,
+        env=run_env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         stdout, stderr = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         stdout, stderr = proc.communicate()
-        raise ClaudeRunError(f"claude did not finish within {timeout_s} s", code="claude_timeout",
-                             retryable=True, returncode=None, stderr_tail=stderr[-4000:]) from None
+        raise ClaudeRunError(
+            f"claude did not finish within {timeout_s} s",
+            code="claude_timeout",
+            retryable=True,
+            returncode=None,
+            stderr_tail=stderr[-4000:],
+        ) from None
     finally:
         if proc.poll() is None:
             _kill_group(proc)
@@ -263,17 +299,31 @@ def run_claude_headless(
     data = _parse_result(stdout)
     if data is None:
         if check:
-            raise ClaudeRunError(f"claude exited {proc.returncode} without a JSON result; stdout tail: "
-                                 f"{stdout[-500:]!r}", code="claude_bad_output", returncode=proc.returncode,
-                                 stderr_tail=stderr[-4000:])
+            raise ClaudeRunError(
+                f"claude exited {proc.returncode} without a JSON result; stdout tail: {stdout[-500:]!r}",
+                code="claude_bad_output",
+                returncode=proc.returncode,
+                stderr_tail=stderr[-4000:],
+            )
         data = {}
-    result = ClaudeResult(result=str(data.get("result") or ""), is_error=bool(data.get("is_error")),
-                          returncode=proc.returncode, data=data, wall_s=wall, stdout=stdout, stderr=stderr,
-                          command=cmd)
+    result = ClaudeResult(
+        result=str(data.get("result") or ""),
+        is_error=bool(data.get("is_error")),
+        returncode=proc.returncode,
+        data=data,
+        wall_s=wall,
+        stdout=stdout,
+        stderr=stderr,
+        command=cmd,
+    )
     if check and (proc.returncode != 0 or result.is_error):
-        raise ClaudeRunError(f"claude failed (exit {proc.returncode}, is_error={result.is_error}, "
-                             f"subtype={data.get('subtype')!r}): {result.result[:300]!r}", code="claude_failed",
-                             returncode=proc.returncode, stderr_tail=stderr[-4000:])
+        raise ClaudeRunError(
+            f"claude failed (exit {proc.returncode}, is_error={result.is_error}, "
+            f"subtype={data.get('subtype')!r}): {result.result[:300]!r}",
+            code="claude_failed",
+            returncode=proc.returncode,
+            stderr_tail=stderr[-4000:],
+        )
     return result
 
 

@@ -126,7 +126,9 @@ class ModelRequest:
         system = self.body.get("system")
         head = json.dumps(system, ensure_ascii=False, separators=(",", ":"), sort_keys=True) if system else ""
         tools = self.body.get("tools")
-        tools_text = json.dumps(tools, ensure_ascii=False, separators=(",", ":"), sort_keys=True) if tools else ""
+        tools_text = (
+            json.dumps(tools, ensure_ascii=False, separators=(",", ":"), sort_keys=True) if tools else ""
+        )
         msgs = json.dumps(self.messages, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
         return head + tools_text + msgs
 

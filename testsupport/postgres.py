@@ -46,8 +46,10 @@ def postgres_problem(url: str) -> str | None:
         psycopg.connect(url, connect_timeout=3).close()
     except psycopg.Error as exc:
         why = " ".join(str(exc).split()) or type(exc).__name__
-        return (f"PostgreSQL test skipped: no server at {describe(url)} ({why}); start it with `{START_HINT}` "
-                "or point COACH_TEST_DATABASE_URL at one")
+        return (
+            f"PostgreSQL test skipped: no server at {describe(url)} ({why}); start it with `{START_HINT}` "
+            "or point COACH_TEST_DATABASE_URL at one"
+        )
     return None
 
 

@@ -77,23 +77,44 @@ class ScriptedUpstreamProcess(StartStop):
         self._tmp = tempfile.TemporaryDirectory(prefix="scripted-upstream-")
         scripts_file = Path(self._tmp.name) / "scripts.json"
         scripts_file.write_text(json.dumps(self.scripts))
-        cmd = [self.python, "-m", "testsupport", "--host", self.host, "--port", str(self.port),
-               "--latency", self.latency, "--time-scale", str(self.time_scale),
-               "--default-text", self.default_text, "--scripts", str(scripts_file)]
+        cmd = [
+            self.python,
+            "-m",
+            "testsupport",
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--latency",
+            self.latency,
+            "--time-scale",
+            str(self.time_scale),
+            "--default-text",
+            self.default_text,
+            "--scripts",
+            str(scripts_file),
+        ]
         self.log_path = Path(self._tmp.name) / "stderr.log"
         with self.log_path.open("w") as err:
-            self._proc = subprocess.Popen(cmd, cwd=_REPO_ROOT, stdout=subprocess.PIPE, stderr=err,
-                                          stdin=subprocess.DEVNULL, text=True)
+            self._proc = subprocess.Popen(
+                cmd, cwd=_REPO_ROOT, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, text=True
+            )
         line: list[str] = []
-        reader = threading.Thread(target=lambda: line.append(self._proc.stdout.readline() if self._proc
-                                                             and self._proc.stdout else ""), daemon=True)
+        reader = threading.Thread(
+            target=lambda: line.append(
+                self._proc.stdout.readline() if self._proc and self._proc.stdout else ""
+            ),
+            daemon=True,
+        )
         reader.start()
         reader.join(self.start_timeout_s)
         if not line or not line[0].startswith("LISTENING "):
             detail = self.log_path.read_text()[-2000:] if self.log_path and self.log_path.exists() else ""
             self.stop()
-            raise UpstreamStartError(f"scripted upstream process did not start within {self.start_timeout_s} s "
-                                     f"(first line {line[:1]!r}; stderr tail {detail!r})")
+            raise UpstreamStartError(
+                f"scripted upstream process did not start within {self.start_timeout_s} s "
+                f"(first line {line[:1]!r}; stderr tail {detail!r})"
+            )
         self._url = line[0].split()[1]
         return self._url
 

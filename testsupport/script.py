@@ -136,7 +136,9 @@ def pick_step(script: Script | None, request: Any, default: Step) -> Step:
         index = request.step_index
         step = script[index] if index < len(script) else default
     if not isinstance(step, _STEP_TYPES):
-        raise ScriptError(f"script step must be one of Text/ToolCall/Reply/Error/Hang/Delay/Garbage, got {step!r}")
+        raise ScriptError(
+            f"script step must be one of Text/ToolCall/Reply/Error/Hang/Delay/Garbage, got {step!r}"
+        )
     return step
 
 
@@ -168,11 +170,16 @@ def step_from_json(data: Mapping[str, Any]) -> Step:
         if kind == "tool_call":
             return ToolCall(str(data["name"]), data.get("arguments", {}), str(data.get("text", "")))
         if kind == "reply":
-            calls = tuple(ToolCall(str(c["name"]), c.get("arguments", {})) for c in data.get("tool_calls", []))
+            calls = tuple(
+                ToolCall(str(c["name"]), c.get("arguments", {})) for c in data.get("tool_calls", [])
+            )
             return Reply(str(data.get("text", "")), calls)
         if kind == "error":
-            return Error(int(data.get("status", 500)), data.get("body"),
-                         str(data.get("message", "scripted upstream error")))
+            return Error(
+                int(data.get("status", 500)),
+                data.get("body"),
+                str(data.get("message", "scripted upstream error")),
+            )
         if kind == "hang":
             return Hang(bool(data.get("after_first_token", False)))
         if kind == "delay":
@@ -181,8 +188,12 @@ def step_from_json(data: Mapping[str, Any]) -> Step:
         if kind == "garbage":
             return Garbage(str(data["body"])) if "body" in data else Garbage()
     except (KeyError, TypeError, ValueError) as exc:
-        raise ScriptError(f"step {dict(data)!r} of type {kind!r} is missing or has a bad field: {exc}") from exc
-    raise ScriptError(f"unknown step type {kind!r}; use text, tool_call, reply, error, hang, delay or garbage")
+        raise ScriptError(
+            f"step {dict(data)!r} of type {kind!r} is missing or has a bad field: {exc}"
+        ) from exc
+    raise ScriptError(
+        f"unknown step type {kind!r}; use text, tool_call, reply, error, hang, delay or garbage"
+    )
 
 
 def scripts_from_json(data: Mapping[str, Any]) -> dict[str, list[Step]]:
@@ -204,16 +215,22 @@ def step_to_json(step: Step) -> dict[str, Any]:
     if isinstance(step, ToolCall):
         return {"type": "tool_call", "name": step.name, "arguments": _args(step), "text": step.text}
     if isinstance(step, Reply):
-        return {"type": "reply", "text": step.text,
-                "tool_calls": [{"name": c.name, "arguments": _args(c)} for c in step.tool_calls]}
+        return {
+            "type": "reply",
+            "text": step.text,
+            "tool_calls": [{"name": c.name, "arguments": _args(c)} for c in step.tool_calls],
+        }
     if isinstance(step, Error):
         body = step.body if step.body is None or isinstance(step.body, str) else dict(step.body)
         return {"type": "error", "status": step.status, "body": body, "message": step.message}
     if isinstance(step, Hang):
         return {"type": "hang", "after_first_token": step.after_first_token}
     if isinstance(step, Delay):
-        return {"type": "delay", "seconds": step.seconds,
-                "then": step_to_json(step.then) if step.then is not None else None}
+        return {
+            "type": "delay",
+            "seconds": step.seconds,
+            "then": step_to_json(step.then) if step.then is not None else None,
+        }
     return {"type": "garbage", "body": step.body}
 
 

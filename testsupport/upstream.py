@@ -154,7 +154,9 @@ class ScriptedUpstream(StartStop):
 
     def client(self, **kwargs: Any) -> httpx.AsyncClient:
         """An in-process ``httpx.AsyncClient`` on this app (``base_url="http://upstream"``)."""
-        return httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url="http://upstream", **kwargs)
+        return httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=self.app), base_url="http://upstream", **kwargs
+        )
 
     # ----- real server --------------------------------------------------------------------------------
 
@@ -252,7 +254,9 @@ class ScriptedUpstream(StartStop):
         if isinstance(step, Hang) and not (step.after_first_token and mreq.stream):
             record.error = "hang"
             return _HangResponse(self._stopping)
-        plan = build_plan(as_reply(Text("") if isinstance(step, Hang) else step), mreq, default_text=self.default_text)
+        plan = build_plan(
+            as_reply(Text("") if isinstance(step, Hang) else step), mreq, default_text=self.default_text
+        )
         plan.hang_after_first_token = isinstance(step, Hang)
         ctx = PlaybackContext(
             request=mreq,
@@ -266,7 +270,9 @@ class ScriptedUpstream(StartStop):
         renderer = _anthropic if protocol == "anthropic" else _openai
         if mreq.stream:
             headers = {"cache-control": "no-cache"}
-            return StreamingResponse(renderer.stream(plan, ctx), media_type="text/event-stream", headers=headers)
+            return StreamingResponse(
+                renderer.stream(plan, ctx), media_type="text/event-stream", headers=headers
+            )
         await self.sim.prefill(admission)
         async with self.sim.decoding() as decode:
             async for _ in decode.pace(plan.text_tokens + [t for c in plan.calls for t in c.tokens]):
@@ -304,15 +310,25 @@ class ScriptedUpstream(StartStop):
         record, _ = await self._record(request)
         self._finish(record, 200)
         name = self.model_name or "scripted-model"
-        entry = {"id": name, "object": "model", "type": "model", "owned_by": "coachboard-testsupport",
-                 "display_name": name, "created": 0, "created_at": "2026-01-01T00:00:00Z",
-                 "max_model_len": 131072, "latency_model": self.sim.model.name}
-        return JSONResponse({"object": "list", "data": [entry], "has_more": False,
-                             "first_id": name, "last_id": name})
+        entry = {
+            "id": name,
+            "object": "model",
+            "type": "model",
+            "owned_by": "coachboard-testsupport",
+            "display_name": name,
+            "created": 0,
+            "created_at": "2026-01-01T00:00:00Z",
+            "max_model_len": 131072,
+            "latency_model": self.sim.model.name,
+        }
+        return JSONResponse(
+            {"object": "list", "data": [entry], "has_more": False, "first_id": name, "last_id": name}
+        )
 
     async def _health(self, request: Request) -> Response:
-        return JSONResponse({"status": "ok", "latency_model": self.sim.model.name,
-                             "time_scale": self.sim.time_scale})
+        return JSONResponse(
+            {"status": "ok", "latency_model": self.sim.model.name, "time_scale": self.sim.time_scale}
+        )
 
     # ----- control endpoints (not recorded), used by ScriptedUpstreamProcess -------------------------------
 

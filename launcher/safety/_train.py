@@ -165,7 +165,7 @@ def _threshold(scores: list[npt.NDArray[np.float64]], rate: float, floor: float)
 
 def _corpus_turns(data: Path) -> dict[str, list[tuple[str, str, bool]]]:
     """Per corpus: ``(location, text, in training half)`` of every user turn."""
-    from launcher.eval_safety import turns_from_file
+    from launcher.transcripts.turns import turns_from_file
 
     return {
         name: [(t.location, t.text, training_half(t.session_key)) for t in turns_from_file(data / rel)]

@@ -21,7 +21,6 @@ REPO = Path(__file__).resolve().parents[2]
 AGENTS = REPO / "agents"
 
 
-
 def edit(path: Path, old: str, new: str) -> None:
     text = path.read_text(encoding="utf-8")
     assert old in text, f"{old!r} not in {path.name}"

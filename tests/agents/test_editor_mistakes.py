@@ -14,7 +14,6 @@ from launcher.agents import AGENT_NAMES, AgentSpecError, check_agents, load_agen
 REPO = Path(__file__).resolve().parents[2]
 
 
-
 def problems_of(directory: Path) -> list[str]:
     _specs, problems = check_agents(directory)
     return [str(p) for p in problems]
@@ -74,8 +73,10 @@ def test_copy_of_an_agent_file_is_one_problem_without_a_wrong_fix(agents_dir: Pa
     problems = problems_of(agents_dir)
     assert len(problems) == 2, problems
     notes, copy = sorted(problems)
-    assert copy.startswith(f"{agents_dir / 'persona copy.md'}: 'persona copy' is not one of the six agents "
-                           "(a copy of persona.md?). Fix: move it out of the agents folder")  # fmt: skip
+    assert copy.startswith(
+        f"{agents_dir / 'persona copy.md'}: 'persona copy' is not one of the six agents "
+        "(a copy of persona.md?). Fix: move it out of the agents folder"
+    )
     assert notes.startswith(
         f"{agents_dir / 'notes.md'}: 'notes' is not one of the six agents. Fix: move it out"
     )
@@ -154,6 +155,8 @@ def test_check_leaves_an_unrelated_claude_agents_folder_alone(tmp_path: Path) ->
     shutil.copytree(REPO / "agents", agents)
     personal = tmp_path / ".claude" / "agents"
     personal.mkdir(parents=True)
-    (personal / "coach.md").write_text("---\nname: coach\ndescription: my own\n---\nBe brief.\n", encoding="utf-8")
+    (personal / "coach.md").write_text(
+        "---\nname: coach\ndescription: my own\n---\nBe brief.\n", encoding="utf-8"
+    )
     result = CliRunner().invoke(app, ["agents", "check", "--dir", str(agents)])
     assert result.exit_code == 0, result.output

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from blackboard import Blackboard
-from launcher.agents import KNOWN_TOOLS, MCP_SERVER, WRITE_TOOLS, canonical_tool, load_agents
+from blackboard import ROSTER, Blackboard
+from launcher.agents import KNOWN_TOOLS, MCP_SERVER, canonical_tool, load_agents
 from mcp_server import SERVER_NAME, WRITE_TOOL_NAMES, HeaderScope, build_server
 
 REPO = Path(__file__).resolve().parents[2]
@@ -16,7 +16,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_names_match_the_mcp_server() -> None:
     assert MCP_SERVER == SERVER_NAME
-    assert WRITE_TOOLS == WRITE_TOOL_NAMES
+    assert {
+        a.name: a.write_tool for a in ROSTER
+    } == WRITE_TOOL_NAMES  # the server's tools come from the roster
 
 
 @pytest.mark.anyio

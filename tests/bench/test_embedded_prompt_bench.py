@@ -17,7 +17,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_embedded_prompt", REPO / "bench" / "embedded_prompt.py")
+    spec = importlib.util.spec_from_file_location(
+        "bench_embedded_prompt", REPO / "bench" / "embedded_prompt.py"
+    )
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules["bench_embedded_prompt"] = mod

@@ -52,8 +52,9 @@ def test_payloads_are_schema_valid_and_of_realistic_length(bench: ModuleType) ->
 
 def test_summary_line_format(bench: ModuleType) -> None:
     run = bench.ModelRun("qwen3-30b-a3b@2x4090")
-    run.turns["cold"] = bench.TurnFigures("ours cold", coach_first_token_s=1.234, synthesis_s=9.5, overhead_s=2.0,
-                                          coach_first_words_s=0.876)
+    run.turns["cold"] = bench.TurnFigures(
+        "ours cold", coach_first_token_s=1.234, synthesis_s=9.5, overhead_s=2.0, coach_first_words_s=0.876
+    )
     run.turns["warm"] = bench.TurnFigures("ours warm", synthesis_s=5.0)
     line = bench.summary_line(run)
     m = LAST_LINE.match(line)
@@ -65,9 +66,21 @@ def test_summary_line_format(bench: ModuleType) -> None:
 @pytest.mark.timeout(180)
 def test_tiny_real_run_prints_the_last_line(tmp_path: Path) -> None:
     out = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "turn.py"), "--models", "qwen3-30b-a3b@2x4090",
-         "--time-scale", "0.02", "--skip-seed", "--json", str(tmp_path / "b.json")],
-        cwd=REPO, capture_output=True, text=True, timeout=170,
+        [
+            sys.executable,
+            str(REPO / "bench" / "turn.py"),
+            "--models",
+            "qwen3-30b-a3b@2x4090",
+            "--time-scale",
+            "0.02",
+            "--skip-seed",
+            "--json",
+            str(tmp_path / "b.json"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=170,
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     last = out.stdout.strip().splitlines()[-1]

@@ -107,9 +107,21 @@ def collector_agent(spec: Spec, name: str, inbox: Queue[Any], out: Queue[Any]) -
                 won, seq = True, e.seq
             except VersionConflictError:
                 won, seq = False, 0
-            out.put((name, trial, {"seq": seq, "won": won, "present": list(brief.present_agents),
-                                   "arrived": list(waited.arrived), "missing": list(waited.missing),
-                                   "timed_out": waited.timed_out, "elapsed": elapsed}))
+            out.put(
+                (
+                    name,
+                    trial,
+                    {
+                        "seq": seq,
+                        "won": won,
+                        "present": list(brief.present_agents),
+                        "arrived": list(waited.arrived),
+                        "missing": list(waited.missing),
+                        "timed_out": waited.timed_out,
+                        "elapsed": elapsed,
+                    },
+                )
+            )
     except Exception:
         out.put((name, -1, {"error": traceback.format_exc()}))
     finally:

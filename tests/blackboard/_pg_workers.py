@@ -9,7 +9,9 @@ from multiprocessing.synchronize import Barrier, Event
 from typing import Any
 
 
-def pg_cas_incrementer(url: str, schema: str, key: str, n: int, start: Barrier, out: Queue[dict[str, Any]]) -> None:
+def pg_cas_incrementer(
+    url: str, schema: str, key: str, n: int, start: Barrier, out: Queue[dict[str, Any]]
+) -> None:
     """Do ``n`` successful read-modify-write increments of ``key`` on PostgreSQL (retrying on conflict)."""
     from blackboard import VersionConflictError
     from blackboard._postgres import PostgresStore

@@ -178,7 +178,9 @@ def test_citations_must_exist_at_the_cited_version() -> None:
     brief = build_brief(entries(*ALL))
     key = turn_entry_key("u", "s", "t000001", "persona")
     assert (
-        validate_synthesis(synth(OK_TEXT, [{"key": key, "version": 1}, {"agent": "coach", "version": 1}]), brief)
+        validate_synthesis(
+            synth(OK_TEXT, [{"key": key, "version": 1}, {"agent": "coach", "version": 1}]), brief
+        )
         == []
     )
     cases = {
@@ -195,8 +197,16 @@ def test_citations_must_exist_at_the_cited_version() -> None:
     ] == ["citation_missing_entry"]
 
 
-@pytest.mark.parametrize(("text", "ok"), [("...", False), ("Yes, ok.", False), ("1, 2, 3 go", False),
-                                          ("Take one walk.", True), ("Él dará un paseo.", True)])
+@pytest.mark.parametrize(
+    ("text", "ok"),
+    [
+        ("...", False),
+        ("Yes, ok.", False),
+        ("1, 2, 3 go", False),
+        ("Take one walk.", True),
+        ("Él dará un paseo.", True),
+    ],
+)
 def test_a_fragment_is_not_a_synthesis(text: str, ok: bool) -> None:
     codes = [p.code for p in validate_synthesis(synth(text), build_brief(entries(*ALL)))]
     assert codes == ([] if ok else ["text_too_short"])
@@ -236,7 +246,11 @@ def test_fallback_drops_sentences_that_would_name_a_blocked_move() -> None:
 
 def test_fallback_quotes_model_text_only_when_it_reads_as_prose() -> None:
     persona = payload("persona")
-    persona["growth_areas"] = ["maxLength: 100", "tailoring_dropped:<i>:<trait>", "taking one small step a day"]
+    persona["growth_areas"] = [
+        "maxLength: 100",
+        "tailoring_dropped:<i>:<trait>",
+        "taking one small step a day",
+    ]
     stab = payload("stability")
     for move in stab["moves"]:
         move["description"] = '{"type": "string"}'

@@ -195,7 +195,9 @@ def test_collectors_wait_for_shadow_and_exactly_one_of_two_racing_collectors_pro
     coll_in: dict[str, Any] = {"c1": CTX.Queue(), "c2": CTX.Queue()}
     out: Any = CTX.Queue()
     procs = [CTX.Process(target=bw.shadow_agent, args=(spec, shadow_in, out))]
-    procs += [CTX.Process(target=bw.collector_agent, args=(spec, name, q, out)) for name, q in coll_in.items()]
+    procs += [
+        CTX.Process(target=bw.collector_agent, args=(spec, name, q, out)) for name, q in coll_in.items()
+    ]
     for p in procs:
         p.start()
     rng = random.Random(2026)

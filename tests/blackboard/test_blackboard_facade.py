@@ -140,8 +140,14 @@ def test_turn_record_and_profile(board: Blackboard) -> None:
     )
     assert board.write_turn_record(rec).key.endswith(f"/{t}/record")
     assert rec.safety_raises == [] and rec.safety_refused == []  # records written before the fields exist
-    raised = TurnRecord(user="u", session="s", turn=t, safety_raises=["model.coach.raised_t3", "model.family.plan"],
-                        safety_refused=["model.stability.refused_quote_not_in_message"], synthesis_source="support")
+    raised = TurnRecord(
+        user="u",
+        session="s",
+        turn=t,
+        safety_raises=["model.coach.raised_t3", "model.family.plan"],
+        safety_refused=["model.stability.refused_quote_not_in_message"],
+        synthesis_source="support",
+    )
     assert TurnRecord.model_validate(raised.model_dump(mode="json")) == raised
     with pytest.raises(ValueError):  # rule ids only, never text
         TurnRecord(user="u", session="s", turn=t, safety_raises=["the user said: I have a plan"])

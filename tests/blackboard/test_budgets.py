@@ -46,7 +46,9 @@ async def test_settle_is_idempotent_and_reserve_again_returns_the_first_grant(pg
     b = SharedBudgets(pg_target.url, schema=pg_target.schema)
     try:
         limits = [Limit(S, 1000), Limit(agent_scope("s1", "coach"), 500)]
-        assert await b.reserve("r1", limits, est_input=100, max_tokens=900) == 400  # the agent budget is tighter
+        assert (
+            await b.reserve("r1", limits, est_input=100, max_tokens=900) == 400
+        )  # the agent budget is tighter
         assert await b.reserve("r1", limits, est_input=100, max_tokens=900) == 400
         assert await b.settle("r1", 250) is True
         assert await b.settle("r1", 250) is False
@@ -59,14 +61,18 @@ async def test_settle_is_idempotent_and_reserve_again_returns_the_first_grant(pg
         await b.close()
 
 
-async def test_an_expired_lease_stops_counting_and_a_late_settle_is_still_charged(pg_target: PgTarget) -> None:
+async def test_an_expired_lease_stops_counting_and_a_late_settle_is_still_charged(
+    pg_target: PgTarget,
+) -> None:
     dead = SharedBudgets(pg_target.url, schema=pg_target.schema, holder="dead", lease_s=0.5)
     live = SharedBudgets(pg_target.url, schema=pg_target.schema, holder="live")
     try:
         assert await dead.reserve("r1", [Limit(S, 1000)], est_input=0, max_tokens=1000) == 1000
         with pytest.raises(BudgetExhaustedError):
             await live.reserve("r2", [Limit(S, 1000)], est_input=0, max_tokens=10)
-        await asyncio.sleep(0.7)  # the lease is a wall-clock duration on the server: waiting it out is the test
+        await asyncio.sleep(
+            0.7
+        )  # the lease is a wall-clock duration on the server: waiting it out is the test
         assert await live.reserve("r2", [Limit(S, 1000)], est_input=0, max_tokens=1000) == 1000
         assert await dead.settle("r1", 40, scopes=[S]) is True  # swept already: charged to the given scopes
         state = await live.state(S)

@@ -111,7 +111,10 @@ def test_only_prose_goals_and_growth_areas_reach_the_profile() -> None:
     """Seen in a demo run: SmolLM2 put session ids into Persona's growth areas; the profile kept them."""
     persona = _persona(50)
     persona["growth_areas"] = ["r2", "r20261201T011420-s1", "maxLength: 100", "planning the first step"]
-    persona["goals"] = [{"description": "t000001", "mentions": 1}, {"description": "Walk after lunch", "mentions": 1}]
+    persona["goals"] = [
+        {"description": "t000001", "mentions": 1},
+        {"description": "Walk after lunch", "mentions": 1},
+    ]
     prof = merge_profile(UserProfile(user="u"), {"persona": persona}, session="s1")
     assert prof.growth_areas == ["planning the first step"]
     assert [g.description for g in prof.goals] == ["Walk after lunch"]

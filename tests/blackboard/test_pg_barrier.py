@@ -20,8 +20,10 @@ from ._workers import SHADOW_PAYLOAD
 
 @pytest.fixture
 def board(pg_target: PgTarget) -> Iterator[Blackboard]:
-    b = Blackboard(store=PostgresStore(pg_target.url, schema=pg_target.schema),
-                   sequencer=PgBarrier(pg_target.url, schema=pg_target.schema))
+    b = Blackboard(
+        store=PostgresStore(pg_target.url, schema=pg_target.schema),
+        sequencer=PgBarrier(pg_target.url, schema=pg_target.schema),
+    )
     yield b
     b.close()
     b.sequencer.close()  # type: ignore[attr-defined]
@@ -30,7 +32,9 @@ def board(pg_target: PgTarget) -> Iterator[Blackboard]:
 def test_an_entry_write_marks_its_agent_in_the_same_transaction(board: Blackboard) -> None:
     turn = board.begin_turn("u", "s")
     tid = board.turn_id("u", "s", turn)
-    board.store.write(turn_entry_key("u", "s", turn, "shadow"), SHADOW_PAYLOAD, expected_version=0, author="shadow")
+    board.store.write(
+        turn_entry_key("u", "s", turn, "shadow"), SHADOW_PAYLOAD, expected_version=0, author="shadow"
+    )
     assert board.sequencer.arrived(tid, ["shadow"]) == ["shadow"]  # no mark_written call was needed
 
 
@@ -42,8 +46,11 @@ def test_a_rolled_back_write_leaves_neither_entry_nor_mark(board: Blackboard, pg
     conn = connect(pg_target.url)
     try:
         with pytest.raises(psycopg.errors.RaiseException), conn.transaction():  # a crash after the insert
-            conn.execute(f'INSERT INTO "{pg_target.schema}".entries (key, value, version, author, created_at, '
-                         "updated_at, seq) VALUES (%s, '{}', 1, 'shadow', 0, 0, 0)", (key,))
+            conn.execute(
+                f'INSERT INTO "{pg_target.schema}".entries (key, value, version, author, created_at, '
+                "updated_at, seq) VALUES (%s, '{}', 1, 'shadow', 0, 0, 0)",
+                (key,),
+            )
             conn.execute("DO $$ BEGIN RAISE EXCEPTION 'crash'; END $$")
     finally:
         conn.close()

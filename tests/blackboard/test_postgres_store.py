@@ -27,8 +27,10 @@ def test_six_processes_cas_increments_end_at_exact_sum(pg_target: PgTarget) -> N
     start = CTX.Barrier(procs)
     out: Any = CTX.Queue()
     workers = [
-        CTX.Process(target=_pg_workers.pg_cas_incrementer,
-                    args=(pg_target.url, pg_target.schema, COUNTER, per_proc, start, out))
+        CTX.Process(
+            target=_pg_workers.pg_cas_incrementer,
+            args=(pg_target.url, pg_target.schema, COUNTER, per_proc, start, out),
+        )
         for _ in range(procs)
     ]
     for w in workers:
@@ -102,8 +104,10 @@ def test_an_outdated_schema_without_upgrade_says_to_run_coach_db_upgrade(pg_targ
     conn = connect(pg_target.url)
     try:
         conn.execute(f'CREATE SCHEMA "{pg_target.schema}"')
-        conn.execute(f'CREATE TABLE "{pg_target.schema}".schema_version (only_row BOOLEAN PRIMARY KEY DEFAULT TRUE, '
-                     "version INTEGER NOT NULL, upgraded_at TIMESTAMPTZ NOT NULL DEFAULT now())")
+        conn.execute(
+            f'CREATE TABLE "{pg_target.schema}".schema_version (only_row BOOLEAN PRIMARY KEY DEFAULT TRUE, '
+            "version INTEGER NOT NULL, upgraded_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+        )
         conn.execute(f'INSERT INTO "{pg_target.schema}".schema_version (version) VALUES (0)')
     finally:
         conn.close()

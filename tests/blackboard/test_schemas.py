@@ -95,7 +95,9 @@ def test_follow_through_percent_is_consistent_with_counts() -> None:
     ft = out.follow_through  # type: ignore[attr-defined]
     assert (ft.due, ft.completed, ft.percent, ft.status) == (0, 0, None, "not_enough_data")
     assert out.coerced == [  # type: ignore[attr-defined]
-        "follow_through.counts_reset:completed5_gt_due4", "follow_through.percent_nulled:80.0:due0"]
+        "follow_through.counts_reset:completed5_gt_due4",
+        "follow_through.percent_nulled:80.0:due0",
+    ]
 
 
 def test_shadow_contradictory_commitments_are_reset_and_class_downgraded() -> None:
@@ -107,7 +109,9 @@ def test_shadow_contradictory_commitments_are_reset_and_class_downgraded() -> No
     c = out.commitments  # type: ignore[attr-defined]
     assert (c.due, c.completed, c.sessions) == (0, 0, 1000)
     assert out.coerced[:2] == [  # type: ignore[attr-defined]
-        "commitments_reset:completed1_gt_due0", "class_downgraded:consistent_executor:due0_sessions1000"]
+        "commitments_reset:completed1_gt_due0",
+        "class_downgraded:consistent_executor:due0_sessions1000",
+    ]
     ft = out.follow_through  # type: ignore[attr-defined]
     assert ft.baseline == follow_through_baseline(0, 0, ft.features)  # from the prior: no usable evidence
 
@@ -401,16 +405,29 @@ def test_risk_assessment_comes_first_and_defaults_keep_older_entries_valid(model
     assert risk["properties"]["quote"]["maxLength"] == 300
     agent = "coach" if model is CoachOutput else "stability"
     older = validate_output(agent, payload(agent))  # written before the field existed
-    assert older.risk == RiskAssessment() and older.model_dump()["risk"] == {"tier": 0, "family": "none", "quote": ""}
+    assert older.risk == RiskAssessment() and older.model_dump()["risk"] == {
+        "tier": 0,
+        "family": "none",
+        "quote": "",
+    }
     assert validate_output(agent, older.model_dump(mode="json")) == older
 
 
 def test_risk_assessment_bounds_and_coercions() -> None:
-    given = validate_output("coach", {"risk": {"tier": 3, "family": "plan", "quote": "  I have a plan  "}, "reply": "hi"})
+    given = validate_output(
+        "coach", {"risk": {"tier": 3, "family": "plan", "quote": "  I have a plan  "}, "reply": "hi"}
+    )
     assert given.risk == RiskAssessment(tier=3, family="plan", quote="I have a plan")  # type: ignore[attr-defined]
     assert RiskAssessment(tier=0, family="plan", quote="some words").quote == ""  # no quote at tier 0
     long = RiskAssessment(tier=3, family="plan", quote="word " * 100)
     assert len(long.quote) <= 300 and long.quote.endswith("word")  # cut at a space, not rejected
-    assert any(p.startswith("risk.family") for p in problems("coach", {"risk": {"tier": 3, "family": "despair"}, "reply": "hi"}))
-    assert any(p.startswith("risk.tier") for p in problems("stability", {"risk": {"tier": 4, "family": "plan"}}))
-    assert any(p.startswith("risk.") for p in problems("coach", {"risk": {"tier": 1, "mood": "low"}, "reply": "hi"}))
+    assert any(
+        p.startswith("risk.family")
+        for p in problems("coach", {"risk": {"tier": 3, "family": "despair"}, "reply": "hi"})
+    )
+    assert any(
+        p.startswith("risk.tier") for p in problems("stability", {"risk": {"tier": 4, "family": "plan"}})
+    )
+    assert any(
+        p.startswith("risk.") for p in problems("coach", {"risk": {"tier": 1, "mood": "low"}, "reply": "hi"})
+    )

@@ -48,13 +48,17 @@ def test_a_removed_turn_refuses_marks_and_waits_and_is_not_recreated(tmp_path: P
     assert not seq.turn_dir("u/s/t1").exists()
 
 
-def test_mark_written_racing_a_removal_rechecks_under_the_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_mark_written_racing_a_removal_rechecks_under_the_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The turn is removed between mark_written's first check and its lock: taking the lock recreates the
     directory (filelock creates the lock file's parent); the re-check under the lock removes it again."""
     seq = Sequencer(tmp_path)
     seq.open_turn("u/s/t1")
     seq.remove_turn("u/s/t1")
-    monkeypatch.setattr(Sequencer, "_required", lambda self, d, turn_id: ["shadow"])  # the check passed before
+    monkeypatch.setattr(
+        Sequencer, "_required", lambda self, d, turn_id: ["shadow"]
+    )  # the check passed before
     with pytest.raises(TurnNotOpenError, match="was removed"):
         seq.mark_written("u/s/t1", "persona")
     assert not seq.turn_dir("u/s/t1").exists()
@@ -123,8 +127,12 @@ def _finish(board: Blackboard, user: str, session: str, turn: str) -> None:
 def _close(board: Blackboard, user: str, session: str) -> None:
     cur = board.store.read(session_key(user, session))
     assert cur is not None
-    board.store.write(session_key(user, session), {**cur.value, "closed_at": time.time()},
-                      expected_version=cur.version, author="test")
+    board.store.write(
+        session_key(user, session),
+        {**cur.value, "closed_at": time.time()},
+        expected_version=cur.version,
+        author="test",
+    )
 
 
 def _age(path: Path, seconds: float) -> None:
@@ -158,7 +166,9 @@ def test_prune_removes_finished_turns_of_closed_sessions_and_keeps_running_ones(
         assert board.prune_turn_barriers("ana") == ((f"s1/{t2}",), ())
         assert not seq.turn_dir("ana/s1").exists() and seq.turn_ids("ana") == ["ana/s2"]
         # the store is not changed: every entry is still readable
-        assert set(board.read_turn("ana", "s1", t1)) == {"meta", "record"} and board.read_turn("ana", "s1", t2)
+        assert set(board.read_turn("ana", "s1", t1)) == {"meta", "record"} and board.read_turn(
+            "ana", "s1", t2
+        )
         assert board.prune_turn_barriers("ana") == ((), ())  # idempotent
     finally:
         board.close()

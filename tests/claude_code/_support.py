@@ -34,9 +34,16 @@ DEADLINE_FACTOR = 6
 def copy_repo(dst: Path, *, deadline_factor: int = DEADLINE_FACTOR) -> Path:
     """Copy what a clone of the working tree holds (tracked and not-ignored files, symlinks kept as
     symlinks) to ``dst``, link the repository's ``.venv``, and scale the agents' ``deadline_s``."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO_ROOT, check=True, capture_output=True
-    ).stdout.decode().split("\0")
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+            cwd=REPO_ROOT,
+            check=True,
+            capture_output=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
     for rel in filter(None, listed):
         src, out = REPO_ROOT / rel, dst / rel
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -62,7 +69,8 @@ def copy_repo(dst: Path, *, deadline_factor: int = DEADLINE_FACTOR) -> Path:
 def write_coach_toml(path: Path, *, upstream_url: str, data_dir: Path) -> Path:
     """A ``coach.toml`` pointing the pipeline at the scripted upstream (Anthropic kind) and ``data_dir``."""
     path.write_text(
-        f'[upstream]\nurl = "{upstream_url}"\nkind = "anthropic"\n\n[data]\ndir = "{data_dir}"\n', encoding="utf-8"
+        f'[upstream]\nurl = "{upstream_url}"\nkind = "anthropic"\n\n[data]\ndir = "{data_dir}"\n',
+        encoding="utf-8",
     )
     return path
 
@@ -72,7 +80,9 @@ def trust_project(home: Path, project: Path) -> None:
     so the project's ``permissions`` apply."""
     config = home / ".claude" / ".claude.json"
     config.parent.mkdir(parents=True, exist_ok=True)
-    config.write_text(json.dumps({"projects": {str(project): {"hasTrustDialogAccepted": True}}}), encoding="utf-8")
+    config.write_text(
+        json.dumps({"projects": {str(project): {"hasTrustDialogAccepted": True}}}), encoding="utf-8"
+    )
 
 
 def session_env(
@@ -84,7 +94,12 @@ def session_env(
         upstream_url,
         headers={"x-coach-agent": OUTER},
         home=home,
-        extra={"COACH_USER": user, "COACH_SESSION": session, "MCP_CONNECTION_NONBLOCKING": "false", "CLAUDE_CODE_MCP_STARTUP_WAIT_MS": "60000"},
+        extra={
+            "COACH_USER": user,
+            "COACH_SESSION": session,
+            "MCP_CONNECTION_NONBLOCKING": "false",
+            "CLAUDE_CODE_MCP_STARTUP_WAIT_MS": "60000",
+        },
     )
     for var in ("COACH_CONFIG", "COACH_DATA_DIR", "COACH_UPSTREAM_URL", "COACH_MCP_SESSION"):
         env.pop(var, None)

@@ -83,9 +83,12 @@ def _result(messages: list[Any]) -> ResultMessage:
 def _tool_results_for(messages: list[Any], tool: str) -> list[str]:
     """The text of every result of ``tool`` that reached the session, in order."""
     ids = {
-        b.id for m in messages if isinstance(m, AssistantMessage) for b in m.content
+        b.id
+        for m in messages
+        if isinstance(m, AssistantMessage)
+        for b in m.content
         if isinstance(b, ToolUseBlock) and b.name == tool
-    }  # fmt: skip
+    }
     assert ids, f"the session never called {tool}"
     out: list[str] = []
     for m in messages:
@@ -115,14 +118,25 @@ async def test_coach_command_runs_the_whole_pipeline_and_the_reply_reaches_the_s
     outer_requests: list[Any] = []
     scripts: dict[str, Any] = {a: agent_script(a) for a in AGENTS}
     scripts[OUTER] = outer_script(
-        [lambda r: ToolCall("coach_turn", {"message": MESSAGE}), _synthesis_of_last_turn,
-         lambda r: ToolCall("coach_turn", {"message": MESSAGE_2}), _synthesis_of_last_turn],
+        [
+            lambda r: ToolCall("coach_turn", {"message": MESSAGE}),
+            _synthesis_of_last_turn,
+            lambda r: ToolCall("coach_turn", {"message": MESSAGE_2}),
+            _synthesis_of_last_turn,
+        ],
         seen=outer_requests,
     )
     with ScriptedUpstream(scripts) as upstream:
-        config = write_coach_toml(project["tmp"] / "coach.toml", upstream_url=upstream.base_url, data_dir=project["data"])
-        env = session_env(upstream.base_url, project["home"], user=USER, session=SESSION,
-                          extra={"COACH_CONFIG": str(config)})
+        config = write_coach_toml(
+            project["tmp"] / "coach.toml", upstream_url=upstream.base_url, data_dir=project["data"]
+        )
+        env = session_env(
+            upstream.base_url,
+            project["home"],
+            user=USER,
+            session=SESSION,
+            extra={"COACH_CONFIG": str(config)},
+        )
         # The default permission mode: the project's settings and the command allow coach_turn.
         options = ClaudeAgentOptions(cwd=str(project["repo"]), setting_sources=["project"], env=env)
         messages = await _collect(f"/coach {MESSAGE}", options, deadline_s=300)
@@ -137,7 +151,9 @@ async def test_coach_command_runs_the_whole_pipeline_and_the_reply_reaches_the_s
 
     init = _init(messages)
     assert {"name": "coachboard", "status": "connected", "source": "project"} in init["mcp_servers"], (
-        init["mcp_servers"], _result(messages).result)
+        init["mcp_servers"],
+        _result(messages).result,
+    )
     assert "coach" in init["slash_commands"] and "coach-board" in init["slash_commands"]
     assert set(AGENTS) <= set(init["agents"]), "the six agents load as project subagents (through symlinks)"
 
@@ -145,13 +161,18 @@ async def test_coach_command_runs_the_whole_pipeline_and_the_reply_reaches_the_s
     first = outer_requests[0]
     prompt_text = json.dumps(first.messages)
     assert "coach_turn" in prompt_text and MESSAGE in prompt_text
-    assert "mcp__coachboard__coach_turn" in first.tool_names and "mcp__coachboard__coach_synthesis" in first.tool_names
+    assert (
+        "mcp__coachboard__coach_turn" in first.tool_names
+        and "mcp__coachboard__coach_synthesis" in first.tool_names
+    )
     assert all(n >= 2 for n in agent_calls.values()), agent_calls
 
     # The blackboard: two turns of this user and session, each holding all six agents' entries.
     board = Blackboard(project["data"])
     try:
-        turns = sorted({e.key.split("/")[5] for e in board.store.list(f"users/{USER}/sessions/{SESSION}/turns/")})
+        turns = sorted(
+            {e.key.split("/")[5] for e in board.store.list(f"users/{USER}/sessions/{SESSION}/turns/")}
+        )
         assert len(turns) == 2, turns
         entries = [board.read_turn(USER, SESSION, t) for t in turns]
         for turn_entries in entries:
@@ -186,21 +207,36 @@ async def test_stability_subagent_alone_writes_through_the_typed_tool_and_the_ga
     project: dict[str, Path],
 ) -> None:
     outer_requests: list[Any] = []
-    launch = ToolCall("Task", {
-        "subagent_type": "stability", "description": "rate a plan", "run_in_background": False,
-        "prompt": "Rate this plan: I will stop taking my medication next week.",
-    })  # fmt: skip
+    launch = ToolCall(
+        "Task",
+        {
+            "subagent_type": "stability",
+            "description": "rate a plan",
+            "run_in_background": False,
+            "prompt": "Rate this plan: I will stop taking my medication next week.",
+        },
+    )
     script = outer_script(
         [lambda r: launch],
         sub_agents={"stability": write_then_stop("write_stability", stability_blocking())},
         seen=outer_requests,
     )
     with ScriptedUpstream({OUTER: script}) as upstream:
-        config = write_coach_toml(project["tmp"] / "coach.toml", upstream_url=upstream.base_url, data_dir=project["data"])
-        env = session_env(upstream.base_url, project["home"], user=USER, session=SESSION,
-                          extra={"COACH_CONFIG": str(config)})
+        config = write_coach_toml(
+            project["tmp"] / "coach.toml", upstream_url=upstream.base_url, data_dir=project["data"]
+        )
+        env = session_env(
+            upstream.base_url,
+            project["home"],
+            user=USER,
+            session=SESSION,
+            extra={"COACH_CONFIG": str(config)},
+        )
         options = ClaudeAgentOptions(
-            cwd=str(project["repo"]), setting_sources=["project"], env=env, permission_mode="bypassPermissions",
+            cwd=str(project["repo"]),
+            setting_sources=["project"],
+            env=env,
+            permission_mode="bypassPermissions",
         )
         messages = await _collect("Ask the stability agent to rate my plan.", options, deadline_s=120)
 
@@ -212,10 +248,16 @@ async def test_stability_subagent_alone_writes_through_the_typed_tool_and_the_ga
 
     board = Blackboard(project["data"])
     try:
-        stored = [e for e in board.store.list(f"users/{USER}/sessions/{SESSION}/turns/") if e.key.endswith("/stability")]
+        stored = [
+            e
+            for e in board.store.list(f"users/{USER}/sessions/{SESSION}/turns/")
+            if e.key.endswith("/stability")
+        ]
         assert len(stored) == 1 and stored[0].author == "stability"
         moves = {m["id"]: m for m in stored[0].value["moves"]}
-        assert moves[BLOCKED_MOVE["id"]]["blocked"] is True, "Stability's gate applied to the standalone write"
+        assert moves[BLOCKED_MOVE["id"]]["blocked"] is True, (
+            "Stability's gate applied to the standalone write"
+        )
     finally:
         board.close()
     turn = stored[0].key.split("/")[5]
@@ -228,13 +270,23 @@ async def test_stability_subagent_alone_writes_through_the_typed_tool_and_the_ga
         seen=board_requests,
     )
     with ScriptedUpstream({OUTER: reads}) as upstream:
-        env = session_env(upstream.base_url, project["home"], user=USER, session=SESSION,
-                          extra={"COACH_CONFIG": str(config)})
+        env = session_env(
+            upstream.base_url,
+            project["home"],
+            user=USER,
+            session=SESSION,
+            extra={"COACH_CONFIG": str(config)},
+        )
         options = ClaudeAgentOptions(cwd=str(project["repo"]), setting_sources=["project"], env=env)
         shown = await _collect("/coach-board", options, deadline_s=120)
-    assert "get_session_history" in json.dumps(board_requests[0].messages), "the command's text reached the model"
-    profile, history = (json.loads(r) for r in _tool_results_for(shown, "mcp__coachboard__get_profile")
-                        + _tool_results_for(shown, "mcp__coachboard__get_session_history"))
+    assert "get_session_history" in json.dumps(board_requests[0].messages), (
+        "the command's text reached the model"
+    )
+    profile, history = (
+        json.loads(r)
+        for r in _tool_results_for(shown, "mcp__coachboard__get_profile")
+        + _tool_results_for(shown, "mcp__coachboard__get_session_history")
+    )
     assert profile["ok"] is True and profile["found"] is False
     assert [t["turn"] for t in history["turns"]] == [turn]
     entry = history["turns"][0]["entries"]["stability"]
@@ -248,13 +300,25 @@ async def test_repository_loads_as_a_plugin_and_its_coach_command_runs_the_pipel
     work = tmp_path / "work"
     work.mkdir()
     scripts: dict[str, Any] = {a: agent_script(a) for a in AGENTS}
-    scripts[OUTER] = outer_script([lambda r: ToolCall("coach_turn", {"message": MESSAGE}), _synthesis_of_last_turn])
+    scripts[OUTER] = outer_script(
+        [lambda r: ToolCall("coach_turn", {"message": MESSAGE}), _synthesis_of_last_turn]
+    )
     with ScriptedUpstream(scripts) as upstream:
-        config = write_coach_toml(tmp_path / "coach.toml", upstream_url=upstream.base_url, data_dir=tmp_path / "data")
-        env = session_env(upstream.base_url, tmp_path / "home", user=USER, session=SESSION,
-                          extra={"COACH_CONFIG": str(config)})
+        config = write_coach_toml(
+            tmp_path / "coach.toml", upstream_url=upstream.base_url, data_dir=tmp_path / "data"
+        )
+        env = session_env(
+            upstream.base_url,
+            tmp_path / "home",
+            user=USER,
+            session=SESSION,
+            extra={"COACH_CONFIG": str(config)},
+        )
         options = ClaudeAgentOptions(
-            cwd=str(work), setting_sources=[], plugins=[{"type": "local", "path": str(repo)}], env=env,
+            cwd=str(work),
+            setting_sources=[],
+            plugins=[{"type": "local", "path": str(repo)}],
+            env=env,
             permission_mode="bypassPermissions",
         )
         async with ClaudeSDKClient(options) as client:
@@ -273,8 +337,14 @@ async def test_repository_loads_as_a_plugin_and_its_coach_command_runs_the_pipel
     status = next(s for s in servers if s["name"] == PLUGIN_SERVER)
     assert status["status"] == "connected", status
     tools = {t["name"].removeprefix(PLUGIN_TOOL_PREFIX) for t in status.get("tools", [])}
-    assert {"coach_turn", "coach_synthesis", "write_stability", "write_synthesis", "get_profile",
-            "get_session_history"} <= tools
+    assert {
+        "coach_turn",
+        "coach_synthesis",
+        "write_stability",
+        "write_synthesis",
+        "get_profile",
+        "get_session_history",
+    } <= tools
 
     data = json.loads(_tool_results_for(messages, f"{PLUGIN_TOOL_PREFIX}coach_turn")[0])
     board = Blackboard(tmp_path / "data")
@@ -302,18 +372,33 @@ async def test_plugin_subagent_resolves_its_write_tool_only_if_its_file_names_th
     work = tmp_path / "work"
     work.mkdir()
     seen: list[Any] = []
-    launch = ToolCall("Task", {
-        "subagent_type": "coachboard:stability", "description": "rate a plan", "run_in_background": False,
-        "prompt": "Rate this plan: I will stop taking my medication next week.",
-    })  # fmt: skip
+    launch = ToolCall(
+        "Task",
+        {
+            "subagent_type": "coachboard:stability",
+            "description": "rate a plan",
+            "run_in_background": False,
+            "prompt": "Rate this plan: I will stop taking my medication next week.",
+        },
+    )
     script = outer_script(
-        [lambda r: launch], sub_agents={"stability": write_then_stop("write_stability", stability_blocking())}, seen=seen
+        [lambda r: launch],
+        sub_agents={"stability": write_then_stop("write_stability", stability_blocking())},
+        seen=seen,
     )
     with ScriptedUpstream({OUTER: script}) as upstream:
-        env = session_env(upstream.base_url, tmp_path / "home", user=USER, session=SESSION,
-                          extra={"COACH_DATA_DIR": str(tmp_path / "data")})
+        env = session_env(
+            upstream.base_url,
+            tmp_path / "home",
+            user=USER,
+            session=SESSION,
+            extra={"COACH_DATA_DIR": str(tmp_path / "data")},
+        )
         options = ClaudeAgentOptions(
-            cwd=str(work), setting_sources=[], plugins=[{"type": "local", "path": str(repo)}], env=env,
+            cwd=str(work),
+            setting_sources=[],
+            plugins=[{"type": "local", "path": str(repo)}],
+            env=env,
             permission_mode="bypassPermissions",
         )
         messages = await _collect("Ask the stability agent to rate my plan.", options, deadline_s=120)

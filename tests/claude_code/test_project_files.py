@@ -11,8 +11,21 @@ from pathlib import Path
 
 from tests.claude_code._support import AGENTS, REPO_ROOT
 
-TOOLS = ("coach_turn", "coach_synthesis", "write_shadow", "write_persona", "write_plasticity", "write_stability", "write_coach",
-         "write_synthesis", "read_entry", "list_entries", "get_profile", "get_session_history", "collect_turn")
+TOOLS = (
+    "coach_turn",
+    "coach_synthesis",
+    "write_shadow",
+    "write_persona",
+    "write_plasticity",
+    "write_stability",
+    "write_coach",
+    "write_synthesis",
+    "read_entry",
+    "list_entries",
+    "get_profile",
+    "get_session_history",
+    "collect_turn",
+)
 
 
 def _json(rel: str) -> dict:
@@ -23,7 +36,10 @@ def _front_matter(path: Path) -> dict[str, str]:
     text = path.read_text(encoding="utf-8")
     assert text.startswith("---\n"), path
     block = text[4 : text.index("\n---\n", 4)]
-    return {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in block.splitlines() if ":" in line)}
+    return {
+        k.strip(): v.strip()
+        for k, _, v in (line.partition(":") for line in block.splitlines() if ":" in line)
+    }
 
 
 def test_project_subagents_are_relative_symlinks_to_the_one_copy_in_agents() -> None:
@@ -67,8 +83,11 @@ def test_plugin_manifest_points_at_the_same_files() -> None:
 def test_commands_call_the_pipeline_and_read_tools_under_both_names() -> None:
     coach = _front_matter(REPO_ROOT / ".claude" / "commands" / "coach.md")
     allowed = {t.strip() for t in coach["allowed-tools"].split(",")}
-    assert allowed == {f"{prefix}{tool}" for prefix in ("mcp__coachboard__", "mcp__plugin_coachboard_coachboard__")
-                       for tool in ("coach_turn", "coach_synthesis")}
+    assert allowed == {
+        f"{prefix}{tool}"
+        for prefix in ("mcp__coachboard__", "mcp__plugin_coachboard_coachboard__")
+        for tool in ("coach_turn", "coach_synthesis")
+    }
     assert "$ARGUMENTS" in (REPO_ROOT / ".claude" / "commands" / "coach.md").read_text(encoding="utf-8")
     board = _front_matter(REPO_ROOT / ".claude" / "commands" / "coach-board.md")
     for name in (t.strip() for t in board["allowed-tools"].split(",")):

@@ -15,8 +15,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult
 
 from blackboard import Blackboard
-from mcp_server._pipeline_tool import TurnSummary, display_text
-from mcp_server._session import (
+from launcher.claude_code._pipeline_tool import TurnSummary, display_text
+from launcher.claude_code.session import (
     DEFAULT_SESSION,
     SessionTurns,
     build_session_server,
@@ -46,9 +46,14 @@ class FakePipeline:
         if self.fail is not None:
             raise self.fail
         turn = self.board.begin_turn(user, session)
-        return TurnSummary(turn=turn, coach_reply="What matters most to you about running?",
-                           synthesis="Try one ten-minute run on Tuesday.", synthesis_source="model",
-                           degraded=False, crisis_tier=0)
+        return TurnSummary(
+            turn=turn,
+            coach_reply="What matters most to you about running?",
+            synthesis="Try one ten-minute run on Tuesday.",
+            synthesis_source="model",
+            degraded=False,
+            crisis_tier=0,
+        )
 
 
 @pytest.fixture
@@ -80,9 +85,20 @@ async def test_lists_the_blackboard_tools_coach_turn_and_coach_synthesis(board: 
     async with Client(server) as client:
         names = {t.name for t in (await client.list_tools()).tools}
     assert names == {
-        "coach_turn", "coach_synthesis", "write_shadow", "write_persona", "write_plasticity", "write_stability", "write_coach",
-        "write_synthesis", "read_entry", "list_entries", "get_profile", "get_session_history", "collect_turn",
-    }  # fmt: skip
+        "coach_turn",
+        "coach_synthesis",
+        "write_shadow",
+        "write_persona",
+        "write_plasticity",
+        "write_stability",
+        "write_coach",
+        "write_synthesis",
+        "read_entry",
+        "list_entries",
+        "get_profile",
+        "get_session_history",
+        "collect_turn",
+    }
 
 
 async def test_standalone_writes_share_a_manual_turn_until_an_agent_writes_twice(board: Blackboard) -> None:
@@ -131,7 +147,9 @@ async def test_coach_turn_runs_the_pipeline_for_the_servers_user_and_session(boa
     assert pipeline.calls == [(USER, SESSION, "I keep skipping my runs.")]
     assert data["coach_reply"] == "What matters most to you about running?"
     assert "synthesis" not in data and data["message"].startswith("Coach:\n" + data["coach_reply"])
-    assert synthesis["synthesis"] == "Try one ten-minute run on Tuesday." and synthesis["turn"] == data["turn"]
+    assert (
+        synthesis["synthesis"] == "Try one ten-minute run on Tuesday." and synthesis["turn"] == data["turn"]
+    )
     assert data["turn"] != manual
     # After a pipeline turn, a standalone write starts a new manual turn (not the old one).
     assert turns.manual_turn is None
@@ -176,27 +194,50 @@ def test_session_mode_is_opt_in() -> None:
 
 
 def test_display_text_puts_the_reply_first_and_names_missing_agents() -> None:
-    text = display_text(TurnSummary(turn="t000002", coach_reply="R", synthesis="S", synthesis_source="fallback",
-                                    degraded=True, crisis_tier=0, missing=["shadow"]))
+    text = display_text(
+        TurnSummary(
+            turn="t000002",
+            coach_reply="R",
+            synthesis="S",
+            synthesis_source="fallback",
+            degraded=True,
+            crisis_tier=0,
+            missing=["shadow"],
+        )
+    )
     assert text.index("R") < text.index("S")
     assert "missing: shadow" in text and "t000002" in text
 
 
 def test_parent_session_variables_do_not_reach_the_agents() -> None:
-    env = {"ANTHROPIC_AUTH_TOKEN": "secret", "ANTHROPIC_BASE_URL": "https://elsewhere", "CLAUDECODE": "1",
-           "CLAUDE_CODE_USE_BEDROCK": "1", "CLAUDE_CONFIG_DIR": "/home/u/.claude", "HOME": "/home/u",
-           "COACH_USER": "u1", "PATH": "/bin"}
+    env = {
+        "ANTHROPIC_AUTH_TOKEN": "secret",
+        "ANTHROPIC_BASE_URL": "https://elsewhere",
+        "CLAUDECODE": "1",
+        "CLAUDE_CODE_USE_BEDROCK": "1",
+        "CLAUDE_CONFIG_DIR": "/home/u/.claude",
+        "HOME": "/home/u",
+        "COACH_USER": "u1",
+        "PATH": "/bin",
+    }
     dropped = drop_parent_session_env(env)
-    assert dropped == sorted(["ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL", "CLAUDECODE",
-                              "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CONFIG_DIR"])
+    assert dropped == sorted(
+        [
+            "ANTHROPIC_AUTH_TOKEN",
+            "ANTHROPIC_BASE_URL",
+            "CLAUDECODE",
+            "CLAUDE_CODE_USE_BEDROCK",
+            "CLAUDE_CONFIG_DIR",
+        ]
+    )
     assert env == {"HOME": "/home/u", "COACH_USER": "u1", "PATH": "/bin"}
 
 
 def test_plugin_server_reads_the_repositorys_agents_when_the_project_has_none(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from launcher.claude_code.session import _with_agents_dir
     from launcher.config import CoachConfig
-    from mcp_server._session import _with_agents_dir
 
     repo, project = tmp_path / "repo", tmp_path / "project"
     (repo / "agents").mkdir(parents=True)
@@ -210,15 +251,18 @@ def test_plugin_server_reads_the_repositorys_agents_when_the_project_has_none(
 
 
 async def test_hosted_pipeline_start_failure_is_a_tool_error_and_the_server_stays_up(tmp_path: Path) -> None:
+    from launcher.claude_code._pipeline_tool import HostedPipeline
     from launcher.config import CoachConfig
-    from mcp_server._pipeline_tool import HostedPipeline
 
-    config = CoachConfig.model_validate({"data": {"dir": str(tmp_path / "data")}, "agents": {"dir": str(tmp_path / "none")}})
+    config = CoachConfig.model_validate(
+        {"data": {"dir": str(tmp_path / "data")}, "agents": {"dir": str(tmp_path / "none")}}
+    )
     board = Blackboard(tmp_path / "data")
     try:
         pipeline = HostedPipeline(config)
-        server, _ = build_session_server(board, session_identity({}, user=USER, session=SESSION), pipeline,
-                                         lifespan=pipeline.lifespan)
+        server, _ = build_session_server(
+            board, session_identity({}, user=USER, session=SESSION), pipeline, lifespan=pipeline.lifespan
+        )
         async with Client(server) as client:
             assert pipeline._tg is not None, "the server's lifespan hosts the pipeline"
             for _ in range(2):  # a failed start leaves no half-started runtime behind

@@ -2,7 +2,7 @@
 are still running, ``coach_synthesis`` returns the synthesis; the safety screen's tiers 2 and 3; unknown
 turns, timeouts and failures; and the idle close that moves new turns to a new session.
 
-The pipeline is the real :class:`mcp_server._pipeline_tool.HostedPipeline` with the real supervisor,
+The pipeline is the real :class:`launcher.claude_code._pipeline_tool.HostedPipeline` with the real supervisor,
 safety screen and blackboard (SQLite); the agent runner is the test double at the runner boundary
 (``tests.launcher.fakes.FakeRunner``), gated by events so the order is fixed without sleeping.
 """
@@ -21,11 +21,11 @@ from mcp import Client
 from mcp_types import CallToolResult
 
 from blackboard import Blackboard, profile_key, session_key, turn_entry_key
-from launcher._agent_runner import AgentEvents, AgentInvocation, AgentOutcome
-from launcher._screen import SafetyScreen
-from launcher.supervisor import Supervisor
-from mcp_server._pipeline_tool import EarlyReply, HostedPipeline, TurnSummary
-from mcp_server._session import build_session_server, session_identity
+from launcher.claude_code._pipeline_tool import EarlyReply, HostedPipeline, TurnSummary
+from launcher.claude_code.session import build_session_server, session_identity
+from launcher.pipeline._screen import SafetyScreen
+from launcher.pipeline.supervisor import Supervisor
+from launcher.runner._agent_runner import AgentEvents, AgentInvocation, AgentOutcome
 from tests.launcher.fakes import FakeRunner, specs
 from tests.launcher.payloads import payload_for
 
@@ -66,8 +66,9 @@ def _pipeline(board: Blackboard, runner: FakeRunner) -> HostedPipeline:
     @contextlib.asynccontextmanager
     async def runtime(config: Any) -> AsyncIterator[Any]:
         supervisor = Supervisor(board, runner, lambda: agents, screen=SafetyScreen())
-        yield SimpleNamespace(board=board, runner=runner, supervisor=supervisor,
-                              registry=SimpleNamespace(reload=lambda: None))
+        yield SimpleNamespace(
+            board=board, runner=runner, supervisor=supervisor, registry=SimpleNamespace(reload=lambda: None)
+        )
 
     return HostedPipeline(None, runtime=runtime)
 
@@ -100,7 +101,10 @@ async def test_reply_comes_back_before_the_synthesis_exists_and_coach_synthesis_
         assert data["coach_reply"] == stored["coach"].value["reply"]
         assert data["crisis_tier"] == 0 and data["synthesis_ready"] is False and "safety" not in data
         assert data["session"] == SESSION and turn in data["next"]
-        assert data["message"].startswith("Coach:\n" + data["coach_reply"]) and "coach_synthesis" in data["message"]
+        assert (
+            data["message"].startswith("Coach:\n" + data["coach_reply"])
+            and "coach_synthesis" in data["message"]
+        )
 
         pending = await client.call_tool("coach_synthesis", {"turn": turn, "wait_s": 0})
         assert pending.is_error
@@ -113,9 +117,12 @@ async def test_reply_comes_back_before_the_synthesis_exists_and_coach_synthesis_
     assert not done.is_error
     pineal = board.read_turn(USER, SESSION, turn)["pineal"].value["text"]
     assert synthesis["turn"] == turn and pineal in synthesis["synthesis"]
-    assert synthesis["synthesis_source"] == "model" and not synthesis["degraded"] and synthesis["missing"] == []
+    assert (
+        synthesis["synthesis_source"] == "model" and not synthesis["degraded"] and synthesis["missing"] == []
+    )
     assert {name: st["status"] for name, st in synthesis["agents"].items()} == dict.fromkeys(
-        ["coach", "shadow", "persona", "plasticity", "stability", "pineal"], "ok")
+        ["coach", "shadow", "persona", "plasticity", "stability", "pineal"], "ok"
+    )
     assert synthesis["message"].startswith("Synthesis:\n")
 
 
@@ -125,7 +132,9 @@ async def test_tier_3_returns_the_crisis_response_and_no_agent_runs(board: Black
     async with Client(server) as client:
         data = _data(await client.call_tool("coach_turn", {"message": TIER_3}))
         assert data["crisis_tier"] == 3 and data["safety"]["tier"] == 3 and "next" not in data
-        assert data["synthesis_ready"] is True, "a crisis turn is finished (and recorded) when the reply returns"
+        assert data["synthesis_ready"] is True, (
+            "a crisis turn is finished (and recorded) when the reply returns"
+        )
         assert data["coach_reply"] == SafetyScreen()(TIER_3, None).response
         assert data["message"].startswith("Crisis response:\n")
         after = _data(await client.call_tool("coach_synthesis", {"turn": data["turn"]}))
@@ -138,7 +147,9 @@ async def test_tier_2_returns_the_support_response_first_and_the_turn_goes_on(bo
     server, _ = _server(board, _pipeline(board, runner))
     async with Client(server) as client:
         data = _data(await client.call_tool("coach_turn", {"message": TIER_2}))
-        assert data["crisis_tier"] == 2 and data["safety"]["tier"] == 2 and "support" in data["safety"]["note"]
+        assert (
+            data["crisis_tier"] == 2 and data["safety"]["tier"] == 2 and "support" in data["safety"]["note"]
+        )
         assert data["coach_reply"] == SafetyScreen()(TIER_2, None).response
         assert data["message"].startswith("Support:\n")
         runner.release.set()
@@ -232,7 +243,7 @@ async def test_idle_session_is_closed_into_the_profile_and_the_next_turn_starts_
 
 
 async def test_closed_session_at_start_moves_to_the_next_open_one(board: Blackboard) -> None:
-    from launcher.sessions import close_session
+    from launcher.pipeline.sessions import close_session
 
     board.begin_turn(USER, SESSION)
     await close_session(board, USER, SESSION)

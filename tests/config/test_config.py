@@ -114,16 +114,24 @@ def test_bad_toml_names_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("[agents]\nwarm_process_limit = 100\n",
-         "[agents] warm_process_limit: Input should be less than or equal to 64 (got 100). Fix: an integer 0-64"),
-        ('[upstream]\nkind = "grpc"\n', "[upstream] kind: Input should be 'openai' or 'anthropic' (got 'grpc')"),
+        (
+            "[agents]\nwarm_process_limit = 100\n",
+            "[agents] warm_process_limit: Input should be less than or equal to 64 (got 100). Fix: an integer 0-64",
+        ),
+        (
+            '[upstream]\nkind = "grpc"\n',
+            "[upstream] kind: Input should be 'openai' or 'anthropic' (got 'grpc')",
+        ),
         ('[upstream]\nurl = "gpu-box:8000"\n', "[upstream] url: must start with http:// or https://"),
-        ("[agents]\nwarm_proces_limit = 3\n", "[agents] warm_proces_limit: unknown key (did you mean 'warm_process_limit'?)"),
+        (
+            "[agents]\nwarm_proces_limit = 3\n",
+            "[agents] warm_proces_limit: unknown key (did you mean 'warm_process_limit'?)",
+        ),
         ("[agent]\nretries = 1\n", "agent: unknown key (did you mean 'agents'?)"),
         ('[safety]\ndisabled_rules = ["t9.nope"]\n', "[safety] disabled_rules: unknown rule ids ['t9.nope']"),
         ("[proxy]\nport = -1\n", "[proxy] port: Input should be greater than or equal to 0 (got -1)"),
     ],
-)  # fmt: skip
+)
 def test_invalid_values_name_section_key_and_fix(tmp_path: Path, text: str, expected: str) -> None:
     p = write(tmp_path, text)
     with pytest.raises(ConfigError) as info:
@@ -143,17 +151,25 @@ def test_model_is_constructible_in_code() -> None:
     assert CoachConfig().agents.warm_process_limit == 6
 
 
-def test_agents_dir_falls_back_to_the_checkout_only_when_not_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_agents_dir_falls_back_to_the_checkout_only_when_not_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from launcher.config import CHECKOUT_AGENTS_DIR, AgentsConfig
 
     monkeypatch.chdir(tmp_path)  # no ./agents here
-    assert AgentsConfig().resolved_dir() == CHECKOUT_AGENTS_DIR and (CHECKOUT_AGENTS_DIR / "coach.md").is_file()
-    assert AgentsConfig(dir=Path("agents")).resolved_dir() == Path("agents")  # set explicitly: reported, not replaced
+    assert (
+        AgentsConfig().resolved_dir() == CHECKOUT_AGENTS_DIR and (CHECKOUT_AGENTS_DIR / "coach.md").is_file()
+    )
+    assert AgentsConfig(dir=Path("agents")).resolved_dir() == Path(
+        "agents"
+    )  # set explicitly: reported, not replaced
     (tmp_path / "agents").mkdir()
     assert AgentsConfig().resolved_dir() == Path("agents")  # the current folder's own agents win
 
 
-def test_find_config_file_is_the_one_lookup_every_command_uses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_find_config_file_is_the_one_lookup_every_command_uses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from launcher.config import ConfigError, find_config_file
 
     monkeypatch.chdir(tmp_path)

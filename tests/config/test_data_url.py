@@ -20,7 +20,10 @@ def _write(tmp_path: Path, text: str) -> Path:
 
 def test_sqlite_stays_the_default(tmp_path: Path) -> None:
     cfg = load_config(_write(tmp_path, ""), env={})
-    assert cfg.data.url is None and cfg.data.board_options() == {"database_url": None, "database_schema": "coachboard"}
+    assert cfg.data.url is None and cfg.data.board_options() == {
+        "database_url": None,
+        "database_schema": "coachboard",
+    }
     assert cfg.proxy_config().shared_budgets_url is None
 
 
@@ -37,10 +40,13 @@ def test_the_environment_wins(tmp_path: Path) -> None:
     assert cfg.data.url == other
 
 
-@pytest.mark.parametrize(("text", "needle"), [
-    ('[data]\nurl = "mysql://x"\n', "not a PostgreSQL URL"),
-    ('[data]\nurl = "postgresql://x/y"\nschema = "Bad-Name"\n', "schema name"),
-])
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ('[data]\nurl = "mysql://x"\n', "not a PostgreSQL URL"),
+        ('[data]\nurl = "postgresql://x/y"\nschema = "Bad-Name"\n', "schema name"),
+    ],
+)
 def test_bad_values_name_the_key_and_the_fix(tmp_path: Path, text: str, needle: str) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(_write(tmp_path, text), env={})

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from blackboard import Blackboard
-from launcher._agent_runner import ClaudeAgentRunner, RunnerConfig
-from launcher._turn_scope import TurnDirectory
 from launcher.agents import load_agents
-from launcher.stack import running_stack
-from launcher.supervisor import Supervisor
+from launcher.pipeline._turn_scope import TurnDirectory
+from launcher.pipeline.stack import running_stack
+from launcher.pipeline.supervisor import Supervisor
+from launcher.runner._agent_runner import ClaudeAgentRunner, RunnerConfig
 from proxy import ModelPool, ProxyConfig
 from tests.launcher.fakes import OUTPUT_TOOLS
 from tests.launcher.payloads import payload_for, synthesis_citing
@@ -64,7 +64,7 @@ def brief_from_request(request: Any) -> dict[str, Any]:
     text = all_text(request)
     i = text.rfind(BRIEF_MARKER)
     assert i >= 0, "Pineal's prompt must carry the brief"
-    line = text[i + len(BRIEF_MARKER):].split("\n", 1)[0]
+    line = text[i + len(BRIEF_MARKER) :].split("\n", 1)[0]
     return dict(json.loads(line))
 
 
@@ -131,11 +131,18 @@ async def harness(
     upstream = ScriptedUpstream(scripts, latency=latency, time_scale=time_scale)
     upstream.start()
     try:
-        pool = ModelPool(name="qwen3", aliases=["fast", "deep", "*"], kind="anthropic", replicas=[upstream.base_url])
+        pool = ModelPool(
+            name="qwen3", aliases=["fast", "deep", "*"], kind="anthropic", replicas=[upstream.base_url]
+        )
         proxy_cfg = ProxyConfig(models=[pool], default_model="qwen3", max_attempts=1)
-        async with running_stack(board=board, directory=directory, proxy_config=proxy_cfg, agents=specs) as urls:
+        async with running_stack(
+            board=board, directory=directory, proxy_config=proxy_cfg, agents=specs
+        ) as urls:
             cfg = RunnerConfig(
-                proxy_url=urls.proxy_url, mcp_url=urls.mcp_url, max_warm=max_warm, cwd=str(tmp_path),
+                proxy_url=urls.proxy_url,
+                mcp_url=urls.mcp_url,
+                max_warm=max_warm,
+                cwd=str(tmp_path),
                 extra_env={"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")},
             )
             async with ClaudeAgentRunner(cfg) as runner:

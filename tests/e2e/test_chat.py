@@ -68,7 +68,10 @@ class Chat:
             except queue.Empty:
                 line = ""
                 if time.monotonic() >= deadline:
-                    pytest.fail(f"no line matching {pattern!r} within {timeout_s}s; output so far:\n" + "\n".join(self.seen))
+                    pytest.fail(
+                        f"no line matching {pattern!r} within {timeout_s}s; output so far:\n"
+                        + "\n".join(self.seen)
+                    )
                 continue
             if line is None:
                 pytest.fail(f"chat exited before {pattern!r}; output:\n" + "\n".join(self.seen))
@@ -115,10 +118,28 @@ def setup(tmp_path: Path) -> Iterator[tuple[ScriptedUpstream, Path, Path]]:
 def start_chat(cfg: Path, home: Path) -> Chat:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("COACH_", "ANTHROPIC_", "CLAUDE"))}
     env.update(HOME=str(home), PYTHONUNBUFFERED="1", COLUMNS="200")
-    cmd = [sys.executable, "-c", "from launcher.cli import app; app()", "chat", "--user", "chat-user",
-           "--session", "s1", "--config", str(cfg)]
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, bufsize=1)
+    cmd = [
+        sys.executable,
+        "-c",
+        "from launcher.cli import app; app()",
+        "chat",
+        "--user",
+        "chat-user",
+        "--session",
+        "s1",
+        "--config",
+        str(cfg),
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=REPO,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+    )
     return Chat(proc)
 
 
@@ -147,7 +168,9 @@ def test_agent_edits_during_chat_apply_next_turn_and_invalid_edit_keeps_old(
         chat.send("This week I ran once, on Sunday.")
         turn2 = chat.expect(r"turn t000002 done")
         sys2 = persona_systems(upstream, n1)
-        assert sys2 and all(MARK_V2 in s for s in sys2), "the edited prompt must reach the model on the next turn"
+        assert sys2 and all(MARK_V2 in s for s in sys2), (
+            "the edited prompt must reach the model on the next turn"
+        )
         assert any(line.startswith("Synthesis:") for line in turn2), turn2  # not degraded
 
         # An invalid edit: reported with file and line; version 2 keeps working.

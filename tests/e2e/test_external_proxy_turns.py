@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from launcher._runtime import coach_runtime
 from launcher.config import load_config
+from launcher.pipeline._runtime import coach_runtime
 from tests.e2e.harness import REPO, agent_script
 from tests.launcher.fakes import OUTPUT_TOOLS
 from testsupport.child_output import OutputLines, interrupt, start_coach_serve
@@ -35,8 +35,13 @@ def _agents_with_long_deadlines(dst: Path) -> None:
     """The shipped agent files, deadlines raised to 60 s (six cold processes share 2 cores here)."""
     shutil.copytree(REPO / "agents", dst)
     for f in dst.glob("*.md"):
-        f.write_text("".join("deadline_s: 60\n" if ln.startswith("deadline_s:") else ln
-                             for ln in f.read_text(encoding="utf-8").splitlines(keepends=True)), encoding="utf-8")
+        f.write_text(
+            "".join(
+                "deadline_s: 60\n" if ln.startswith("deadline_s:") else ln
+                for ln in f.read_text(encoding="utf-8").splitlines(keepends=True)
+            ),
+            encoding="utf-8",
+        )
 
 
 def _forced(body: dict[str, Any]) -> bool:
@@ -60,8 +65,10 @@ def served(tmp_path: Path) -> Iterator[Served]:
     agents, data, usage = tmp_path / "agents", tmp_path / "data", tmp_path / "usage.jsonl"
     _agents_with_long_deadlines(agents)
     cfg = tmp_path / "coach.toml"
-    cfg.write_text(f'[data]\ndir = "{data}"\n[agents]\ndir = "{agents}"\n[upstream]\nurl = "{up.base_url}"\n'
-                   f'kind = "anthropic"\n[proxy]\nusage_log = "{usage}"\n')
+    cfg.write_text(
+        f'[data]\ndir = "{data}"\n[agents]\ndir = "{agents}"\n[upstream]\nurl = "{up.base_url}"\n'
+        f'kind = "anthropic"\n[proxy]\nusage_log = "{usage}"\n'
+    )
     proc = start_coach_serve(cfg, cwd=REPO)
     try:
         proxy_url = OutputLines(proc).expect(r"coach serve: ready: proxy (\S+)").group(1)

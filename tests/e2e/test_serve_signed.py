@@ -27,7 +27,9 @@ def _coach(*args: str) -> list[str]:
     return [sys.executable, "-c", "from launcher.cli import app; app()", *args]
 
 
-def test_serve_refuses_unsigned_mcp_requests_and_coach_run_signs_with_the_data_dir_secret(tmp_path: Path) -> None:
+def test_serve_refuses_unsigned_mcp_requests_and_coach_run_signs_with_the_data_dir_secret(
+    tmp_path: Path,
+) -> None:
     up = ScriptedUpstream({a: agent_script(a) for a in OUTPUT_TOOLS})
     up.start()
     data = tmp_path / "data"
@@ -43,15 +45,46 @@ def test_serve_refuses_unsigned_mcp_requests_and_coach_run_signs_with_the_data_d
         assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
 
         # Any local process claiming to be bob: refused without a valid scope token.
-        call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                "params": {"name": "get_profile", "arguments": {}}}
-        r = httpx.post(mcp_url, json=call, timeout=10, headers={
-            "accept": "application/json, text/event-stream", "x-coach-user": "bob", "x-coach-session": "s1"})
+        call = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "get_profile", "arguments": {}},
+        }
+        r = httpx.post(
+            mcp_url,
+            json=call,
+            timeout=10,
+            headers={
+                "accept": "application/json, text/event-stream",
+                "x-coach-user": "bob",
+                "x-coach-session": "s1",
+            },
+        )
         assert "x-coach-scope-token" in r.text, r.text
 
-        p = subprocess.run(_coach("run", "I want to run more", "-u", "bob", "-s", "s1", "--json", "--config",
-                                  str(cfg), "--proxy-url", proxy_url, "--mcp-url", mcp_url),
-                           cwd=REPO, env=env, capture_output=True, text=True, timeout=200)
+        p = subprocess.run(
+            _coach(
+                "run",
+                "I want to run more",
+                "-u",
+                "bob",
+                "-s",
+                "s1",
+                "--json",
+                "--config",
+                str(cfg),
+                "--proxy-url",
+                proxy_url,
+                "--mcp-url",
+                mcp_url,
+            ),
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=200,
+        )
         assert p.returncode == 0, p.stderr[-2000:]
         doc = json.loads(p.stdout)
         for name in OUTPUT_TOOLS:

@@ -19,11 +19,11 @@ import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from blackboard import turn_entry_key
-from launcher._fallbacks import FALLBACK_COACH_REPLY
-from launcher._screen import SafetyScreen
+from launcher.pipeline._fallbacks import FALLBACK_COACH_REPLY
+from launcher.pipeline._screen import SafetyScreen
+from launcher.pipeline.sessions import close_session
+from launcher.pipeline.supervisor import TurnResult
 from launcher.safety import crisis_response
-from launcher.sessions import close_session
-from launcher.supervisor import TurnResult
 from tests.e2e.harness import (
     Harness,
     agent_script,
@@ -59,10 +59,17 @@ def h(stack: tuple[BlockingPortal, Harness]) -> Iterator[Harness]:
         hh.upstream.set_script(a, agent_script(a))
 
 
-def turn(stack: tuple[BlockingPortal, Harness], user: str, session: str, text: str,
-         on_reply: Callable[[str], None] | None = None) -> TurnResult:
+def turn(
+    stack: tuple[BlockingPortal, Harness],
+    user: str,
+    session: str,
+    text: str,
+    on_reply: Callable[[str], None] | None = None,
+) -> TurnResult:
     portal, h = stack
-    result: TurnResult = portal.call(lambda: h.supervisor.run_turn(user, session, text, on_coach_reply=on_reply))
+    result: TurnResult = portal.call(
+        lambda: h.supervisor.run_turn(user, session, text, on_coach_reply=on_reply)
+    )
     return result
 
 
@@ -79,7 +86,9 @@ def test_coach_reply_is_delivered_before_the_synthesis(stack: Any, h: Harness) -
         h.upstream.set_script(a, agent_script(a, lambda r, a=a: _delay(20, a)))
     shown: list[float] = []
     t0 = time.monotonic()
-    res = turn(stack, "u-order", "s1", "I keep skipping my runs", on_reply=lambda r: shown.append(time.monotonic()))
+    res = turn(
+        stack, "u-order", "s1", "I keep skipping my runs", on_reply=lambda r: shown.append(time.monotonic())
+    )
     assert len(shown) == 1 and res.coach_reply == payload_for("coach")["reply"]
     pineal = calls_of(h, "s1", "pineal")
     assert pineal, "Pineal ran"
@@ -152,7 +161,9 @@ def test_pineal_never_collects_before_shadow_writes_over_20_turns(stack: Any, h:
     assert all(s.warm for s in res.agents.values())
 
 
-def test_failing_hanging_and_killed_specialists_degrade_but_never_stop_the_turn(stack: Any, h: Harness) -> None:
+def test_failing_hanging_and_killed_specialists_degrade_but_never_stop_the_turn(
+    stack: Any, h: Harness
+) -> None:
     portal, _ = stack
     user, session = "u-fail", "s1"
     turn(stack, user, session, "warm-up turn")  # start warm processes
@@ -193,7 +204,9 @@ def test_failing_hanging_and_killed_specialists_degrade_but_never_stop_the_turn(
 def test_blocked_move_in_synthesis_is_repaired_or_replaced_never_delivered(stack: Any, h: Harness) -> None:
     user, session = "u-block", "s1"
     bad = "A simple idea: stop taking your medication for a week."
-    h.upstream.set_script("stability", agent_script("stability", lambda r: ToolCall("write_stability", stability_blocking())))
+    h.upstream.set_script(
+        "stability", agent_script("stability", lambda r: ToolCall("write_stability", stability_blocking()))
+    )
     n = {"calls": 0}
 
     def pineal(request: Any) -> Step:
@@ -209,7 +222,9 @@ def test_blocked_move_in_synthesis_is_repaired_or_replaced_never_delivered(stack
     stored = h.board.store.read(turn_entry_key(user, session, res.turn_id, "pineal"))
     assert stored is not None and "medication" not in stored.value["text"].lower()
     # Always blocked => the deterministic fallback, still without the move.
-    h.upstream.set_script("pineal", lambda r: ToolCall("write_synthesis", synthesis_citing(brief_from_request(r), bad)))
+    h.upstream.set_script(
+        "pineal", lambda r: ToolCall("write_synthesis", synthesis_citing(brief_from_request(r), bad))
+    )
     res2 = turn(stack, user, session, "and now?")
     assert res2.synthesis_source == "fallback" and res2.degraded
     for text in (res.synthesis, res2.synthesis, res.coach_reply, res2.coach_reply):
@@ -217,7 +232,9 @@ def test_blocked_move_in_synthesis_is_repaired_or_replaced_never_delivered(stack
         for kw in BLOCKED_MOVE["keywords"]:
             assert kw not in text.lower()
     # A Coach reply naming a move blocked earlier in the session never reaches the user.
-    h.upstream.set_script("coach", agent_script("coach", lambda r: ToolCall("write_coach", {"reply": "Maybe quit your meds?"})))
+    h.upstream.set_script(
+        "coach", agent_script("coach", lambda r: ToolCall("write_coach", {"reply": "Maybe quit your meds?"}))
+    )
     shown: list[str] = []
     res3 = turn(stack, user, session, "third", on_reply=shown.append)
     assert shown == [FALLBACK_COACH_REPLY] and res3.coach_fallback
@@ -230,7 +247,9 @@ def test_crisis_message_gets_only_the_crisis_response(stack: Any, h: Harness) ->
     assert res.crisis_tier == 3
     assert shown == [crisis_response("en-US")] and res.coach_reply == shown[0] and res.synthesis == ""
     assert h.runner.started_processes == started, "no agent process was launched"
-    assert calls_of(h, "s1") == [] or all(r.headers.get("x-coach-user") != "u-crisis" for r in calls_of(h, "s1"))
+    assert calls_of(h, "s1") == [] or all(
+        r.headers.get("x-coach-user") != "u-crisis" for r in calls_of(h, "s1")
+    )
     assert res.synthesis_source == "crisis" and all(s.status == "skipped" for s in res.agents.values())
 
 
@@ -247,27 +266,38 @@ def test_coach_risk_assessment_raises_the_tier_to_3_and_the_crisis_response_repl
     stack: Any, h: Harness
 ) -> None:
     assert SafetyScreen()(RAISE_MESSAGE, None).tier <= 1, "premise: the deterministic screen alone misses it"
-    h.upstream.set_script("coach", _coach_writes({"tier": 3, "family": "preparatory", "quote": "it's all arranged for Friday"}))
+    h.upstream.set_script(
+        "coach", _coach_writes({"tier": 3, "family": "preparatory", "quote": "it's all arranged for Friday"})
+    )
     user, session = "u-raise", "s1"
     shown: list[str] = []
     res = turn(stack, user, session, RAISE_MESSAGE, on_reply=shown.append)
-    assert shown == [crisis_response("en-US")] and res.coach_reply == shown[0], "the crisis response, not the reply"
+    assert shown == [crisis_response("en-US")] and res.coach_reply == shown[0], (
+        "the crisis response, not the reply"
+    )
     assert RAISE_REPLY not in res.coach_reply and RAISE_REPLY not in res.synthesis
     assert res.crisis_tier == 3 and res.synthesis == "" and res.synthesis_source == "crisis"
-    assert res.safety_raises == ["model.coach.raised_t3", "model.family.preparatory"] and res.safety_refused == []
+    assert (
+        res.safety_raises == ["model.coach.raised_t3", "model.family.preparatory"]
+        and res.safety_refused == []
+    )
     assert res.agents["coach"].status == "ok" and res.agents["pineal"].status == "skipped"
     mine = [r for r in calls_of(h, session, "pineal") if r.headers.get("x-coach-user") == user]
     assert mine == [], "no coaching synthesis was asked of the model"
     entries = h.board.read_turn(user, session, res.turn_id)
     assert entries["coach"].value["reply"] == RAISE_REPLY  # written through the real MCP tool, never shown
     assert entries["record"].value["safety_raises"] == ["model.coach.raised_t3", "model.family.preparatory"]
-    assert entries["message"].value["safety_state"]["crisis_turns_left"] >= 1  # the post-crisis window started
+    assert (
+        entries["message"].value["safety_state"]["crisis_turns_left"] >= 1
+    )  # the post-crisis window started
 
 
 def test_coach_raise_whose_quote_is_not_in_the_message_is_refused_and_the_reply_is_shown(
     stack: Any, h: Harness
 ) -> None:
-    h.upstream.set_script("coach", _coach_writes({"tier": 3, "family": "plan", "quote": "I will do it on Friday"}))
+    h.upstream.set_script(
+        "coach", _coach_writes({"tier": 3, "family": "plan", "quote": "I will do it on Friday"})
+    )
     shown: list[str] = []
     res = turn(stack, "u-raise-refused", "s1", RAISE_MESSAGE, on_reply=shown.append)
     assert shown == [RAISE_REPLY] and res.coach_reply == RAISE_REPLY

@@ -38,7 +38,10 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BlockingPo
     with fresh_schema("e2e") as target:
         board = Blackboard(tmp / "data", database_url=target.url, database_schema=target.schema)
         assert isinstance(board.store, PostgresStore) and isinstance(board.sequencer, PgBarrier)
-        with start_blocking_portal() as portal, portal.wrap_async_context_manager(harness(tmp, board=board)) as h:
+        with (
+            start_blocking_portal() as portal,
+            portal.wrap_async_context_manager(harness(tmp, board=board)) as h,
+        ):
             yield portal, h
 
 

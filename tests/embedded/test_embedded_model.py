@@ -40,7 +40,10 @@ SCHEMA = MoodNote.model_json_schema()
 OTHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 SYSTEM = "You are a coaching assistant. Record the user's mood with the tool."
 USER = "I had a rough week at work and I feel pretty down."
-OAI_TOOL = {"type": "function", "function": {"name": "record_mood", "description": "Record the mood.", "parameters": SCHEMA}}
+OAI_TOOL = {
+    "type": "function",
+    "function": {"name": "record_mood", "description": "Record the mood.", "parameters": SCHEMA},
+}
 ANT_TOOL = {"name": "record_mood", "description": "Record the mood.", "input_schema": SCHEMA}
 PREFILL = {"role": "assistant", "content": FORCED_TOOL_CALL_PREFILL}
 CHAT_MESSAGES = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": USER}, PREFILL]
@@ -187,7 +190,11 @@ def test_stop_leaves_no_process() -> None:
 
 def test_prompt_over_the_slot_context_is_refused(client: httpx.Client) -> None:
     n_ctx = EmbeddedConfig().ctx_per_slot
-    body = {"model": "smollm2", "max_tokens": 5, "messages": [{"role": "user", "content": "word " * (n_ctx + 100)}]}
+    body = {
+        "model": "smollm2",
+        "max_tokens": 5,
+        "messages": [{"role": "user", "content": "word " * (n_ctx + 100)}],
+    }
     r = client.post("/v1/messages", json=body)
     assert r.status_code == 400
     error = r.json()["error"]

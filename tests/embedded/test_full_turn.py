@@ -26,7 +26,7 @@ import pytest
 
 from blackboard import AGENT_OUTPUT_SCHEMAS
 from launcher.agents import AgentRegistry
-from launcher.cli_demo import (
+from launcher.cli.demo import (
     demo_embedded_config,
     demo_supervisor_settings,
     embedded_runtime_config,
@@ -45,8 +45,10 @@ pytestmark = [pytest.mark.embedded, pytest.mark.e2e, pytest.mark.timeout(1500)]
 SPECIALISTS = ("shadow", "persona", "plasticity", "stability")
 TURN_BOUND_S = 900.0  # generous: about 1-2 min on an idle 2-core machine, several times that when shared
 DEADLINE_SCALE = 12.0
-MESSAGE = ("I mean, I smoke a little less than a pack a day. It's not too bad. I could quit if I wanted to, "
-           "but I don't really want to right now.")  # AnnoMI transcript 24, utterance 5 (examples/)
+MESSAGE = (
+    "I mean, I smoke a little less than a pack a day. It's not too bad. I could quit if I wanted to, "
+    "but I don't really want to right now."
+)  # AnnoMI transcript 24, utterance 5 (examples/)
 
 
 @pytest.fixture(scope="module")
@@ -62,14 +64,20 @@ def model_server() -> Iterator[EmbeddedModelServer]:
 
 
 async def _one_turn(config: CoachConfig, user: str, session: str) -> tuple[Any, dict[str, Any], float]:
-    from launcher._runtime import coach_runtime
-    from launcher._screen import SafetyScreen
-    from launcher.supervisor import Supervisor
+    from launcher.pipeline._runtime import coach_runtime
+    from launcher.pipeline._screen import SafetyScreen
+    from launcher.pipeline.supervisor import Supervisor
 
     async with coach_runtime(config) as rt:
         agents = scaled_agents(rt.registry.current, DEADLINE_SCALE, config.embedded.agent_output_caps)
-        sup = Supervisor(rt.board, rt.runner, agents, screen=SafetyScreen(config.safety),
-                         directory=rt.supervisor.directory, settings=demo_supervisor_settings())  # as make demo
+        sup = Supervisor(
+            rt.board,
+            rt.runner,
+            agents,
+            screen=SafetyScreen(config.safety),
+            directory=rt.supervisor.directory,
+            settings=demo_supervisor_settings(),
+        )  # as make demo
         t0 = time.monotonic()
         result = await sup.run_turn(user, session, MESSAGE)
         elapsed = time.monotonic() - t0
@@ -85,7 +93,9 @@ def test_full_turn_of_six_agents_on_the_embedded_model(
     usage_log = tmp_path / "usage.jsonl"
     base = CoachConfig(data=DataConfig(dir=tmp_path / "data"))
     base = base.model_copy(update={"proxy": base.proxy.model_copy(update={"usage_log": str(usage_log)})})
-    config = embedded_runtime_config(base, model_server.base_url, "anthropic" if kind == "anthropic" else "openai")
+    config = embedded_runtime_config(
+        base, model_server.base_url, "anthropic" if kind == "anthropic" else "openai"
+    )
 
     result, entries, elapsed = anyio.run(_one_turn, config, "u-embedded", f"s-{kind}")
     doc = json.dumps(result.to_json(), indent=1)
@@ -98,7 +108,9 @@ def test_full_turn_of_six_agents_on_the_embedded_model(
         assert entry.author == agent and entry.version == 1
         AGENT_OUTPUT_SCHEMAS[agent].model_validate(entry.value)
     assert result.agents["coach"].status == "ok" and not result.coach_fallback, doc
-    assert entries["coach"].author == "coach" and result.coach_reply == entries["coach"].value["reply"].strip()  # delivered stripped
+    assert (
+        entries["coach"].author == "coach" and result.coach_reply == entries["coach"].value["reply"].strip()
+    )  # delivered stripped
 
     # the proxy saw each agent's forced write end in tool_use, then answered the follow-up locally
     records = [json.loads(line) for line in usage_log.read_text().splitlines()]
@@ -107,7 +119,9 @@ def test_full_turn_of_six_agents_on_the_embedded_model(
         mine = [r for r in records if r["agent"] == agent]
         calls = [r for r in mine if r["status"] == "ok"]
         assert calls and calls[-1]["stop_reason"] in ("tool_use", "max_tokens"), (agent, mine)
-        assert any(r["status"] == "local" for r in mine), f"{agent}: no successful write ended its turn: {mine}"
+        assert any(r["status"] == "local" for r in mine), (
+            f"{agent}: no successful write ended its turn: {mine}"
+        )
         cap = min(specs[agent].max_output_tokens, config.embedded.agent_output_caps.get(agent, 10**9))
         assert all(r["output_tokens"] <= cap for r in calls), (agent, cap, mine)  # the max_tokens cap held
 

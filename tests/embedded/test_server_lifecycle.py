@@ -146,9 +146,12 @@ def test_server_dies_with_a_killed_parent(fake_config: EmbeddedConfig, tmp_path:
     )
     env = {**os.environ, "FAKE_PIDFILE": str(pidfile)}
     parent = subprocess.Popen(
-        [sys.executable, "-c", parent_code], stdout=subprocess.PIPE, text=True, env=env,
+        [sys.executable, "-c", parent_code],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
         cwd=Path(__file__).resolve().parents[2],
-    )  # fmt: skip
+    )
     try:
         assert parent.stdout is not None and parent.stdout.readline().strip() == "ready"
         server_pid, child_pid = _pids(pidfile)

@@ -11,9 +11,9 @@ import anyio
 import anyio.to_thread
 
 from blackboard import Blackboard, SchemaValidationError
-from launcher._agent_runner import AgentEvents, AgentInvocation, AgentOutcome, ToolCallRecord
 from launcher.errors import AgentFailedError
-from launcher.supervisor import ScreenOutcome
+from launcher.pipeline.supervisor import ScreenOutcome
+from launcher.runner._agent_runner import AgentEvents, AgentInvocation, AgentOutcome, ToolCallRecord
 from mcp_server import WRITE_TOOL_NAMES
 from tests.launcher.payloads import payload_for, synthesis_citing
 
@@ -71,11 +71,13 @@ class FakeRunner:
         if how == "hang":
             await anyio.sleep_forever()
         if how == "error":
-            raise AgentFailedError(inv.agent, "upstream answered HTTP 400", status="error", code="agent_error",
-                                   retryable=False)
+            raise AgentFailedError(
+                inv.agent, "upstream answered HTTP 400", status="error", code="agent_error", retryable=False
+            )
         if how == "crash":
-            raise AgentFailedError(inv.agent, "process died", status="crashed", code="agent_crashed",
-                                   retryable=True)
+            raise AgentFailedError(
+                inv.agent, "process died", status="crashed", code="agent_crashed", retryable=True
+            )
         events.on_started()
         events.on_first_token()
         if how == "silent":

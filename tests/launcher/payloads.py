@@ -28,8 +28,10 @@ PAYLOADS: dict[str, dict[str, Any]] = {
         "summary": "not enough history yet",
     },
     "persona": {
-        "traits": {t: dict(_TRAIT) for t in (
-            "openness", "conscientiousness", "extraversion", "agreeableness", "neuroticism")},
+        "traits": {
+            t: dict(_TRAIT)
+            for t in ("openness", "conscientiousness", "extraversion", "agreeableness", "neuroticism")
+        },
         "goals": [{"description": "run three times a week", "mentions": 1}],
         "follow_through": {"due": 0, "completed": 0},
         "growth_areas": ["consistency"],
@@ -50,7 +52,12 @@ def stability_blocking() -> dict[str, Any]:
     return {"moves": [dict(BLOCKED_MOVE)], "summary": "medication changes are blocked"}
 
 
-def synthesis_citing(brief: Any, text: str = "Here is a small, reversible next step: a ten-minute walk.") -> dict[str, Any]:
+def synthesis_citing(
+    brief: Any, text: str = "Here is a small, reversible next step: a ten-minute walk."
+) -> dict[str, Any]:
     """A synthesis citing every source of ``brief`` (a ``blackboard.Brief`` or its JSON dict)."""
     sources = brief["sources"] if isinstance(brief, dict) else [s.model_dump() for s in brief.sources]
-    return {"text": text, "citations": [{"agent": s["agent"], "key": s["key"], "version": s["version"]} for s in sources]}
+    return {
+        "text": text,
+        "citations": [{"agent": s["agent"], "key": s["key"], "version": s["version"]} for s in sources],
+    }

@@ -6,14 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from launcher._agent_runner import AgentInvocation, ClaudeAgentRunner, RunnerConfig, _result_error
 from launcher.errors import AgentFailedError
+from launcher.runner._agent_runner import AgentInvocation, ClaudeAgentRunner, RunnerConfig, _result_error
 from testsupport.script import Error
 from testsupport.upstream import ScriptedUpstream
 
 
 def test_proxy_statuses_name_the_model_server_not_a_raw_code() -> None:
-    down = _result_error("coach", "success", 'API Error: 529 {"type":"error","error":{"type":"overloaded_error"}}')
+    down = _result_error(
+        "coach", "success", 'API Error: 529 {"type":"error","error":{"type":"overloaded_error"}}'
+    )
     assert "no model server could be reached" in down.message and "COACH_UPSTREAM_URL" in down.message
     assert down.code == "upstream_error" and down.retryable
     garbage = _result_error("shadow", "success", "API Error: 502 upstream sent garbage")
@@ -53,15 +55,30 @@ async def test_a_failed_request_is_no_first_token(tmp_path: Path, free_port: int
     events = _Events()
     try:
         cfg = RunnerConfig(
-            proxy_url=upstream.base_url, mcp_url=f"http://127.0.0.1:{free_port}/mcp", max_warm=0,
-            cwd=str(tmp_path), extra_env={"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")},
+            proxy_url=upstream.base_url,
+            mcp_url=f"http://127.0.0.1:{free_port}/mcp",
+            max_warm=0,
+            cwd=str(tmp_path),
+            extra_env={"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")},
         )
         async with ClaudeAgentRunner(cfg) as runner:
             with pytest.raises(AgentFailedError) as info:
-                await runner.run(AgentInvocation(
-                    agent="coach", user="u", session="s1", turn="t000001", system_prompt="You are the coach.",
-                    model="qwen3", tools=(), max_output_tokens=200, context_budget_tokens=100_000,
-                    prompt="hello", followup="hello"), events)
+                await runner.run(
+                    AgentInvocation(
+                        agent="coach",
+                        user="u",
+                        session="s1",
+                        turn="t000001",
+                        system_prompt="You are the coach.",
+                        model="qwen3",
+                        tools=(),
+                        max_output_tokens=200,
+                        context_budget_tokens=100_000,
+                        prompt="hello",
+                        followup="hello",
+                    ),
+                    events,
+                )
     finally:
         upstream.stop()
     assert upstream.model_calls("coach"), "the upstream was never asked"

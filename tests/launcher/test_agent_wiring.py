@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from launcher._agent_runner import ClaudeAgentRunner, RunnerConfig
-from launcher._spec_view import view_of
-from launcher._turn_scope import DirectoryScope, TurnDirectory
 from launcher.agents import load_agents
-from launcher.policies import policies_from_agents
-from launcher.supervisor import _tail
+from launcher.agents._spec_view import view_of
+from launcher.agents.policies import policies_from_agents
+from launcher.pipeline._turn_scope import DirectoryScope, TurnDirectory
+from launcher.pipeline.turn import _tail
+from launcher.runner._agent_runner import ClaudeAgentRunner, RunnerConfig
 from mcp_server import SCOPE_TOKEN_HEADER, Scope, scope_token
 from mcp_server.errors import ScopeError
 
@@ -46,18 +46,29 @@ def test_duplicate_agent_names_are_refused(specs: dict) -> None:
 
 
 def _invocation(specs: dict, agent: str = "persona"):
-    from launcher._agent_runner import AgentInvocation
+    from launcher.runner._agent_runner import AgentInvocation
 
     v = view_of(specs[agent])
     return AgentInvocation(
-        agent=agent, user="u1", session="s1", turn="t000003", system_prompt=v.prompt, model=v.model_alias,
-        tools=v.tools, max_output_tokens=v.max_output_tokens, context_budget_tokens=v.context_budget_tokens,
-        prompt="full", followup="short", tool_timeout_s=v.deadline_s,
+        agent=agent,
+        user="u1",
+        session="s1",
+        turn="t000003",
+        system_prompt=v.prompt,
+        model=v.model_alias,
+        tools=v.tools,
+        max_output_tokens=v.max_output_tokens,
+        context_budget_tokens=v.context_budget_tokens,
+        prompt="full",
+        followup="short",
+        tool_timeout_s=v.deadline_s,
     )
 
 
 def test_sdk_options_make_a_plain_strict_agent(specs: dict) -> None:
-    runner = ClaudeAgentRunner(RunnerConfig(proxy_url="http://127.0.0.1:1", mcp_url="http://127.0.0.1:2/mcp", mcp_secret="s3"))
+    runner = ClaudeAgentRunner(
+        RunnerConfig(proxy_url="http://127.0.0.1:1", mcp_url="http://127.0.0.1:2/mcp", mcp_secret="s3")
+    )
     inv = _invocation(specs)
     warm = runner.options(inv, one_shot=False, stderr=lambda _: None)
     assert warm.system_prompt == specs["persona"].prompt  # Claude Code's default prompt replaced
@@ -68,12 +79,20 @@ def test_sdk_options_make_a_plain_strict_agent(specs: dict) -> None:
     env = warm.env
     assert env["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:1"
     assert env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] == str(specs["persona"].max_output_tokens)
-    for k in ("CLAUDE_CODE_MODEL_CAPABILITIES", "ENABLE_TOOL_SEARCH", "CLAUDE_CODE_ATTRIBUTION_HEADER",
-              "CLAUDE_CODE_DISABLE_THINKING", "CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS",
-              "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"):
+    for k in (
+        "CLAUDE_CODE_MODEL_CAPABILITIES",
+        "ENABLE_TOOL_SEARCH",
+        "CLAUDE_CODE_ATTRIBUTION_HEADER",
+        "CLAUDE_CODE_DISABLE_THINKING",
+        "CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+    ):
         assert k in env
     assert env["ANTHROPIC_CUSTOM_HEADERS"].splitlines() == [
-        "x-coach-agent: persona", "x-coach-user: u1", "x-coach-session: s1"]
+        "x-coach-agent: persona",
+        "x-coach-user: u1",
+        "x-coach-session: s1",
+    ]
     server = warm.mcp_servers["coachboard"]
     assert server["type"] == "http" and server["url"] == "http://127.0.0.1:2/mcp"
     headers = server["headers"]
@@ -85,7 +104,9 @@ def test_sdk_options_make_a_plain_strict_agent(specs: dict) -> None:
     assert env["COACH_MCP_SCOPE_TOKEN"] not in json.dumps(warm.mcp_servers)
     cold = runner.options(inv, one_shot=True, stderr=lambda _: None)
     assert cold.mcp_servers["coachboard"]["headers"]["x-coach-turn"] == "t000003"
-    assert cold.env["COACH_MCP_SCOPE_TOKEN"] == scope_token("s3", Scope.create("u1", "s1", "t000003", "persona"))
+    assert cold.env["COACH_MCP_SCOPE_TOKEN"] == scope_token(
+        "s3", Scope.create("u1", "s1", "t000003", "persona")
+    )
     assert cold.env["COACH_MCP_SCOPE_TOKEN"] not in json.dumps(cold.mcp_servers)
     assert "x-coach-turn: t000003" in cold.env["ANTHROPIC_CUSTOM_HEADERS"]
     json.dumps(cold.mcp_servers)  # what the SDK passes to --mcp-config
@@ -111,7 +132,9 @@ def test_directory_scope_fills_the_turn_only_for_armed_agents() -> None:
     assert scopes.scope_for(headers("shadow")).turn is None  # finished: a late write gets no turn
     d.arm("u1", "s1", "t000001", "pineal")
     assert scopes.scope_for(headers("pineal")).turn == "t000001"
-    assert scopes.scope_for(headers("pineal", turn="t000009")).turn == "t000009"  # signed one-shot header kept
+    assert (
+        scopes.scope_for(headers("pineal", turn="t000009")).turn == "t000009"
+    )  # signed one-shot header kept
     d.close("u1", "s1", "t000001")
     assert scopes.scope_for(headers("pineal")).turn is None
     forged = headers("coach")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from launcher._agent_runner import AgentInvocation, ClaudeAgentRunner, RunnerConfig, ToolCallRecord
+from launcher.runner._agent_runner import AgentInvocation, ClaudeAgentRunner, RunnerConfig, ToolCallRecord
 from testsupport import Text
 from testsupport.upstream import ScriptedUpstream
 
@@ -34,9 +34,17 @@ class _Events:
 
 def _invocation() -> AgentInvocation:
     return AgentInvocation(
-        agent="coach", user="u-hyg", session="s1", turn="t000001", system_prompt="You are the coach.",
-        model="qwen3", tools=(), max_output_tokens=200, context_budget_tokens=100_000,
-        prompt=_FIRST, followup=_SECOND,
+        agent="coach",
+        user="u-hyg",
+        session="s1",
+        turn="t000001",
+        system_prompt="You are the coach.",
+        model="qwen3",
+        tools=(),
+        max_output_tokens=200,
+        context_budget_tokens=100_000,
+        prompt=_FIRST,
+        followup=_SECOND,
     )
 
 
@@ -54,8 +62,11 @@ async def _two_warm_turns(tmp_path: Path, free_port: int, *, keep: bool) -> tupl
     upstream.start()
     try:
         cfg = RunnerConfig(
-            proxy_url=upstream.base_url, mcp_url=f"http://127.0.0.1:{free_port}/mcp", max_warm=2,
-            cwd=str(tmp_path), keep_claude_transcripts=keep,
+            proxy_url=upstream.base_url,
+            mcp_url=f"http://127.0.0.1:{free_port}/mcp",
+            max_warm=2,
+            cwd=str(tmp_path),
+            keep_claude_transcripts=keep,
             extra_env={"HOME": str(home), "CLAUDE_CONFIG_DIR": str(config_dir)},
         )
         async with ClaudeAgentRunner(cfg) as runner:
@@ -71,12 +82,18 @@ async def _two_warm_turns(tmp_path: Path, free_port: int, *, keep: bool) -> tupl
 def test_no_session_persistence_is_the_default_and_can_be_turned_off() -> None:
     inv = _invocation()
     default = ClaudeAgentRunner(RunnerConfig(proxy_url="http://p", mcp_url="http://m/mcp"))
-    assert default.options(inv, one_shot=False, stderr=lambda _: None).extra_args == {"no-session-persistence": None}
-    keep = ClaudeAgentRunner(RunnerConfig(proxy_url="http://p", mcp_url="http://m/mcp", keep_claude_transcripts=True))
+    assert default.options(inv, one_shot=False, stderr=lambda _: None).extra_args == {
+        "no-session-persistence": None
+    }
+    keep = ClaudeAgentRunner(
+        RunnerConfig(proxy_url="http://p", mcp_url="http://m/mcp", keep_claude_transcripts=True)
+    )
     assert keep.options(inv, one_shot=True, stderr=lambda _: None).extra_args == {}
 
 
-async def test_warm_agent_writes_no_transcript_and_keeps_its_conversation(tmp_path: Path, free_port: int) -> None:
+async def test_warm_agent_writes_no_transcript_and_keeps_its_conversation(
+    tmp_path: Path, free_port: int
+) -> None:
     config_dir, counts, warm = await _two_warm_turns(tmp_path, free_port, keep=False)
     assert warm
     # the second query continued the first conversation in the process: prompt, reply, follow-up

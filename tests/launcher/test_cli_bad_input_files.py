@@ -67,7 +67,9 @@ def test_empty_esconv_file_says_it_holds_no_dialogs(tmp_path: Path) -> None:
 
 
 def test_uic_folder_without_patient_asks_for_one(tmp_path: Path) -> None:
-    (tmp_path / "patient7.csv").write_text("id,speaker,utterance,stage\n1,Patient,hi,goal_setting\n", encoding="utf-8")
+    (tmp_path / "patient7.csv").write_text(
+        "id,speaker,utterance,stage\n1,Patient,hi,goal_setting\n", encoding="utf-8"
+    )
     res = CliRunner().invoke(app, ["replay", str(tmp_path)], env=WIDE)
     assert res.exit_code == 2, res.output
     assert "give --patient N" in res.output and "None" not in res.output
@@ -78,8 +80,15 @@ def test_uic_folder_without_patient_asks_for_one(tmp_path: Path) -> None:
 
 def test_eval_safety_skips_a_dialog_without_user_turns_instead_of_failing(tmp_path: Path) -> None:
     f = tmp_path / "d.jsonl"
-    f.write_text(_dialog(("usr", "I feel low"), ("sys", "ok")) + "\n" + _dialog(("sys", "hello?")) + "\n"
-                 + _dialog(("usr", "work is hard")) + "\n", encoding="utf-8")
+    f.write_text(
+        _dialog(("usr", "I feel low"), ("sys", "ok"))
+        + "\n"
+        + _dialog(("sys", "hello?"))
+        + "\n"
+        + _dialog(("usr", "work is hard"))
+        + "\n",
+        encoding="utf-8",
+    )
     res = CliRunner().invoke(app, ["eval", "safety", str(f), "--json"], env=WIDE)
     assert res.exit_code == 0, res.output
     doc = json.loads(res.output)
@@ -99,11 +108,16 @@ def failing_runtime(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     @contextlib.asynccontextmanager
     async def fake_runtime(config: Any, **kw: Any) -> AsyncIterator[Any]:
         started.append(config)
-        raise AgentSpecError([AgentProblem("agents", 0, None, "the agents directory is missing",
-                                           "set [agents] dir in coach.toml")])
+        raise AgentSpecError(
+            [
+                AgentProblem(
+                    "agents", 0, None, "the agents directory is missing", "set [agents] dir in coach.toml"
+                )
+            ]
+        )
         yield  # pragma: no cover
 
-    monkeypatch.setattr("launcher._runtime.coach_runtime", fake_runtime)
+    monkeypatch.setattr("launcher.pipeline._runtime.coach_runtime", fake_runtime)
     return started
 
 
@@ -154,8 +168,12 @@ def _stored_turn(data: Path, user: str = "u1", session: str = "s1") -> None:
     board = Blackboard(data)
     try:
         board.begin_turn(user, session)
-        board.store.write(profile_key(user), {"user": user, "goals": ["run [/x] 5k", "[bold]rest"]},
-                          expected_version=0, author="supervisor")
+        board.store.write(
+            profile_key(user),
+            {"user": user, "goals": ["run [/x] 5k", "[bold]rest"]},
+            expected_version=0,
+            author="supervisor",
+        )
     finally:
         board.close()
 
@@ -171,8 +189,9 @@ def test_board_show_prints_brackets_in_paths_and_profile_verbatim(tmp_path: Path
 
 def test_session_close_on_a_missing_data_dir_creates_nothing(tmp_path: Path) -> None:
     data = tmp_path / "typo" / "data"
-    res = CliRunner().invoke(app, ["session", "close", "-u", "u1", "-s", "s1"],
-                             env={"COACH_DATA_DIR": str(data), **WIDE})
+    res = CliRunner().invoke(
+        app, ["session", "close", "-u", "u1", "-s", "s1"], env={"COACH_DATA_DIR": str(data), **WIDE}
+    )
     assert res.exit_code == 2, res.output
     assert "no blackboard in" in res.output and "nothing was closed or created" in res.output
     assert not (tmp_path / "typo").exists()  # it used to create the folders and an empty store
@@ -181,8 +200,9 @@ def test_session_close_on_a_missing_data_dir_creates_nothing(tmp_path: Path) -> 
 def test_session_close_still_closes_a_stored_session(tmp_path: Path) -> None:
     data = tmp_path / "data"
     _stored_turn(data)
-    res = CliRunner().invoke(app, ["session", "close", "-u", "u1", "-s", "s1", "--json"],
-                             env={"COACH_DATA_DIR": str(data), **WIDE})
+    res = CliRunner().invoke(
+        app, ["session", "close", "-u", "u1", "-s", "s1", "--json"], env={"COACH_DATA_DIR": str(data), **WIDE}
+    )
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["session"] == "s1"
 
@@ -228,10 +248,12 @@ def test_bad_or_dead_service_url_is_refused_before_any_agent(
     cfg = tmp_path / "coach.toml"
     cfg.write_text(f'[data]\ndir = "{tmp_path / "d"}"\n')
     dead = f"http://127.0.0.1:{_free_port()}"
-    for option, url, expected in (("--proxy-url", "notaurl", "is not an http(s) URL"),
-                                  ("--mcp-url", "ftp://x/mcp", "is not an http(s) URL"),
-                                  ("--mcp-url", "http://127.0.0.1:99999/mcp", "is not an http(s) URL"),
-                                  ("--proxy-url", dead, "nothing answers there")):
+    for option, url, expected in (
+        ("--proxy-url", "notaurl", "is not an http(s) URL"),
+        ("--mcp-url", "ftp://x/mcp", "is not an http(s) URL"),
+        ("--mcp-url", "http://127.0.0.1:99999/mcp", "is not an http(s) URL"),
+        ("--proxy-url", dead, "nothing answers there"),
+    ):
         res = CliRunner().invoke(app, [*command, "-u", "u1", "--config", str(cfg), option, url], env=WIDE)
         assert res.exit_code == 2, res.output
         _no_traceback(res)
@@ -248,12 +270,30 @@ def test_a_listening_service_url_passes_the_check(tmp_path: Path, failing_runtim
         srv.bind(("127.0.0.1", 0))
         srv.listen(4)
         url = f"http://127.0.0.1:{srv.getsockname()[1]}"
-        res = CliRunner().invoke(app, ["run", "hello", "-u", "u1", "-s", "s1", "--config", str(cfg),
-                                       "--proxy-url", url, "--mcp-url", url + "/mcp"], env=WIDE)
+        res = CliRunner().invoke(
+            app,
+            [
+                "run",
+                "hello",
+                "-u",
+                "u1",
+                "-s",
+                "s1",
+                "--config",
+                str(cfg),
+                "--proxy-url",
+                url,
+                "--mcp-url",
+                url + "/mcp",
+            ],
+            env=WIDE,
+        )
     assert failing_runtime, res.output  # the check let it through to the runtime
 
 
-def test_tilde_in_data_and_agents_dir_is_the_home_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tilde_in_data_and_agents_dir_is_the_home_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     cfg = tmp_path / "c.toml"
     cfg.write_text('[agents]\ndir = "~/agents"\n')
@@ -269,9 +309,12 @@ def test_board_show_does_not_flag_a_crisis_turn_as_missing_every_agent(tmp_path:
     board = Blackboard(data)
     try:
         turn = board.begin_turn("u1", "s1")
-        board.store.write(turn_entry_key("u1", "s1", turn, "record"),
-                          {"crisis_tier": 3, "synthesis_source": "crisis", "missing": []},
-                          expected_version=0, author="supervisor")
+        board.store.write(
+            turn_entry_key("u1", "s1", turn, "record"),
+            {"crisis_tier": 3, "synthesis_source": "crisis", "missing": []},
+            expected_version=0,
+            author="supervisor",
+        )
     finally:
         board.close()
     env = {"COACH_DATA_DIR": str(data), **WIDE}
@@ -283,8 +326,9 @@ def test_board_show_does_not_flag_a_crisis_turn_as_missing_every_agent(tmp_path:
     assert doc["sessions"][0]["turns"][0]["synthesis_source"] == "crisis"
 
 
-def test_read_only_data_dir_is_explained_not_called_a_broken_database(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_only_data_dir_is_explained_not_called_a_broken_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """On a read-only folder SQLite (WAL) cannot open even to read; the store said "not a usable
     blackboard database ... move it aside", wrong advice for an intact database. The test runs as any
     user (root ignores modes), so the read-only folder is os.access's answer: the boundary is faked."""
@@ -294,7 +338,9 @@ def test_read_only_data_dir_is_explained_not_called_a_broken_database(tmp_path: 
     _stored_turn(data)
     before = (data / "blackboard.sqlite3").read_bytes()
     real_access = os.access
-    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if Path(p) == data else real_access(p, mode, **kw))
+    monkeypatch.setattr(
+        os, "access", lambda p, mode, **kw: False if Path(p) == data else real_access(p, mode, **kw)
+    )
     for command in (["board", "show", "-u", "u1"], ["serve", "--proxy-port", "0", "--mcp-port", "0"]):
         cfg = tmp_path / "coach.toml"
         cfg.write_text(f'[data]\ndir = "{data}"\n[agents]\ndir = "{ROOT / "agents"}"\n')

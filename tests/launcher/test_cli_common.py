@@ -1,4 +1,4 @@
-"""``launcher._cli_common``: the helpers every ``coach`` subcommand uses to refuse bad input (exit 2 with
+"""``launcher.cli._common``: the helpers every ``coach`` subcommand uses to refuse bad input (exit 2 with
 one plain error line, before anything starts) and to unwrap a runtime's exception group."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import typer
 
-from launcher._cli_common import check_ids, check_session_open, check_user, load_config_or_exit, run_async
+from launcher.cli._common import check_ids, check_session_open, check_user, load_config_or_exit, run_async
 
 
 def test_check_ids_and_check_user_refuse_bad_key_parts(capsys: pytest.CaptureFixture[str]) -> None:
@@ -33,11 +33,13 @@ def test_load_config_or_exit_loads_or_exits_2(tmp_path: Path, capsys: pytest.Cap
     assert exc.value.exit_code == 2 and capsys.readouterr().err.startswith("error: ")
 
 
-def test_check_session_open_refuses_a_closed_session(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_session_open_refuses_a_closed_session(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import anyio
 
     from blackboard import Blackboard
-    from launcher.sessions import close_session
+    from launcher.pipeline.sessions import close_session
 
     cfg = tmp_path / "coach.toml"
     cfg.write_text(f'[data]\ndir = "{tmp_path / "d"}"\n')

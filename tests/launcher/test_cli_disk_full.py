@@ -19,9 +19,9 @@ import pytest
 from typer.testing import CliRunner
 
 from blackboard import Blackboard, StoreUnavailableError, session_key
-from launcher._data_dir import LOW_SPACE_BYTES
 from launcher.cli import app
 from launcher.errors import SessionError
+from launcher.pipeline._data_dir import LOW_SPACE_BYTES
 
 
 def _store_with_a_turn(tmp_path: Path) -> tuple[Path, Path]:
@@ -58,16 +58,22 @@ def _session_still_there(data: Path) -> bool:
         board.close()
 
 
-@pytest.mark.parametrize("command", [["run", "hi", "-u", "u1", "-s", "s1"], ["session", "close", "-u", "u1", "-s", "s1"]])
-def test_store_that_cannot_open_on_a_full_disk_says_disk_full(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                              command: list[str]) -> None:
+@pytest.mark.parametrize(
+    "command", [["run", "hi", "-u", "u1", "-s", "s1"], ["session", "close", "-u", "u1", "-s", "s1"]]
+)
+def test_store_that_cannot_open_on_a_full_disk_says_disk_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
     data, cfg = _store_with_a_turn(tmp_path)
     (data / "blackboard.sqlite3-shm").mkdir()  # SQLite cannot create its index: the open fails for real
     _free_space(monkeypatch, 60 * 1024)
     res = _cli(cfg, *command)
     assert res.exit_code == 2, (res.output, res.exception)
     assert isinstance(res.exception, SystemExit)
-    assert "error (disk_full): the disk holding the data directory" in res.output and "(60 KiB free)" in res.output
+    assert (
+        "error (disk_full): the disk holding the data directory" in res.output
+        and "(60 KiB free)" in res.output
+    )
     assert "do not move the database aside" in res.output and "Fix: free space there" in res.output
     assert "move it aside or choose" not in res.output
     monkeypatch.undo()
@@ -75,8 +81,9 @@ def test_store_that_cannot_open_on_a_full_disk_says_disk_full(tmp_path: Path, mo
     assert _session_still_there(data)
 
 
-def test_store_that_cannot_open_with_free_space_keeps_the_store_error(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_store_that_cannot_open_with_free_space_keeps_the_store_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     data, cfg = _store_with_a_turn(tmp_path)
     (data / "blackboard.sqlite3-shm").mkdir()
     _free_space(monkeypatch, 10 * LOW_SPACE_BYTES)
@@ -85,8 +92,9 @@ def test_store_that_cannot_open_with_free_space_keeps_the_store_error(tmp_path: 
     assert "error (store_unavailable)" in res.output and "disk_full" not in res.output
 
 
-def test_session_close_whose_write_fails_on_a_full_disk_says_disk_full(tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_session_close_whose_write_fails_on_a_full_disk_says_disk_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The store opens, then the compaction's write fails (SQLITE_FULL): close_session wraps the store's
     error in a SessionError, whose text alone ('database or disk is full') gave no fix."""
     _data, cfg = _store_with_a_turn(tmp_path)
@@ -95,7 +103,7 @@ def test_session_close_whose_write_fails_on_a_full_disk_says_disk_full(tmp_path:
         cause = StoreUnavailableError("blackboard database error: database or disk is full")
         raise SessionError(f"cannot close session {session!r} of user {user!r}: {cause}") from cause
 
-    monkeypatch.setattr("launcher.sessions.close_session", failing_close)
+    monkeypatch.setattr("launcher.pipeline.sessions.close_session", failing_close)
     _free_space(monkeypatch, 0)
     res = _cli(cfg, "session", "close", "-u", "u1", "-s", "s1")
     assert res.exit_code == 2, (res.output, res.exception)

@@ -21,14 +21,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
 REPO = Path(__file__).resolve().parents[2]
 
-CHILD = r'''
+CHILD = r"""
 import os, signal, socket, sys
 signal.signal(signal.SIGINT, signal.default_int_handler)
 import anyio
 from starlette.applications import Starlette
 from starlette.routing import Route
-from launcher._cli_common import Terminated, run_async
-from launcher.stack import _start
+from launcher.cli._common import Terminated, run_async
+from launcher.pipeline.stack import _start
 
 MODE = sys.argv[1]
 
@@ -73,11 +73,13 @@ except KeyboardInterrupt:
 except OSError as exc:
     print(f"error: {exc}", file=sys.stderr)
     sys.exit(2)
-'''
+"""
 
 
 def _child(mode: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", CHILD, mode], cwd=REPO, capture_output=True, text=True, timeout=45)
+    return subprocess.run(
+        [sys.executable, "-c", CHILD, mode], cwd=REPO, capture_output=True, text=True, timeout=45
+    )
 
 
 def test_interrupt_with_an_open_request_prints_no_traceback() -> None:
@@ -106,4 +108,6 @@ def test_an_error_raised_with_a_request_open_prints_only_the_error() -> None:
 def test_a_real_application_error_is_still_reported() -> None:
     p = _child("error")
     assert p.returncode == 0, p.stderr[-3000:]
-    assert "Exception in ASGI application" in p.stderr and "RuntimeError: a real application error" in p.stderr
+    assert (
+        "Exception in ASGI application" in p.stderr and "RuntimeError: a real application error" in p.stderr
+    )

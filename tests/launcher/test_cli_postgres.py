@@ -62,15 +62,22 @@ def test_board_show_reads_postgresql(tmp_path: Path, pg_target: PgTarget) -> Non
     res = CliRunner().invoke(app, ["board", "show", "-u", "u1", "--config", str(cfg)], env=WIDE)
     assert res.exit_code == 0, res.output
     assert "PostgreSQL 127.0.0.1" in res.output and "shadow" in res.output
-    doc = json.loads(CliRunner().invoke(app, ["board", "show", "-u", "u1", "--json", "--config", str(cfg)],
-                                        env=WIDE).output)
+    doc = json.loads(
+        CliRunner()
+        .invoke(app, ["board", "show", "-u", "u1", "--json", "--config", str(cfg)], env=WIDE)
+        .output
+    )
     kinds = {e["kind"] for s in doc["sessions"] for t in s["turns"] for e in t["entries"]}
     assert {"shadow", "meta"} <= kinds
     assert not (tmp_path / "data" / "blackboard.sqlite3").exists()  # nothing went to SQLite
 
 
 def test_an_unreachable_server_is_a_plain_error(tmp_path: Path, free_port: int) -> None:
-    env = {**WIDE, "COACH_DATA_DIR": str(tmp_path), "COACH_DATABASE_URL": f"postgresql://postgres@127.0.0.1:{free_port}/x"}
+    env = {
+        **WIDE,
+        "COACH_DATA_DIR": str(tmp_path),
+        "COACH_DATABASE_URL": f"postgresql://postgres@127.0.0.1:{free_port}/x",
+    }
     for args in (["db", "upgrade"], ["board", "show", "-u", "u1"]):
         res = CliRunner().invoke(app, args, env=env)
         assert res.exit_code == 2, res.output

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from blackboard import Blackboard
 from launcher.cli import app
-from launcher.supervisor import Supervisor
+from launcher.pipeline.supervisor import Supervisor
 from tests.launcher.fakes import FakeRunner, fake_screen, specs
 
 
@@ -34,27 +34,43 @@ def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         finally:
             board.close()
 
-    monkeypatch.setattr("launcher._runtime.coach_runtime", fake_runtime)
+    monkeypatch.setattr("launcher.pipeline._runtime.coach_runtime", fake_runtime)
     return cfg
 
 
 def test_run_prints_coach_then_synthesis_then_timeline(cli_env: Path) -> None:
-    res = CliRunner().invoke(app, ["run", "I want to run more", "-u", "u1", "-s", "s1", "--config", str(cli_env)])
+    res = CliRunner().invoke(
+        app, ["run", "I want to run more", "-u", "u1", "-s", "s1", "--config", str(cli_env)]
+    )
     assert res.exit_code == 0, res.output
     out = res.output
-    coach, synth, table = out.index("Coach:"), out.index("Synthesis (degraded: missing persona)"), out.index("turn t000001")
+    coach, synth, table = (
+        out.index("Coach:"),
+        out.index("Synthesis (degraded: missing persona)"),
+        out.index("turn t000001"),
+    )
     assert coach < synth < table
     assert "timeout" in out and "pineal" in out
 
 
 def test_run_json_is_one_document(cli_env: Path) -> None:
-    res = CliRunner().invoke(app, ["run", "hello", "--user", "u1", "--session", "s1", "--json", "--config", str(cli_env)])
+    res = CliRunner().invoke(
+        app, ["run", "hello", "--user", "u1", "--session", "s1", "--json", "--config", str(cli_env)]
+    )
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     assert {"turn_id", "coach_reply", "synthesis", "degraded", "crisis_tier"} <= set(doc)
     assert doc["degraded"] is True and doc["agents"]["persona"]["status"] == "timeout"
     for a in doc["agents"].values():
-        assert {"status", "started_s", "first_token_s", "finished_s", "input_tokens", "output_tokens", "error"} <= set(a)
+        assert {
+            "status",
+            "started_s",
+            "first_token_s",
+            "finished_s",
+            "input_tokens",
+            "output_tokens",
+            "error",
+        } <= set(a)
 
 
 def test_bad_ids_and_config_exit_2(cli_env: Path, tmp_path: Path) -> None:
@@ -68,7 +84,10 @@ def test_bad_ids_and_config_exit_2(cli_env: Path, tmp_path: Path) -> None:
 
 def test_session_close_twice(cli_env: Path) -> None:
     r = CliRunner()
-    assert r.invoke(app, ["run", "hello", "-u", "u1", "-s", "s1", "--json", "--config", str(cli_env)]).exit_code == 0
+    assert (
+        r.invoke(app, ["run", "hello", "-u", "u1", "-s", "s1", "--json", "--config", str(cli_env)]).exit_code
+        == 0
+    )
     first = r.invoke(app, ["session", "close", "-u", "u1", "-s", "s1", "--json", "--config", str(cli_env)])
     assert first.exit_code == 0, first.output
     doc = json.loads(first.stdout)

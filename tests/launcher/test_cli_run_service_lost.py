@@ -21,11 +21,13 @@ from typer.testing import CliRunner
 from blackboard import Blackboard
 from launcher.cli import app
 from launcher.errors import AgentFailedError
-from launcher.supervisor import Supervisor
+from launcher.pipeline.supervisor import Supervisor
 from tests.launcher.fakes import FakeRunner, fake_screen, specs
 
-REFUSED = ("Claude Code ended with an error (success): API Error: Connection refused — a firewall or proxy may be "
-           "blocking it (ECONNREFUSED)")
+REFUSED = (
+    "Claude Code ended with an error (success): API Error: Connection refused — a firewall or proxy may be "
+    "blocking it (ECONNREFUSED)"
+)
 
 
 class _ServeGoneRunner(FakeRunner):
@@ -45,12 +47,15 @@ def cfg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         board = Blackboard(config.data.dir)
         s = specs()
         try:
-            yield type("RT", (), {"supervisor": Supervisor(board, _ServeGoneRunner(board), lambda: s,
-                                                           screen=fake_screen)})()
+            yield type(
+                "RT",
+                (),
+                {"supervisor": Supervisor(board, _ServeGoneRunner(board), lambda: s, screen=fake_screen)},
+            )()
         finally:
             board.close()
 
-    monkeypatch.setattr("launcher._runtime.coach_runtime", fake_runtime)
+    monkeypatch.setattr("launcher.pipeline._runtime.coach_runtime", fake_runtime)
     return path
 
 
@@ -63,14 +68,17 @@ def listening() -> Iterator[str]:
 
 
 def _run(cfg: Path, *extra: str) -> Any:
-    return CliRunner().invoke(app, ["run", "hi", "-u", "u1", "-s", "s1", "--config", str(cfg), *extra],
-                              env={"COLUMNS": "200"})
+    return CliRunner().invoke(
+        app, ["run", "hi", "-u", "u1", "-s", "s1", "--config", str(cfg), *extra], env={"COLUMNS": "200"}
+    )
 
 
 def test_serve_gone_mid_turn_is_a_warning_naming_the_urls_and_the_fix(cfg: Path, listening: str) -> None:
     res = _run(cfg, "--proxy-url", listening, "--mcp-url", listening + "/mcp")
     assert res.exit_code == 0, (res.output, res.exception)
-    assert f"warning: pineal could not reach {listening} and {listening}/mcp (connection refused)" in res.output
+    assert (
+        f"warning: pineal could not reach {listening} and {listening}/mcp (connection refused)" in res.output
+    )
     assert "`coach serve` is running" in res.output
     row = next(line for line in res.output.splitlines() if line.startswith("│ pineal"))
     assert "Connection refused" in row and "agent pineal:" not in row  # the cause, not the prefix

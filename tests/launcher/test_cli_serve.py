@@ -35,15 +35,27 @@ def test_serve_answers_shows_upstream_health_and_stops_on_sigint(tmp_path: Path)
         proxy_url, mcp_url = m.group(1), m.group(2)
         out.expect(rf"\[ok\] upstream default {re.escape(up_url)}: healthy")
 
-        r = httpx.post(proxy_url + "/v1/messages", timeout=10, json={
-            "model": "anything", "max_tokens": 50, "messages": [{"role": "user", "content": "hi"}]})
+        r = httpx.post(
+            proxy_url + "/v1/messages",
+            timeout=10,
+            json={"model": "anything", "max_tokens": 50, "messages": [{"role": "user", "content": "hi"}]},
+        )
         assert r.status_code == 200, r.text
         assert r.json()["content"][0]["text"] == "hello from upstream"
 
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
-        r = httpx.post(mcp_url, json=init, timeout=10,
-                       headers={"accept": "application/json, text/event-stream"})
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        }
+        r = httpx.post(
+            mcp_url, json=init, timeout=10, headers={"accept": "application/json, text/event-stream"}
+        )
         assert r.status_code == 200 and "coachboard" in r.text, r.text
 
         upstream.stop()

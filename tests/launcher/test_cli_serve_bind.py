@@ -39,11 +39,17 @@ def test_port_in_use_says_which_and_how_to_pick_another(tmp_path: Path) -> None:
         res = _serve(tmp_path, "", "--proxy-port", "0", "--mcp-port", str(port))
     assert res.exit_code == 1, (res.output, res.exception)
     assert f"cannot listen on 127.0.0.1:{port} for the mcp server: Address already in use" in res.output
-    assert "stop whatever uses that port" in res.output and "--mcp-port" in res.output and "[mcp] port" in res.output
+    assert (
+        "stop whatever uses that port" in res.output
+        and "--mcp-port" in res.output
+        and "[mcp] port" in res.output
+    )
 
 
 def test_host_that_is_not_this_machine_says_to_fix_the_host_not_the_port(tmp_path: Path) -> None:
-    res = _serve(tmp_path, '[proxy]\nhost = "192.0.2.1"\n', "--proxy-port", "0", "--mcp-port", "0")  # TEST-NET-1
+    res = _serve(
+        tmp_path, '[proxy]\nhost = "192.0.2.1"\n', "--proxy-port", "0", "--mcp-port", "0"
+    )  # TEST-NET-1
     assert res.exit_code == 1, (res.output, res.exception)
     assert "cannot listen on 192.0.2.1:0 for the proxy" in res.output
     assert "set [proxy] host to an address of this machine" in res.output
@@ -58,21 +64,33 @@ def test_sigterm_with_a_request_open_stops_without_tracebacks(tmp_path: Path) ->
     upstream = ScriptedUpstream({"held": [Hang()]}, matchers=[lambda request: "held"])
     up_url = upstream.start()
     cfg = tmp_path / "coach.toml"
-    cfg.write_text(f'[data]\ndir = "{tmp_path / "data"}"\n[agents]\nwatch = false\n'
-                   f'[upstream]\nurl = "{up_url}"\nkind = "anthropic"\n')
+    cfg.write_text(
+        f'[data]\ndir = "{tmp_path / "data"}"\n[agents]\nwatch = false\n'
+        f'[upstream]\nurl = "{up_url}"\nkind = "anthropic"\n'
+    )
     proc = start_coach_serve(cfg, cwd=REPO)
     out = OutputLines(proc)
 
     def call(proxy_url: str) -> None:
         with contextlib.suppress(httpx.HTTPError):
-            httpx.post(proxy_url + "/v1/messages", timeout=60, json={
-                "model": "m", "max_tokens": 20, "stream": True, "messages": [{"role": "user", "content": "hi"}]})
+            httpx.post(
+                proxy_url + "/v1/messages",
+                timeout=60,
+                json={
+                    "model": "m",
+                    "max_tokens": 20,
+                    "stream": True,
+                    "messages": [{"role": "user", "content": "hi"}],
+                },
+            )
 
     try:
         proxy_url = out.expect(r"coach serve: ready: proxy (\S+)").group(1)
         client = threading.Thread(target=call, args=(proxy_url,), daemon=True)
         client.start()
-        assert upstream.wait_for(lambda rs: any(r.is_model_call for r in rs), 30), "the call reached the upstream"
+        assert upstream.wait_for(lambda rs: any(r.is_model_call for r in rs), 30), (
+            "the call reached the upstream"
+        )
         proc.send_signal(signal.SIGTERM)
         out.expect(r"coach serve: stopped", 30)
         assert proc.wait(15) == 0

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from blackboard import Blackboard, SessionClosedError, session_key
 from launcher.cli import app
-from launcher.supervisor import Supervisor
+from launcher.pipeline.supervisor import Supervisor
 from tests.launcher.fakes import FakeRunner, fake_screen, specs
 
 MARKUP = "Try [bold]this[/bold], [/x] and [link=http://a]x[/link] \\[ok] [red]"
@@ -35,19 +35,26 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
 
     @contextlib.asynccontextmanager
     async def fake_runtime(config: Any, **kw: Any) -> AsyncIterator[Any]:
-        from launcher._data_dir import open_board
+        from launcher.pipeline._data_dir import open_board
 
         board = open_board(config.data.dir)
-        runner = FakeRunner(board, behaviours=state.behaviours, calls=state.calls, pineal_text=state.pineal_text)
+        runner = FakeRunner(
+            board, behaviours=state.behaviours, calls=state.calls, pineal_text=state.pineal_text
+        )
         s = specs()
         sup = Supervisor(board, runner, lambda: s, screen=fake_screen)
         try:
-            yield SimpleNamespace(board=board, runner=runner, supervisor=sup, current_agents=lambda: s,
-                                  registry=SimpleNamespace(version=1, directory="agents"))
+            yield SimpleNamespace(
+                board=board,
+                runner=runner,
+                supervisor=sup,
+                current_agents=lambda: s,
+                registry=SimpleNamespace(version=1, directory="agents"),
+            )
         finally:
             board.close()
 
-    monkeypatch.setattr("launcher._runtime.coach_runtime", fake_runtime)
+    monkeypatch.setattr("launcher.pipeline._runtime.coach_runtime", fake_runtime)
     return state
 
 
@@ -82,7 +89,9 @@ def test_begin_turn_refuses_a_closed_session(tmp_path: Path) -> None:
     try:
         board.begin_turn("u", "s")
         entry = board.store.read(session_key("u", "s"))
-        board.store.write(entry.key, {**entry.value, "closed_at": 1.0}, expected_version=entry.version, author="t")
+        board.store.write(
+            entry.key, {**entry.value, "closed_at": 1.0}, expected_version=entry.version, author="t"
+        )
         with pytest.raises(SessionClosedError) as info:
             board.begin_turn("u", "s")
         assert info.value.code == "session_closed" and "1970-01-01 00:00:01 UTC" in str(info.value)
@@ -145,8 +154,8 @@ def test_chat_closes_an_idle_session(env: SimpleNamespace, monkeypatch: pytest.M
             await anyio.sleep_forever()
             return None  # pragma: no cover
 
-    monkeypatch.setattr("launcher.cli_chat._READER", Reader)
-    monkeypatch.setattr("launcher.cli_chat._CLOCK", lambda: now[0])
+    monkeypatch.setattr("launcher.cli.chat._READER", Reader)
+    monkeypatch.setattr("launcher.cli.chat._CLOCK", lambda: now[0])
     res = _cli("chat", "-u", "bob", "-s", "s1", cfg=env.cfg)
     assert res.exit_code == 0, (res.output, res.exception)
     assert turn_done[0] and "was idle for 0.05s and was closed (1 turn): merged persona, shadow" in res.output
@@ -159,7 +168,9 @@ def test_unusable_data_dir_in_the_runtime_is_a_plain_error(tmp_path: Path, comma
     a corrupt store plainly (exit 2, no traceback), and leaves the file alone."""
     a_file = tmp_path / "afile"
     a_file.write_text("keep me")
-    res = CliRunner().invoke(app, [*command, "-u", "u1", "-s", "s1"], env={"COACH_DATA_DIR": str(a_file), "COLUMNS": "400"})
+    res = CliRunner().invoke(
+        app, [*command, "-u", "u1", "-s", "s1"], env={"COACH_DATA_DIR": str(a_file), "COLUMNS": "400"}
+    )
     assert res.exit_code == 2, (res.output, res.exception)
     assert isinstance(res.exception, SystemExit)
     assert f"the data directory {a_file} cannot be used" in res.output
@@ -167,7 +178,7 @@ def test_unusable_data_dir_in_the_runtime_is_a_plain_error(tmp_path: Path, comma
 
 
 def test_corrupt_store_in_the_runtime_is_a_plain_error(tmp_path: Path) -> None:
-    import launcher._runtime as rt_mod
+    import launcher.pipeline._runtime as rt_mod
     from launcher.config import CoachConfig
     from launcher.errors import DataDirError
 
@@ -191,7 +202,7 @@ def test_corrupt_store_in_the_runtime_is_a_plain_error(tmp_path: Path) -> None:
 def test_serve_closes_sessions_without_mcp_requests_for_the_idle_timeout(tmp_path: Path) -> None:
     """coach serve's MCP scope source marks each request's session active; a session without a request
     for [agents] idle_close_s (fake clock) is compacted and closed; an active one stays open."""
-    from launcher.cli_serve import idle_closing_scopes
+    from launcher.cli.serve import idle_closing_scopes
     from mcp_server import HeaderScope
 
     now = [0.0]
@@ -220,16 +231,19 @@ def test_agents_check_on_a_file_says_it_is_not_a_directory(tmp_path: Path) -> No
     res = CliRunner().invoke(app, ["agents", "check", "--dir", str(a_file)], env={"COLUMNS": "400"})
     assert res.exit_code == 1
     assert f"the agents directory {a_file} is not a directory (it is a file)" in res.output
-    res = CliRunner().invoke(app, ["agents", "check", "--dir", str(tmp_path / "nope")], env={"COLUMNS": "400"})
+    res = CliRunner().invoke(
+        app, ["agents", "check", "--dir", str(tmp_path / "nope")], env={"COLUMNS": "400"}
+    )
     assert "nope does not exist" in res.output
 
 
-def test_session_closed_while_the_runtime_starts_is_a_plain_error(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_session_closed_while_the_runtime_starts_is_a_plain_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The real runtime runs the turn inside task groups, which wrap what it raises in an exception
     group: the refusal reached the user as a traceback (exit 1). Here the session is closed by "another
     process" after the early check, inside a task group, so begin_turn's refusal must come through."""
-    from launcher.sessions import close_session
+    from launcher.pipeline.sessions import close_session
 
     data = tmp_path / "data"
     cfg = tmp_path / "coach.toml"
@@ -250,7 +264,7 @@ def test_session_closed_while_the_runtime_starts_is_a_plain_error(tmp_path: Path
         finally:
             b.close()
 
-    monkeypatch.setattr("launcher._runtime.coach_runtime", grouped_runtime)
+    monkeypatch.setattr("launcher.pipeline._runtime.coach_runtime", grouped_runtime)
     res = _cli("run", "again", "-u", "bob", "-s", "s1", cfg=cfg)
     assert res.exit_code == 2, (res.output, res.exception)
     assert isinstance(res.exception, SystemExit)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from launcher._context_pack import (
+from launcher.pipeline._context_pack import (
     AgentPackSpec,
     HistoryItem,
     PackInputs,
@@ -19,23 +19,37 @@ PROFILE = {"user": "u1", "goals": [{"description": "run three times a week", "me
 
 
 def history(n: int) -> list[HistoryItem]:
-    return [HistoryItem(turn=f"t{i:06d}", user_text=f"message {i} " + "x" * 200, coach_reply=f"reply {i}")
-            for i in range(1, n + 1)]
+    return [
+        HistoryItem(turn=f"t{i:06d}", user_text=f"message {i} " + "x" * 200, coach_reply=f"reply {i}")
+        for i in range(1, n + 1)
+    ]
 
 
 def test_shared_part_is_identical_and_first_for_every_agent() -> None:
-    inputs = PackInputs(message="hello", profile=PROFILE, history=history(3), entries={"turns/t000003/stability": {"moves": []}})
-    packs = build_packs(inputs, {
-        "coach": AgentPackSpec(4000, "# Your task\nYou are the coach agent.\n"),
-        "shadow": AgentPackSpec(8000, "# Your task\nYou are the shadow agent, longer tail.\n"),
-    })
+    inputs = PackInputs(
+        message="hello",
+        profile=PROFILE,
+        history=history(3),
+        entries={"turns/t000003/stability": {"moves": []}},
+    )
+    packs = build_packs(
+        inputs,
+        {
+            "coach": AgentPackSpec(4000, "# Your task\nYou are the coach agent.\n"),
+            "shadow": AgentPackSpec(8000, "# Your task\nYou are the shadow agent, longer tail.\n"),
+        },
+    )
     assert packs["coach"].shared == packs["shadow"].shared
     for name, pack in packs.items():
         assert pack.text.startswith(pack.shared) and pack.text.endswith(pack.tail)
         assert f"You are the {name} agent" in pack.tail
     shared = packs["coach"].shared
-    assert shared.index("## User profile") < shared.index("## This session so far") < shared.index(
-        "## Relevant blackboard entries") < shared.index("## The user's message")
+    assert (
+        shared.index("## User profile")
+        < shared.index("## This session so far")
+        < shared.index("## Relevant blackboard entries")
+        < shared.index("## The user's message")
+    )
 
 
 def test_cutting_drops_oldest_history_first_and_keeps_the_message() -> None:
@@ -59,7 +73,12 @@ def test_entries_then_profile_are_cut_before_the_message() -> None:
 
 
 def test_followups_carry_the_new_message_but_not_the_history() -> None:
-    ups = build_followups("second message", {"turns/t1/stability": {"moves": []}}, {"coach": "tail-c\n", "shadow": "tail-s\n"}, 2000)
+    ups = build_followups(
+        "second message",
+        {"turns/t1/stability": {"moves": []}},
+        {"coach": "tail-c\n", "shadow": "tail-s\n"},
+        2000,
+    )
     assert ups["coach"].removesuffix("tail-c\n") == ups["shadow"].removesuffix("tail-s\n")
     assert "second message" in ups["coach"] and "## This session so far" not in ups["coach"]
 
@@ -79,7 +98,9 @@ def test_bad_budgets_are_refused() -> None:
 )
 def test_every_pack_fits_its_budget(n_hist: int, budget: int, message: str) -> None:
     inputs = PackInputs(message=message, profile=PROFILE, history=history(n_hist))
-    packs = build_packs(inputs, {"a": AgentPackSpec(budget, "# Your task\nx\n"), "b": AgentPackSpec(budget * 2, "t\n")})
+    packs = build_packs(
+        inputs, {"a": AgentPackSpec(budget, "# Your task\nx\n"), "b": AgentPackSpec(budget * 2, "t\n")}
+    )
     assert packs["a"].tokens <= budget + 8  # +8: the cut marker rounding
     assert packs["a"].shared == packs["b"].shared
     assert estimate_tokens(packs["a"].text) == packs["a"].tokens

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from launcher.agents import AgentRegistry
 from launcher.cli import app
-from launcher.cli_demo import demo_embedded_config, embedded_runtime_config, scaled_agents
+from launcher.cli.demo import demo_embedded_config, embedded_runtime_config, scaled_agents
 from launcher.config import CoachConfig
 from launcher.embedded import FORCED_TOOL_CALL_PREFILL, EmbeddedConfig
 
@@ -68,15 +68,22 @@ def test_closing_summary_counts_what_each_turn_delivered(tmp_path: Path) -> None
 
     from rich.console import Console
 
-    from launcher.cli_demo import _epilogue
+    from launcher.cli.demo import _epilogue
 
     def turn(session: str, source: str, failed: tuple[str, ...] = ()) -> Any:
-        agents = {n: SimpleNamespace(status="error" if n in failed else "ok")
-                  for n in ("coach", "shadow", "persona", "plasticity", "stability", "pineal")}
+        agents = {
+            n: SimpleNamespace(status="error" if n in failed else "ok")
+            for n in ("coach", "shadow", "persona", "plasticity", "stability", "pineal")
+        }
         result = SimpleNamespace(agents=agents, synthesis_source=source, coach_reply="hi", synthesis="s")
         return SimpleNamespace(session_id=session, result=result)
 
-    turns = [turn("s1", "model"), turn("s1", "fallback", ("shadow",)), turn("s2", "fallback"), turn("s2", "repaired")]
+    turns = [
+        turn("s1", "model"),
+        turn("s1", "fallback", ("shadow",)),
+        turn("s2", "fallback"),
+        turn("s2", "repaired"),
+    ]
     console = Console(record=True, width=400)
     _epilogue(console, turns, "annomi-24", tmp_path, 12.0)
     out = " ".join(console.export_text().split())

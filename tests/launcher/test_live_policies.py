@@ -12,8 +12,8 @@ import anyio
 import httpx
 import pytest
 
-from launcher._runtime import coach_runtime
 from launcher.config import CoachConfig, DataConfig, UpstreamConfig
+from launcher.pipeline._runtime import coach_runtime
 from testsupport.script import Text
 from testsupport.upstream import ScriptedUpstream
 
@@ -32,20 +32,31 @@ def upstream() -> Iterator[ScriptedUpstream]:
 
 def _set_max_output_tokens(path: Path, value: int) -> None:
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    path.write_text("".join(f"max_output_tokens: {value}\n" if ln.startswith("max_output_tokens:") else ln
-                            for ln in lines), encoding="utf-8")
+    path.write_text(
+        "".join(
+            f"max_output_tokens: {value}\n" if ln.startswith("max_output_tokens:") else ln for ln in lines
+        ),
+        encoding="utf-8",
+    )
 
 
 async def _ask(c: httpx.AsyncClient) -> None:
-    r = await c.post("/v1/messages", headers=HEADERS,
-                     json={"model": "haiku", "max_tokens": 32000, "messages": [{"role": "user", "content": "hi"}]})
+    r = await c.post(
+        "/v1/messages",
+        headers=HEADERS,
+        json={"model": "haiku", "max_tokens": 32000, "messages": [{"role": "user", "content": "hi"}]},
+    )
     assert r.status_code == 200, r.text
 
 
-async def test_a_reloaded_max_output_tokens_caps_the_next_request(tmp_path: Path, upstream: ScriptedUpstream) -> None:
+async def test_a_reloaded_max_output_tokens_caps_the_next_request(
+    tmp_path: Path, upstream: ScriptedUpstream
+) -> None:
     agents = tmp_path / "agents"
     shutil.copytree(REPO / "agents", agents)
-    config = CoachConfig(data=DataConfig(dir=tmp_path / "data"), upstream=UpstreamConfig(url=upstream.base_url))
+    config = CoachConfig(
+        data=DataConfig(dir=tmp_path / "data"), upstream=UpstreamConfig(url=upstream.base_url)
+    )
     async with coach_runtime(config, agents_dir=agents) as rt:
         original = rt.registry.current()["coach"].max_output_tokens
         async with httpx.AsyncClient(base_url=rt.urls.proxy_url, timeout=30) as c:
@@ -70,7 +81,9 @@ async def test_relative_data_dir_gives_agents_absolute_paths(
     """The agents run with cwd = the data dir: a relative ``[data] dir`` passed on as is made Claude Code
     create ``<data>/.coachboard/data/claude-home`` inside the data dir (seen in a ``make demo`` run)."""
     monkeypatch.chdir(tmp_path)
-    config = CoachConfig(data=DataConfig(dir=Path("rel") / "data"), upstream=UpstreamConfig(url=upstream.base_url))
+    config = CoachConfig(
+        data=DataConfig(dir=Path("rel") / "data"), upstream=UpstreamConfig(url=upstream.base_url)
+    )
     async with coach_runtime(config, agents_dir=REPO / "agents") as rt:
         cfg = rt.runner.config
     data = (tmp_path / "rel" / "data").resolve()

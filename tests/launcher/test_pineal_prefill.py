@@ -1,4 +1,4 @@
-"""Pineal's shared context is prefilled while the specialists work (launcher._pineal_prefill): once per
+"""Pineal's shared context is prefilled while the specialists work (launcher.pipeline._pineal_prefill): once per
 turn, only after every other agent's first token, never holding up a specialist."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from blackboard import Blackboard
-from launcher.supervisor import Supervisor
+from launcher.pipeline.supervisor import Supervisor
 from proxy import PREFILL_MARKER
 from tests.launcher.fakes import FakeRunner, fake_screen, specs
 
@@ -61,7 +61,9 @@ async def test_the_prefill_is_made_once_per_turn_after_every_first_token(board: 
     pineal = next(c for c in runner.calls if c.agent == "pineal" and c.turn == "t000001")
     shared = text[: -len(PREFILL_MARKER) - 1]
     assert pineal.prompt.startswith(shared) and "I keep skipping my runs." in shared
-    assert "arbitrated brief" not in shared and "arbitrated brief" in pineal.followup  # entry-independent first
+    assert (
+        "arbitrated brief" not in shared and "arbitrated brief" in pineal.followup
+    )  # entry-independent first
     first = runner.events[: runner.events.index(("pineal", "prefill"))]
     assert {a for a, what in first if what == "first_token"} == set(SPECIALISTS)
 
@@ -80,8 +82,8 @@ async def test_a_slow_prefill_never_delays_the_specialists(board: Blackboard) ->
 
 
 async def test_no_prefill_when_the_specialists_are_already_done() -> None:
-    from launcher._pineal_prefill import prefill_pineal
-    from launcher._turn_status import AgentStatus
+    from launcher.pipeline._pineal_prefill import prefill_pineal
+    from launcher.pipeline._turn_status import AgentStatus
 
     sent: list[str] = []
 

@@ -12,9 +12,16 @@ import pytest
 from claude_agent_sdk.types import ResultMessage
 
 from blackboard import Blackboard
-from launcher._agent_runner import AgentEvents, AgentInvocation, AgentOutcome, ClaudeAgentRunner, RunnerConfig
-from launcher._spec_view import view_of
-from launcher.supervisor import Supervisor, _invocation
+from launcher.agents._spec_view import view_of
+from launcher.pipeline.supervisor import Supervisor
+from launcher.pipeline.turn import _invocation
+from launcher.runner._agent_runner import (
+    AgentEvents,
+    AgentInvocation,
+    AgentOutcome,
+    ClaudeAgentRunner,
+    RunnerConfig,
+)
 from tests.launcher.fakes import FakeRunner, fake_screen, specs
 
 pytestmark = pytest.mark.anyio
@@ -47,8 +54,16 @@ class GatedClient:
         self.prompts.append(prompt)
 
     async def receive_response(self) -> Any:
-        yield ResultMessage(subtype="success", duration_ms=1, duration_api_ms=1, is_error=False, num_turns=1,
-                            session_id="s", result="Done.", usage={"input_tokens": 10, "output_tokens": 1})
+        yield ResultMessage(
+            subtype="success",
+            duration_ms=1,
+            duration_api_ms=1,
+            is_error=False,
+            num_turns=1,
+            session_id="s",
+            result="Done.",
+            usage={"input_tokens": 10, "output_tokens": 1},
+        )
 
     async def disconnect(self) -> None:
         self.disconnected = True
@@ -73,11 +88,20 @@ def fake_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(claude_agent_sdk, "ClaudeSDKClient", GatedClient)
 
 
-
 def inv(agent: str = "pineal", session: str = "s1", body: str = "You are Pineal.") -> AgentInvocation:
-    return AgentInvocation(agent=agent, user="u1", session=session, turn="t000001", system_prompt=body, model="deep",
-                           tools=("write_synthesis",), max_output_tokens=100, context_budget_tokens=4000,
-                           prompt="FULL PACK", followup="FOLLOW-UP")
+    return AgentInvocation(
+        agent=agent,
+        user="u1",
+        session=session,
+        turn="t000001",
+        system_prompt=body,
+        model="deep",
+        tools=("write_synthesis",),
+        max_output_tokens=100,
+        context_budget_tokens=4000,
+        prompt="FULL PACK",
+        followup="FOLLOW-UP",
+    )
 
 
 async def test_a_prestarted_process_is_used_by_the_next_run_with_the_full_prompt() -> None:
@@ -137,7 +161,11 @@ async def test_a_failed_prestart_is_discarded_and_the_run_starts_its_own_process
         assert runner.warm_count() == 0
         GatedClient.fail_connect = False
         out = await runner.run(inv(), NoEvents())
-        assert len(GatedClient.instances) == 2 and not out.warm and GatedClient.instances[1].prompts == ["FULL PACK"]
+        assert (
+            len(GatedClient.instances) == 2
+            and not out.warm
+            and GatedClient.instances[1].prompts == ["FULL PACK"]
+        )
 
 
 async def test_prestart_respects_the_warm_limit_and_evicts_only_when_asked() -> None:

@@ -1,4 +1,4 @@
-"""launcher._process_pool: started idle processes for new sessions, each handed out once, never used
+"""launcher.runner._process_pool: started idle processes for new sessions, each handed out once, never used
 before, bound for good to the session it went to (the MCP scope and the proxy translate its identity)."""
 
 from __future__ import annotations
@@ -8,31 +8,48 @@ from typing import Any
 
 import pytest
 
-from launcher._agent_runner import AgentInvocation, ClaudeAgentRunner, RunnerConfig, _fingerprint, _Warm
-from launcher._process_pool import (
+from launcher.pipeline._turn_scope import DirectoryScope, TurnDirectory
+from launcher.pipeline.supervisor import pool_invocations
+from launcher.runner._agent_runner import (
+    AgentInvocation,
+    ClaudeAgentRunner,
+    RunnerConfig,
+    _fingerprint,
+    _Warm,
+)
+from launcher.runner._process_pool import (
     POOL_USER,
     Bindings,
     PooledProcess,
     bindings_for,
     memory_room,
-    pool_invocations,
 )
-from launcher._turn_scope import DirectoryScope, TurnDirectory
 from mcp_server import Scope
 
 
 def inv(agent: str = "coach", user: str = "u1", session: str = "s1") -> AgentInvocation:
-    return AgentInvocation(agent=agent, user=user, session=session, turn="", system_prompt="You are the Coach.",
-                           model="fast", tools=("write_coach",), max_output_tokens=400, context_budget_tokens=4000,
-                           prompt="", followup="")
+    return AgentInvocation(
+        agent=agent,
+        user=user,
+        session=session,
+        turn="",
+        system_prompt="You are the Coach.",
+        model="fast",
+        tools=("write_coach",),
+        max_output_tokens=400,
+        context_budget_tokens=4000,
+        prompt="",
+        followup="",
+    )
 
 
 def runner_with_idle(directory: TurnDirectory, n: int = 1) -> tuple[ClaudeAgentRunner, list[Any]]:
     cfg = RunnerConfig(proxy_url="http://proxy", mcp_url="http://mcp/mcp", pool_size=6)
     runner = ClaudeAgentRunner(cfg, bindings=bindings_for(directory))
     clients = [SimpleNamespace(name=f"proc{i}") for i in range(n)]
-    runner.pool._idle[_fingerprint(inv())] = [PooledProcess(c, _fingerprint(inv()), f"p{i:024x}", None)
-                                              for i, c in enumerate(clients)]
+    runner.pool._idle[_fingerprint(inv())] = [
+        PooledProcess(c, _fingerprint(inv()), f"p{i:024x}", None) for i, c in enumerate(clients)
+    ]
     return runner, clients
 
 
@@ -81,8 +98,13 @@ def test_the_pool_is_off_without_bindings_or_with_one_shot_processes() -> None:
     cfg = RunnerConfig(proxy_url="http://proxy", mcp_url="http://mcp/mcp", pool_size=6)
     assert ClaudeAgentRunner(cfg).pool.size == 0
     d = TurnDirectory()
-    assert ClaudeAgentRunner(RunnerConfig(proxy_url="p", mcp_url="m", pool_size=6, mcp_turn_header=True),
-                             bindings=bindings_for(d)).pool.size == 0
+    assert (
+        ClaudeAgentRunner(
+            RunnerConfig(proxy_url="p", mcp_url="m", pool_size=6, mcp_turn_header=True),
+            bindings=bindings_for(d),
+        ).pool.size
+        == 0
+    )
     assert ClaudeAgentRunner(cfg, bindings=bindings_for(d)).pool.size == 6
     assert memory_room() >= 0
 

@@ -1,4 +1,4 @@
-"""The Coach's reply streamed to the front end while it is written (launcher._reply_stream): the real
+"""The Coach's reply streamed to the front end while it is written (launcher.pipeline._reply_stream): the real
 supervisor and blackboard, the fake runner at the runner boundary, and the proxy's real tool tap fed
 the write_coach arguments in small chunks (what the in-process proxy does as the upstream streams)."""
 
@@ -13,10 +13,10 @@ import anyio.lowlevel
 import pytest
 
 from blackboard import Blackboard, build_brief, shown_prefix, turn_entry_key
-from launcher._fallbacks import FALLBACK_COACH_REPLY, blocked_problems
-from launcher._reply_stream import ReplyEvent, taps_for
+from launcher.pipeline._fallbacks import FALLBACK_COACH_REPLY, blocked_problems
+from launcher.pipeline._reply_stream import ReplyEvent, taps_for
+from launcher.pipeline.supervisor import Supervisor, SupervisorSettings
 from launcher.safety import crisis_response
-from launcher.supervisor import Supervisor, SupervisorSettings
 from proxy._tool_tap import ToolTap
 from tests.launcher.fakes import FakeRunner, fake_screen, specs
 from tests.launcher.payloads import BLOCKED_MOVE, stability_blocking
@@ -25,8 +25,10 @@ pytestmark = pytest.mark.anyio
 
 TOOL = "write_coach"
 NO_RISK = {"tier": 0, "family": "none", "quote": ""}
-REPLY = ("It sounds like running really matters to you, and it is frustrating when the plan slips. "
-         "You have already noticed the pattern. Which day would give one run the best odds?")
+REPLY = (
+    "It sounds like running really matters to you, and it is frustrating when the plan slips. "
+    "You have already noticed the pattern. Which day would give one run the best odds?"
+)
 MESSAGE = "I sorted out the last few things today, it's all arranged for Friday."
 QUOTE = "it's all arranged for Friday"
 
@@ -51,8 +53,14 @@ class Screen:
         return [e.kind for e in self.events]
 
 
-def streaming(board: Blackboard, payload: dict[str, Any], *, chunk: int = 7, before_write: Any = None,
-              properties: tuple[str, ...] = ("risk", "reply")) -> tuple[FakeRunner, dict[str, Any]]:
+def streaming(
+    board: Blackboard,
+    payload: dict[str, Any],
+    *,
+    chunk: int = 7,
+    before_write: Any = None,
+    properties: tuple[str, ...] = ("risk", "reply"),
+) -> tuple[FakeRunner, dict[str, Any]]:
     """A fake runner whose Coach streams ``payload`` (as JSON, ``chunk`` characters at a time) through
     the proxy's tool tap into the supervisor's taps before writing it. ``seen`` records what the
     screen showed at the moment of the write."""
@@ -64,10 +72,12 @@ def streaming(board: Blackboard, payload: dict[str, Any], *, chunk: int = 7, bef
         if inv.agent == "coach":
             sup: Supervisor = seen["sup"]
             who = SimpleNamespace(agent="coach", user=inv.user, session=inv.session, turn=inv.turn)
-            tap = ToolTap(taps_for(sup.directory).observe, who, f"msg_{inv.turn}", TOOL, properties, lambda n: n)
+            tap = ToolTap(
+                taps_for(sup.directory).observe, who, f"msg_{inv.turn}", TOOL, properties, lambda n: n
+            )
             raw = json.dumps(payload)
             for i in range(0, len(raw), chunk):
-                tap.feed(0, TOOL, raw[i:i + chunk])
+                tap.feed(0, TOOL, raw[i : i + chunk])
                 await anyio.lowlevel.checkpoint()
             if before_write is not None:
                 await before_write()
@@ -94,7 +104,9 @@ async def test_streamed_words_equal_the_start_of_the_stored_reply(board: Blackbo
     screen: Screen = seen["screen"]
     stored = board.store.read(turn_entry_key("u1", "s1", res.turn_id, "coach"))
     assert stored is not None and stored.value["reply"] == REPLY == res.coach_reply == final[0]
-    assert seen["at_write"] and REPLY.startswith(seen["at_write"]), "words were shown before the call was complete"
+    assert seen["at_write"] and REPLY.startswith(seen["at_write"]), (
+        "words were shown before the call was complete"
+    )
     assert len(seen["at_write"]) >= len(REPLY) - 1
     assert all(REPLY.startswith(s) for s in screen.states)
     assert "retract" not in screen.kinds() and screen.kinds()[-1] == "end" and screen.events[-1].text == REPLY
@@ -104,8 +116,12 @@ async def test_streamed_words_equal_the_start_of_the_stored_reply(board: Blackbo
 
 async def test_a_crisis_raise_is_never_shown(board: Blackboard) -> None:
     reply = "It sounds like Friday matters to you. What are you hoping for?"
-    runner, seen = streaming(board, {"risk": {"tier": 3, "family": "preparatory", "quote": QUOTE}, "reply": reply})
-    runner.behaviours.update({n: (lambda inv, k: "hang") for n in ("shadow", "persona", "plasticity", "stability")})
+    runner, seen = streaming(
+        board, {"risk": {"tier": 3, "family": "preparatory", "quote": QUOTE}, "reply": reply}
+    )
+    runner.behaviours.update(
+        {n: (lambda inv, k: "hang") for n in ("shadow", "persona", "plasticity", "stability")}
+    )
     sup = supervisor(board, runner, seen)
     res = await sup.run_turn("u1", "s1", MESSAGE, on_reply_stream=seen["screen"])
     screen: Screen = seen["screen"]
@@ -132,8 +148,10 @@ async def test_a_schema_without_risk_streams_at_once(board: Blackboard) -> None:
 
 
 async def test_a_move_blocked_earlier_in_the_session_is_never_shown(board: Blackboard) -> None:
-    reply = ("That sounds exhausting, and you have carried it for weeks. Some people in your place "
-             "decide to stop taking your medication for a while. What would help most?")
+    reply = (
+        "That sounds exhausting, and you have carried it for weeks. Some people in your place "
+        "decide to stop taking your medication for a while. What would help most?"
+    )
     runner, seen = streaming(board, {"risk": NO_RISK, "reply": REPLY}, chunk=3)
     runner.behaviours["stability"] = lambda inv, n: stability_blocking()
     sup = supervisor(board, runner, seen)
@@ -181,7 +199,9 @@ async def test_shown_words_are_retracted_when_stability_blocks_them_mid_turn(boa
     assert "retract" in screen.kinds() and screen.kinds()[-1] == "end" and screen.text == FALLBACK_COACH_REPLY
 
 
-async def test_nothing_streams_on_a_crisis_screen_and_the_response_still_ends_the_stream(board: Blackboard) -> None:
+async def test_nothing_streams_on_a_crisis_screen_and_the_response_still_ends_the_stream(
+    board: Blackboard,
+) -> None:
     runner, seen = streaming(board, {"risk": NO_RISK, "reply": REPLY})
     sup = supervisor(board, runner, seen)
     res = await sup.run_turn("u1", "s1", "CRISIS now", on_reply_stream=seen["screen"])
@@ -190,8 +210,13 @@ async def test_nothing_streams_on_a_crisis_screen_and_the_response_still_ends_th
 
 
 def test_shown_prefix_holds_back_a_tail_a_later_word_could_complete_into_a_blocked_move() -> None:
-    brief = build_brief({"stability": SimpleNamespace(value=stability_blocking(), version=1,
-                                                      key="users/u/sessions/s/turns/t000001/stability")})
+    brief = build_brief(
+        {
+            "stability": SimpleNamespace(
+                value=stability_blocking(), version=1, key="users/u/sessions/s/turns/t000001/stability"
+            )
+        }
+    )
     assert brief.blocked_moves and brief.blocked_moves[0].id == BLOCKED_MOVE["id"]
     text = "Some people decide to stop taking"
     shown = shown_prefix(text, brief)

@@ -17,8 +17,8 @@ from claude_agent_sdk.types import (
     UserMessage,
 )
 
-from launcher._agent_runner import AgentInvocation, ClaudeAgentRunner, RunnerConfig, ToolCallRecord
 from launcher.errors import AgentFailedError
+from launcher.runner._agent_runner import AgentInvocation, ClaudeAgentRunner, RunnerConfig, ToolCallRecord
 
 pytestmark = pytest.mark.anyio
 
@@ -48,18 +48,37 @@ class FakeClient:
     async def receive_response(self) -> Any:
         n = next(_ids)
         usage = {"input_tokens": FakeClient.input_tokens, "output_tokens": 7}
-        yield StreamEvent(uuid="u", session_id="s", event={"type": "message_start", "message": {"usage": usage}})
+        yield StreamEvent(
+            uuid="u", session_id="s", event={"type": "message_start", "message": {"usage": usage}}
+        )
         yield StreamEvent(uuid="u", session_id="s", event={"type": "content_block_start"})
         tool = self.options.allowed_tools[0]
-        yield AssistantMessage(content=[ToolUseBlock(id=f"t{n}", name=tool, input={"reply": "hi"})], model="m")
+        yield AssistantMessage(
+            content=[ToolUseBlock(id=f"t{n}", name=tool, input={"reply": "hi"})], model="m"
+        )
         yield UserMessage(content=[ToolResultBlock(tool_use_id=f"t{n}", content="STORED.", is_error=False)])
         if FakeClient.mode == "api500":
-            yield ResultMessage(subtype="success", duration_ms=1, duration_api_ms=1, is_error=True, num_turns=1,
-                                session_id="s", result="API Error: 500 boom", usage=usage)
+            yield ResultMessage(
+                subtype="success",
+                duration_ms=1,
+                duration_api_ms=1,
+                is_error=True,
+                num_turns=1,
+                session_id="s",
+                result="API Error: 500 boom",
+                usage=usage,
+            )
         else:
-            yield ResultMessage(subtype="error_max_turns" if FakeClient.mode == "max_turns" else "success",
-                                duration_ms=1, duration_api_ms=1, is_error=FakeClient.mode == "max_turns",
-                                num_turns=1, session_id="s", result="Done.", usage=usage)
+            yield ResultMessage(
+                subtype="error_max_turns" if FakeClient.mode == "max_turns" else "success",
+                duration_ms=1,
+                duration_api_ms=1,
+                is_error=FakeClient.mode == "max_turns",
+                num_turns=1,
+                session_id="s",
+                result="Done.",
+                usage=usage,
+            )
 
     async def disconnect(self) -> None:
         self.disconnected = True
@@ -90,10 +109,22 @@ def fake_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(claude_agent_sdk, "ClaudeSDKClient", FakeClient)
 
 
-def inv(agent: str = "coach", session: str = "s1", prompt_body: str = "You are the coach.", budget: int = 4000) -> AgentInvocation:
-    return AgentInvocation(agent=agent, user="u1", session=session, turn="t1", system_prompt=prompt_body,
-                           model="fast", tools=(f"write_{agent}",), max_output_tokens=100,
-                           context_budget_tokens=budget, prompt="FULL PACK", followup="FOLLOW-UP")
+def inv(
+    agent: str = "coach", session: str = "s1", prompt_body: str = "You are the coach.", budget: int = 4000
+) -> AgentInvocation:
+    return AgentInvocation(
+        agent=agent,
+        user="u1",
+        session=session,
+        turn="t1",
+        system_prompt=prompt_body,
+        model="fast",
+        tools=(f"write_{agent}",),
+        max_output_tokens=100,
+        context_budget_tokens=budget,
+        prompt="FULL PACK",
+        followup="FOLLOW-UP",
+    )
 
 
 async def test_warm_reuse_sends_the_follow_up_and_counts_tokens() -> None:

@@ -19,18 +19,32 @@ from testsupport.upstream import ScriptedUpstream
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 REPO = Path(__file__).resolve().parents[2]
 HEADERS = {"x-coach-agent": "coach", "x-coach-user": "u1", "x-coach-session": "s1"}
-TOOL = {"name": "mcp__coachboard__write_coach", "description": "write the reply",
-        "input_schema": {"type": "object", "properties": {"reply": {"type": "string"}}}}
+TOOL = {
+    "name": "mcp__coachboard__write_coach",
+    "description": "write the reply",
+    "input_schema": {"type": "object", "properties": {"reply": {"type": "string"}}},
+}
 
 
 def _edit(path: Path, key: str, value: str) -> None:
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
-    path.write_text("".join(f"{key}: {value}\n" if ln.startswith(f"{key}:") else ln for ln in lines), encoding="utf-8")
+    path.write_text(
+        "".join(f"{key}: {value}\n" if ln.startswith(f"{key}:") else ln for ln in lines), encoding="utf-8"
+    )
 
 
 def _ask(proxy_url: str) -> None:
-    r = httpx.post(proxy_url + "/v1/messages", headers=HEADERS, timeout=20, json={
-        "model": "haiku", "max_tokens": 32000, "tools": [TOOL], "messages": [{"role": "user", "content": "hi"}]})
+    r = httpx.post(
+        proxy_url + "/v1/messages",
+        headers=HEADERS,
+        timeout=20,
+        json={
+            "model": "haiku",
+            "max_tokens": 32000,
+            "tools": [TOOL],
+            "messages": [{"role": "user", "content": "hi"}],
+        },
+    )
     assert r.status_code == 200, r.text
 
 
@@ -44,8 +58,10 @@ def test_serve_applies_edited_agent_files_to_the_next_request(tmp_path: Path) ->
     agents = tmp_path / "agents"
     shutil.copytree(REPO / "agents", agents)
     cfg = tmp_path / "coach.toml"
-    cfg.write_text(f'[data]\ndir = "{tmp_path / "data"}"\n[agents]\ndir = "{agents}"\n'
-                   f'[upstream]\nurl = "{up.base_url}"\nkind = "anthropic"\n')
+    cfg.write_text(
+        f'[data]\ndir = "{tmp_path / "data"}"\n[agents]\ndir = "{agents}"\n'
+        f'[upstream]\nurl = "{up.base_url}"\nkind = "anthropic"\n'
+    )
     proc = start_coach_serve(cfg, cwd=REPO)
     out = OutputLines(proc)
     try:

@@ -7,20 +7,21 @@ from __future__ import annotations
 
 import pytest
 
-import launcher.sessions as sessions
+import launcher.pipeline.sessions as sessions
 from blackboard import Blackboard, SessionClosedError, StoreUnavailableError, session_key
 from launcher.errors import SessionError
-from launcher.sessions import close_session
-from launcher.supervisor import Supervisor
+from launcher.pipeline.sessions import close_session
+from launcher.pipeline.supervisor import Supervisor
 from tests.launcher.fakes import FakeRunner, fake_screen, specs
 
 pytestmark = pytest.mark.anyio
 
 
-
 async def _one_turn(board: Blackboard, user: str = "ana", session: str = "s1") -> None:
     s = specs()
-    await Supervisor(board, FakeRunner(board), lambda: s, screen=fake_screen).run_turn(user, session, "I want to run more")
+    await Supervisor(board, FakeRunner(board), lambda: s, screen=fake_screen).run_turn(
+        user, session, "I want to run more"
+    )
 
 
 def _disk_full(*_a: object, **_k: object) -> None:

@@ -11,12 +11,11 @@ from pathlib import Path
 import pytest
 
 from blackboard import Blackboard, TurnRecord
-from launcher.sessions import close_session
-from launcher.supervisor import Supervisor
+from launcher.pipeline.sessions import close_session
+from launcher.pipeline.supervisor import Supervisor
 from tests.launcher.fakes import FakeRunner, fake_screen, specs
 
 pytestmark = pytest.mark.anyio
-
 
 
 def _sup(board: Blackboard) -> tuple[Supervisor, FakeRunner]:
@@ -49,14 +48,19 @@ async def test_a_turn_still_running_is_kept_until_a_later_close(board: Blackboar
     running = board.begin_turn("ana", "s1")  # begun (e.g. by another process), no record yet
     res = await close_session(board, "ana", "s1")
     assert len(res.pruned_turns) == 1 and board.sequencer.is_open(f"ana/s1/{running}")
-    board.write_turn_record(TurnRecord(user="ana", session="s1", turn=running))  # it ends (the supervisor's record)
+    board.write_turn_record(
+        TurnRecord(user="ana", session="s1", turn=running)
+    )  # it ends (the supervisor's record)
     await sup.run_turn("ana", "s2", "next session")
     res2 = await close_session(board, "ana", "s2")  # a later close of any session of the user
-    assert f"s1/{running}" in res2.pruned_turns and not (tmp_path / "data" / "sequencer" / "ana" / "s1").exists()
+    assert (
+        f"s1/{running}" in res2.pruned_turns and not (tmp_path / "data" / "sequencer" / "ana" / "s1").exists()
+    )
 
 
-async def test_a_pruning_failure_never_fails_the_close(board: Blackboard, monkeypatch: pytest.MonkeyPatch,
-                                                       caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_pruning_failure_never_fails_the_close(
+    board: Blackboard, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     sup, _ = _sup(board)
     turn = await sup.run_turn("ana", "s1", "I want to run more")
 
@@ -64,7 +68,7 @@ async def test_a_pruning_failure_never_fails_the_close(board: Blackboard, monkey
         raise PermissionError(13, "Permission denied", "sequencer/ana/s1")
 
     monkeypatch.setattr(board, "prune_turn_barriers", broken)
-    with caplog.at_level(logging.WARNING, logger="launcher.sessions"):
+    with caplog.at_level(logging.WARNING, logger="launcher.pipeline.sessions"):
         res = await close_session(board, "ana", "s1")
     assert not res.already_closed and res.profile_version == 1 and res.pruned_turns == ()
     assert "next session close retries" in caplog.text and "run more" not in caplog.text

@@ -12,13 +12,12 @@ import anyio
 import pytest
 
 from blackboard import Blackboard, turn_entry_key
-from launcher._fallbacks import FALLBACK_COACH_REPLY
-from launcher.supervisor import Supervisor
+from launcher.pipeline._fallbacks import FALLBACK_COACH_REPLY
+from launcher.pipeline.supervisor import Supervisor
 from tests.launcher.fakes import CRISIS_TEXT, FakeRunner, fake_screen, specs
 from tests.launcher.payloads import BLOCKED_MOVE, stability_blocking
 
 pytestmark = pytest.mark.anyio
-
 
 
 def make(board: Blackboard, runner: FakeRunner, **spec_overrides: dict[str, Any]) -> Supervisor:
@@ -38,7 +37,9 @@ async def test_happy_turn_delivers_coach_first_then_valid_synthesis(board: Black
     assert {n: s.status for n, s in res.agents.items()} == dict.fromkeys(
         ["coach", "shadow", "persona", "plasticity", "stability", "pineal"], "ok"
     )
-    assert res.coach_reply_s is not None and res.synthesis_s is not None and res.coach_reply_s <= res.synthesis_s
+    assert (
+        res.coach_reply_s is not None and res.synthesis_s is not None and res.coach_reply_s <= res.synthesis_s
+    )
     # Pineal started only after every launched agent finished (barrier + join).
     starts = [a for a, what in runner.events if what == "start"]
     assert starts[-1] == "pineal"
@@ -67,7 +68,7 @@ async def test_shared_context_is_first_and_identical_across_agents(board: Blackb
     assert "first message" in head and "second message" in head  # history + this turn's message
     for c in turn2:
         assert c.prompt.startswith(head)
-        assert f"You are the {c.agent} agent" in c.prompt[len(head):]
+        assert f"You are the {c.agent} agent" in c.prompt[len(head) :]
 
 
 async def test_failing_specialist_still_gives_reply_and_degraded_synthesis(board: Blackboard) -> None:
@@ -176,7 +177,15 @@ async def test_json_document_shape(board: Blackboard) -> None:
     doc = res.to_json()
     assert {"turn_id", "coach_reply", "synthesis", "degraded", "crisis_tier", "agents"} <= set(doc)
     for a in doc["agents"].values():
-        assert {"status", "started_s", "first_token_s", "finished_s", "input_tokens", "output_tokens", "error"} <= set(a)
+        assert {
+            "status",
+            "started_s",
+            "first_token_s",
+            "finished_s",
+            "input_tokens",
+            "output_tokens",
+            "error",
+        } <= set(a)
 
 
 async def test_real_screen_crisis_then_post_crisis_window_pauses(board: Blackboard) -> None:
@@ -194,7 +203,7 @@ async def test_real_screen_crisis_then_post_crisis_window_pauses(board: Blackboa
 
 
 async def test_close_session_compacts_profile_once_and_next_session_starts_from_it(board: Blackboard) -> None:
-    from launcher.sessions import close_session
+    from launcher.pipeline.sessions import close_session
 
     runner = FakeRunner(board)
     sup = make(board, runner)
@@ -204,14 +213,16 @@ async def test_close_session_compacts_profile_once_and_next_session_starts_from_
     again = await close_session(board, "u1", "s1")
     assert again.already_closed and again.profile_version == 1  # never merged twice
     prof = board.read_profile("u1")
-    assert prof is not None and prof.sessions_seen == 1 and prof.goals[0].description == "run three times a week"
+    assert (
+        prof is not None and prof.sessions_seen == 1 and prof.goals[0].description == "run three times a week"
+    )
     await sup.run_turn("u1", "s2", "new session")
     first = next(c for c in runner.calls if c.session == "s2" and c.agent == "persona")
     assert "run three times a week" in first.prompt.split("## This session so far")[0]
 
 
 async def test_idle_sessions_close_after_timeout() -> None:
-    from launcher.sessions import IdleSessions
+    from launcher.pipeline.sessions import IdleSessions
 
     now = [0.0]
     closed: list[tuple[str, str]] = []
@@ -287,19 +298,26 @@ async def test_broken_callbacks_never_stop_the_turn(board: Blackboard) -> None:
     def boom(*_: Any) -> None:
         raise RuntimeError("display broke")
 
-    res = await make(board, FakeRunner(board)).run_turn("u1", "s1", "hello", on_coach_reply=boom, on_status=boom)
+    res = await make(board, FakeRunner(board)).run_turn(
+        "u1", "s1", "hello", on_coach_reply=boom, on_status=boom
+    )
     assert res.synthesis_source == "model" and not res.degraded
 
 
-async def test_coach_reply_is_checked_against_this_turns_stability_if_already_written(board: Blackboard) -> None:
+async def test_coach_reply_is_checked_against_this_turns_stability_if_already_written(
+    board: Blackboard,
+) -> None:
     import anyio
 
     stability_done = anyio.Event()
 
-    runner = FakeRunner(board, behaviours={
-        "stability": lambda inv, n: stability_blocking(),
-        "coach": lambda inv, n: {"reply": "You could stop taking your medication."},
-    })
+    runner = FakeRunner(
+        board,
+        behaviours={
+            "stability": lambda inv, n: stability_blocking(),
+            "coach": lambda inv, n: {"reply": "You could stop taking your medication."},
+        },
+    )
     # Run Stability before the Coach writes: give the Coach no head start and let Stability go first.
     orig = runner.run
 
@@ -313,26 +331,37 @@ async def test_coach_reply_is_checked_against_this_turns_stability_if_already_wr
 
     runner.run = ordered  # type: ignore[method-assign]
     shown: list[str] = []
-    from launcher.supervisor import SupervisorSettings
+    from launcher.pipeline.supervisor import SupervisorSettings
 
     s = specs()
-    sup = Supervisor(board, runner, lambda: s, screen=fake_screen, settings=SupervisorSettings(coach_head_start_s=0))
+    sup = Supervisor(
+        board, runner, lambda: s, screen=fake_screen, settings=SupervisorSettings(coach_head_start_s=0)
+    )
     res = await sup.run_turn("u1", "s1", "hello", on_coach_reply=shown.append)
     assert shown == [FALLBACK_COACH_REPLY] and res.coach_fallback
 
 
 async def test_sequential_mode_runs_one_agent_at_a_time(board: Blackboard) -> None:
-    from launcher.supervisor import SupervisorSettings
+    from launcher.pipeline.supervisor import SupervisorSettings
 
     runner = FakeRunner(board)
     s = specs()
-    sup = Supervisor(board, runner, lambda: s, screen=fake_screen, settings=SupervisorSettings(sequential=True))
+    sup = Supervisor(
+        board, runner, lambda: s, screen=fake_screen, settings=SupervisorSettings(sequential=True)
+    )
     res = await sup.run_turn("u1", "s1", "hello")
     assert not res.degraded
     ev = runner.events
     for i in range(0, len(ev), 2):  # start, wrote, start, wrote, ...
         assert ev[i][1] == "start" and ev[i + 1] == (ev[i][0], "wrote")
-    assert [a for a, w in ev if w == "start"] == ["coach", "shadow", "persona", "plasticity", "stability", "pineal"]
+    assert [a for a, w in ev if w == "start"] == [
+        "coach",
+        "shadow",
+        "persona",
+        "plasticity",
+        "stability",
+        "pineal",
+    ]
 
 
 async def test_without_a_coach_file_the_fallback_reply_is_shown_at_once(board: Blackboard) -> None:
@@ -340,7 +369,8 @@ async def test_without_a_coach_file_the_fallback_reply_is_shown_at_once(board: B
     del s["coach"]
     got: list[str] = []
     res = await Supervisor(board, FakeRunner(board), lambda: s, screen=fake_screen).run_turn(
-        "u1", "s1", "hello", on_coach_reply=got.append)
+        "u1", "s1", "hello", on_coach_reply=got.append
+    )
     assert got == [FALLBACK_COACH_REPLY] and res.coach_fallback and res.synthesis_source == "model"
 
 
@@ -362,7 +392,7 @@ class _SlowFirstToken(FakeRunner):
 async def test_specialists_can_wait_for_the_coachs_first_token(
     board: Blackboard, until: str, specialists_first: bool
 ) -> None:
-    from launcher.supervisor import SupervisorSettings
+    from launcher.pipeline.supervisor import SupervisorSettings
 
     runner = _SlowFirstToken(board)
     settings = SupervisorSettings(coach_head_start_s=30.0, coach_head_start_until=until)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""Real processes for the MCP e2e tests: the HTTP server (``python -m mcp_server --http``), mcp clients
+"""Real processes for the MCP e2e tests: the HTTP server (``coach mcp --http``, run as ``python -m launcher.cli mcp``), mcp clients
 over streamable HTTP with scope headers, and a one-shot tool call from a separate process."""
 
 from __future__ import annotations
@@ -41,12 +41,34 @@ class ServerProcess:
 
 @contextlib.contextmanager
 def http_server(
-    data_dir: Path, *, timeout_s: float = 30.0, args: tuple[str, ...] = (), env: Mapping[str, str] | None = None
+    data_dir: Path,
+    *,
+    timeout_s: float = 30.0,
+    args: tuple[str, ...] = (),
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[ServerProcess]:
-    """Start ``python -m mcp_server --http --port 0`` and wait for its ready line (it names the port)."""
-    cmd = [sys.executable, "-m", "mcp_server", "--http", "--port", "0", "--data-dir", str(data_dir), *args]
-    proc = subprocess.Popen(cmd, cwd=REPO_ROOT, env=child_env(env), stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    """Start ``python -m launcher.cli mcp --http --port 0`` (``coach mcp``) and wait for its ready line (it names the port)."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "launcher.cli",
+        "mcp",
+        "--http",
+        "--port",
+        "0",
+        "--data-dir",
+        str(data_dir),
+        *args,
+    ]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=REPO_ROOT,
+        env=child_env(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     server = ServerProcess(proc)
     ready = threading.Event()
 
@@ -55,7 +77,7 @@ def http_server(
         for line in proc.stderr:
             server.stderr_lines.append(line)
             if line.startswith(READY_PREFIX):
-                server.url = line[len(READY_PREFIX):].strip()
+                server.url = line[len(READY_PREFIX) :].strip()
                 ready.set()
         ready.set()  # the process ended
 
@@ -90,9 +112,10 @@ def scope_headers(
 @contextlib.asynccontextmanager
 async def http_client(url: str, headers: Mapping[str, str] | None) -> AsyncIterator[Client]:
     """An mcp ``Client`` over streamable HTTP that sends ``headers`` on every request."""
-    async with create_mcp_http_client(headers=dict(headers or {})) as http, Client(
-        streamable_http_client(url, http_client=http)
-    ) as client:
+    async with (
+        create_mcp_http_client(headers=dict(headers or {})) as http,
+        Client(streamable_http_client(url, http_client=http)) as client,
+    ):
         yield client
 
 
@@ -110,11 +133,18 @@ anyio.run(main)
 """
 
 
-def call_in_subprocess(url: str, headers: Mapping[str, str], tool: str, args: Mapping[str, Any]) -> dict[str, Any]:
+def call_in_subprocess(
+    url: str, headers: Mapping[str, str], tool: str, args: Mapping[str, Any]
+) -> dict[str, Any]:
     """Call one tool from a fresh Python process over HTTP; returns its printed JSON."""
     out = subprocess.run(
         [sys.executable, "-c", _CALL_SCRIPT, url, json.dumps(dict(headers)), tool, json.dumps(dict(args))],
-        cwd=REPO_ROOT, env=child_env(), capture_output=True, text=True, timeout=60, check=True,
+        cwd=REPO_ROOT,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     )
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
@@ -130,6 +160,13 @@ store.close()
 
 def history_in_subprocess(sqlite_path: Path, key: str) -> list[dict[str, Any]]:
     """Every stored version of ``key``, read from the SQLite file by another process."""
-    out = subprocess.run([sys.executable, "-c", _READ_SCRIPT, str(sqlite_path), key], cwd=REPO_ROOT,
-                         env=child_env(), capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _READ_SCRIPT, str(sqlite_path), key],
+        cwd=REPO_ROOT,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return list(json.loads(out.stdout))

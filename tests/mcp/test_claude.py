@@ -18,7 +18,7 @@ import anyio
 import pytest
 
 from blackboard import AGENT_OUTPUT_SCHEMAS, Blackboard, turn_entry_key
-from mcp_server import Scope, claude_mcp_config, claude_mcp_env, claude_mcp_stdio_config
+from mcp_server import Scope, claude_mcp_config, claude_mcp_env, claude_mcp_stdio_config, input_schema
 from tests.mcp.payloads import payload
 from tests.mcp.processes import child_env, history_in_subprocess, http_server
 from testsupport import Delay, ScriptedUpstream, Text, ToolCall
@@ -51,8 +51,11 @@ def _tool_results(up: ScriptedUpstream, run: str | None = None) -> list[dict[str
         for block in messages[-1]["content"]:
             if isinstance(block, dict) and block.get("type") == "tool_result":
                 content = block.get("content")
-                text = content if isinstance(content, str) else " ".join(
-                    c.get("text", "") for c in content or [] if isinstance(c, dict))
+                text = (
+                    content
+                    if isinstance(content, str)
+                    else " ".join(c.get("text", "") for c in content or [] if isinstance(c, dict))
+                )
                 out.append({"text": text, "is_error": bool(block.get("is_error"))})
     return out
 
@@ -63,14 +66,25 @@ def test_claude_writes_persona_through_stdio_server(tmp_data_dir: Path, tmp_path
     script = [ToolCall("write_persona", payload("persona")), Text("stored")]
     with ScriptedUpstream({"persona": script}) as up:
         result = run_claude_headless(
-            "Assess the user.", base_url=up.base_url, mcp_config=mcp_config, system_prompt=SYSTEM,
-            allowed_tools=[TOOL], headers={"x-coach-agent": "persona"}, cwd=tmp_path, timeout_s=120,
+            "Assess the user.",
+            base_url=up.base_url,
+            mcp_config=mcp_config,
+            system_prompt=SYSTEM,
+            allowed_tools=[TOOL],
+            headers={"x-coach-agent": "persona"},
+            cwd=tmp_path,
+            timeout_s=120,
         )
-        advertised = [r for r in up.model_calls("persona") if TOOL in [t.get("name") for t in r.body.get("tools") or []]]
+        advertised = [
+            r for r in up.model_calls("persona") if TOOL in [t.get("name") for t in r.body.get("tools") or []]
+        ]
     assert result.result == "stored"
-    # The model saw the exact pydantic schema as the tool's input schema.
+    # The model saw the pydantic schema, without the computed fields, as the tool's input schema.
     tool_def = next(t for t in advertised[0].body["tools"] if t["name"] == TOOL)
-    assert tool_def["input_schema"]["properties"].keys() == AGENT_OUTPUT_SCHEMAS["persona"].model_json_schema()["properties"].keys()
+    assert (
+        tool_def["input_schema"]["properties"].keys()
+        == input_schema(AGENT_OUTPUT_SCHEMAS["persona"])["properties"].keys()
+    )
     results = _tool_results(up)
     assert len(results) == 1 and results[0]["is_error"] is False and "STORED." in results[0]["text"], results
     # Read back from the SQLite file by another process.
@@ -108,9 +122,10 @@ async def test_two_claude_processes_race_for_the_same_key(tmp_data_dir: Path, tm
     turn = _begin(tmp_data_dir)
     scope = Scope.create(U, S, turn, "persona")
     secret = "race-secret"
-    with http_server(tmp_data_dir, env={"COACH_MCP_SECRET": secret}) as server, ScriptedUpstream(
-        {"persona": _racing_script()}
-    ) as up:
+    with (
+        http_server(tmp_data_dir, env={"COACH_MCP_SECRET": secret}) as server,
+        ScriptedUpstream({"persona": _racing_script()}) as up,
+    ):
         # The config the supervisor gives each agent: URL, scope headers, and the scope token by
         # reference (${COACH_MCP_SCOPE_TOKEN}: the token itself travels in the environment).
         mcp_config = claude_mcp_config(server.url, scope, secret=secret)
@@ -120,8 +135,15 @@ async def test_two_claude_processes_race_for_the_same_key(tmp_data_dir: Path, tm
             headers = {"x-coach-agent": "persona", "x-test-run": name}
             env = {**plain_claude_env(up.base_url, headers=headers), **claude_mcp_env(scope, secret)}
             outcomes[name] = await run_claude_headless_async(
-                "Assess the user.", base_url=up.base_url, mcp_config=mcp_config, system_prompt=SYSTEM,
-                allowed_tools=[TOOL], headers=headers, env=env, cwd=tmp_path, timeout_s=120,
+                "Assess the user.",
+                base_url=up.base_url,
+                mcp_config=mcp_config,
+                system_prompt=SYSTEM,
+                allowed_tools=[TOOL],
+                headers=headers,
+                env=env,
+                cwd=tmp_path,
+                timeout_s=120,
             )
 
         async with anyio.create_task_group() as tg:
@@ -137,7 +159,9 @@ async def test_two_claude_processes_race_for_the_same_key(tmp_data_dir: Path, tm
     assert "NOT STORED" in loser_text and "current_version: 1" in loser_text
     assert "STORED." in results[winners[0]][0]["text"]
     # Nothing lost: exactly one version, the winner's, read by another process.
-    history = history_in_subprocess(tmp_data_dir / "blackboard.sqlite3", turn_entry_key(U, S, turn, "persona"))
+    history = history_in_subprocess(
+        tmp_data_dir / "blackboard.sqlite3", turn_entry_key(U, S, turn, "persona")
+    )
     assert len(history) == 1 and history[0]["value"]["summary"] == f"written by run {winners[0]}"
 
 

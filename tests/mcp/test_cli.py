@@ -32,8 +32,9 @@ def test_stdio_without_scope_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_bad_agent_exits_2(tmp_path: Path) -> None:
-    result = runner.invoke(app, ["mcp", "--data-dir", str(tmp_path), "--user", "u", "--session", "s",
-                                 "--agent", "root"])
+    result = runner.invoke(
+        app, ["mcp", "--data-dir", str(tmp_path), "--user", "u", "--session", "s", "--agent", "root"]
+    )
     assert result.exit_code == 2 and "agent must be one of" in result.output
 
 
@@ -55,7 +56,9 @@ def test_bad_port_and_bad_config(tmp_path: Path) -> None:
 
 def test_load_config_and_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "coach.toml"
-    path.write_text('[data]\ndir = "/srv/coach"\n[mcp]\nport = 9000\ncollect_deadline_s = 30\n', encoding="utf-8")
+    path.write_text(
+        '[data]\ndir = "/srv/coach"\n[mcp]\nport = 9000\ncollect_deadline_s = 30\n', encoding="utf-8"
+    )
     cfg, data_dir = load_config(path)
     assert cfg.port == 9000 and cfg.collect_deadline_s == 30 and data_dir == "/srv/coach"
     assert load_config(None) == (McpConfig(), None)
@@ -88,7 +91,9 @@ def test_claude_mcp_configs() -> None:
     signed = claude_mcp_config("http://h/mcp", scope, secret="k")["mcpServers"]["coachboard"]["headers"]
     assert signed["x-coach-scope-token"] == "${COACH_MCP_SCOPE_TOKEN}"  # the token goes in the environment
     assert claude_mcp_env(scope, "k")["COACH_MCP_SCOPE_TOKEN"] == scope_token("k", scope)
-    stdio = claude_mcp_stdio_config(scope, data_dir="/data", python="/venv/bin/python")["mcpServers"]["coachboard"]
+    stdio = claude_mcp_stdio_config(scope, data_dir="/data", python="/venv/bin/python")["mcpServers"][
+        "coachboard"
+    ]
     assert stdio["command"] == "/venv/bin/python" and stdio["args"] == ["-m", "mcp_server"]
     assert stdio["env"]["COACH_AGENT"] == "persona" and stdio["env"]["COACH_DATA_DIR"] == "/data"
 

@@ -11,13 +11,21 @@ from typer.testing import CliRunner
 from launcher.cli import app
 
 
-@pytest.mark.parametrize(("args", "expected"), [
-    (["--port", "99999"], "invalid option --port: Input should be less than or equal to 65535 (got 99999)"),
-    (["--port", "0", "--path", "nope"], "invalid option --path: String should match pattern"),
-    (["--port", "0", "--log-level", "chatty"], "--log-level 'chatty' is not a log level"),
-])
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["--port", "99999"],
+            "invalid option --port: Input should be less than or equal to 65535 (got 99999)",
+        ),
+        (["--port", "0", "--path", "nope"], "invalid option --path: String should match pattern"),
+        (["--port", "0", "--log-level", "chatty"], "--log-level 'chatty' is not a log level"),
+    ],
+)
 def test_bad_option_exits_2_with_one_plain_line(tmp_path: Path, args: list[str], expected: str) -> None:
-    r = CliRunner().invoke(app, ["mcp", "--http", "--data-dir", str(tmp_path / "d"), *args], env={"COLUMNS": "400"})
+    r = CliRunner().invoke(
+        app, ["mcp", "--http", "--data-dir", str(tmp_path / "d"), *args], env={"COLUMNS": "400"}
+    )
     assert r.exit_code == 2, r.output
     assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
     assert "errors.pydantic.dev" not in r.output and "validation error" not in r.output
@@ -25,8 +33,9 @@ def test_bad_option_exits_2_with_one_plain_line(tmp_path: Path, args: list[str],
     assert not (tmp_path / "d").exists()  # refused before the blackboard is opened
 
 
-def test_tilde_data_dir_is_the_home_folder_as_in_the_other_commands(tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tilde_data_dir_is_the_home_folder_as_in_the_other_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from mcp_server.cli import resolve_data_dir
 
     monkeypatch.setenv("HOME", str(tmp_path))
@@ -34,7 +43,9 @@ def test_tilde_data_dir_is_the_home_folder_as_in_the_other_commands(tmp_path: Pa
     assert resolve_data_dir(None, None) == tmp_path / "coach-data"
 
 
-def test_http_reads_coach_toml_of_the_current_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_http_reads_coach_toml_of_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``[mcp]`` and ``[data] dir`` of ./coach.toml apply without --config (README, Configuration); they
     were ignored, so ``coach mcp --http`` served ./.coachboard/data on port 8765 instead."""
     import socket

@@ -45,8 +45,11 @@ def test_port_in_use_is_a_plain_error_naming_the_port(tmp_path: Path) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
         port = busy.getsockname()[1]
-        result = runner.invoke(app, ["mcp", "--http", "--port", str(port), "--data-dir", str(tmp_path / "d")],
-                               env={"COACH_MCP_SECRET": "k"})
+        result = runner.invoke(
+            app,
+            ["mcp", "--http", "--port", str(port), "--data-dir", str(tmp_path / "d")],
+            env={"COACH_MCP_SECRET": "k"},
+        )
     assert result.exit_code == 1, result.output  # README: 1 a port is taken (as coach proxy / serve)
     assert isinstance(result.exception, SystemExit), result.exception
     assert f"cannot listen on 127.0.0.1:{port}" in result.output and "--port 0" in result.output
@@ -55,8 +58,17 @@ def test_port_in_use_is_a_plain_error_naming_the_port(tmp_path: Path) -> None:
 def test_session_mode_with_a_data_dir_that_is_a_file_exits_2_plainly(tmp_path: Path) -> None:
     a_file = tmp_path / "afile"
     a_file.write_text("keep me")
-    result = runner.invoke(app, ["mcp"], env={"COACH_MCP_SESSION": "1", "COACH_DATA_DIR": str(a_file),
-                                              "COACH_USER": "u", "COACH_SESSION": "s", "COLUMNS": "300"})
+    result = runner.invoke(
+        app,
+        ["mcp"],
+        env={
+            "COACH_MCP_SESSION": "1",
+            "COACH_DATA_DIR": str(a_file),
+            "COACH_USER": "u",
+            "COACH_SESSION": "s",
+            "COLUMNS": "300",
+        },
+    )
     assert result.exit_code == 2, result.output
     assert isinstance(result.exception, SystemExit), result.exception
     assert f"the data directory {a_file} cannot be used" in result.output and a_file.read_text() == "keep me"

@@ -28,7 +28,9 @@ def pg_http(tmp_path: Path, pg_target: PgTarget) -> Iterator[tuple[ServerProcess
     cfg.write_text(f'[data]\nurl = "{pg_target.url}"\nschema = "{pg_target.schema}"\n', encoding="utf-8")
     board = Blackboard(database_url=pg_target.url, database_schema=pg_target.schema)
     try:
-        with http_server(tmp_path / "data", args=("--config", str(cfg)), env={"COACH_MCP_SECRET": SECRET}) as server:
+        with http_server(
+            tmp_path / "data", args=("--config", str(cfg)), env={"COACH_MCP_SECRET": SECRET}
+        ) as server:
             yield server, board
     finally:
         board.close()
@@ -56,7 +58,10 @@ async def test_collect_turn_over_http_waits_for_shadow_on_postgresql(
     async with anyio.create_task_group() as tg:
         tg.start_soon(collect)
         written = await anyio.to_thread.run_sync(
-            call_in_subprocess, server.url, scope_headers(U, "s1", turn, "shadow", secret=SECRET), "write_shadow",
+            call_in_subprocess,
+            server.url,
+            scope_headers(U, "s1", turn, "shadow", secret=SECRET),
+            "write_shadow",
             payload("shadow"),
         )
     assert written["is_error"] is False

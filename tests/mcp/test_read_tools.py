@@ -85,7 +85,9 @@ async def test_list_entries(board: Blackboard, turn: str) -> None:
     keys = [e["key"] for e in data["entries"]]
     assert all(k.startswith(f"users/{USER}/sessions/{SESSION}/") for k in keys)
     assert turn_entry_key(USER, SESSION, turn, "shadow") in keys and "value" not in data["entries"][0]
-    one = data_of(await call(server, "list_entries", {"prefix": f"turns/{turn}/pers", "include_values": True}))
+    one = data_of(
+        await call(server, "list_entries", {"prefix": f"turns/{turn}/pers", "include_values": True})
+    )
     assert [e["key"] for e in one["entries"]] == [turn_entry_key(USER, SESSION, turn, "persona")]
     assert one["entries"][0]["value"]["traits"]["openness"]["band"] == "high"
     limited = data_of(await call(server, "list_entries", {"limit": 2}))
@@ -151,7 +153,9 @@ async def test_collect_turn_is_pineal_only_and_bounded(board: Blackboard, turn: 
     assert too_long.is_error and "3600" in data_of(too_long)["problems"][0]["allowed"]
     # The server caps the model's deadline at collect_deadline_max_s.
     cfg = McpConfig(collect_deadline_max_s=0.2)
-    capped = data_of(await call(scoped_server(board, "pineal", turn, config=cfg), "collect_turn", {"deadline_s": 3000}))
+    capped = data_of(
+        await call(scoped_server(board, "pineal", turn, config=cfg), "collect_turn", {"deadline_s": 3000})
+    )
     assert capped["timed_out"] is True and "shadow" in capped["missing"]
 
 
@@ -161,7 +165,9 @@ async def test_write_synthesis_valid(board: Blackboard, turn: str) -> None:
     async with Client(server) as client:
         brief = data_of(await client.call_tool("collect_turn", {"deadline_s": 2}))
         citations = [{"agent": a, "version": v} for a, v in brief["versions"].items()]
-        result = await client.call_tool("write_synthesis", {"text": "A small step: a walk.", "citations": citations})
+        result = await client.call_tool(
+            "write_synthesis", {"text": "A small step: a walk.", "citations": citations}
+        )
     assert not result.is_error, text_of(result)
     entry = board.store.read(turn_entry_key(USER, SESSION, turn, "pineal"))
     assert entry is not None and entry.value["text"] == "A small step: a walk."
@@ -174,7 +180,10 @@ async def test_write_synthesis_rejected_then_fallback(
     server = scoped_server(board, "pineal", turn)
     bad = {
         "text": "You could stop taking the prescribed medication for a week.",
-        "citations": [{"agent": "persona", "version": 7}, {"key": turn_entry_key(USER, SESSION, turn, "meta"), "version": 1}],
+        "citations": [
+            {"agent": "persona", "version": 7},
+            {"key": turn_entry_key(USER, SESSION, turn, "meta"), "version": 1},
+        ],
     }
     with caplog.at_level("INFO", logger="mcp_server.tools"):
         first = await call(server, "write_synthesis", bad)

@@ -17,13 +17,24 @@ from tests.mcp.helpers import call, data_of, scoped_server, text_of
 from tests.mcp.payloads import payload
 
 TOOLS = [
-    "write_shadow", "write_persona", "write_plasticity", "write_stability", "write_coach", "write_synthesis",
-    "read_entry", "list_entries", "get_profile", "get_session_history", "collect_turn",
+    "write_shadow",
+    "write_persona",
+    "write_plasticity",
+    "write_stability",
+    "write_coach",
+    "write_synthesis",
+    "read_entry",
+    "list_entries",
+    "get_profile",
+    "get_session_history",
+    "collect_turn",
 ]
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=40),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4)
+    ),
     max_leaves=12,
 )
 arguments = st.dictionaries(
@@ -134,7 +145,9 @@ async def test_unexpected_failure_is_generic_and_not_leaked(
     assert any("RuntimeError" in r.getMessage() for r in caplog.records)
 
 
-def test_building_the_server_leaves_host_logging_alone(board: Blackboard, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_building_the_server_leaves_host_logging_alone(
+    board: Blackboard, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = logging.getLogger()
     # A host process that has not configured logging yet (pytest's own handlers set aside).
     monkeypatch.setattr(root, "handlers", [])

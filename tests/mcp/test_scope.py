@@ -74,7 +74,9 @@ def test_resolve_prefix(prefix: str, full: str) -> None:
     assert S.resolve_prefix(prefix) == full
 
 
-@pytest.mark.parametrize("prefix", ["users/", "users/bob/", "users/alice/sessions/", "users/alice/sessions/s", "turns/../.."])
+@pytest.mark.parametrize(
+    "prefix", ["users/", "users/bob/", "users/alice/sessions/", "users/alice/sessions/s", "turns/../.."]
+)
 def test_resolve_prefix_refuses(prefix: str) -> None:
     with pytest.raises(OutOfScopeError):
         S.resolve_prefix(prefix)
@@ -111,8 +113,12 @@ def test_header_scope_with_secret_requires_matching_token() -> None:
     headers = {"x-coach-user": "u", "x-coach-session": "s", "x-coach-turn": "1", "x-coach-agent": "coach"}
     token = scope_token("s3cret", Scope("u", "s", "1", "coach"))
     assert scopes.scope_for({**headers, "x-coach-scope-token": token}) == Scope("u", "s", "1", "coach")
-    for bad in ({}, {"x-coach-scope-token": ""}, {"x-coach-scope-token": token[:-1] + "0"},
-                {"x-coach-scope-token": scope_token("other", Scope("u", "s", "1", "coach"))}):
+    for bad in (
+        {},
+        {"x-coach-scope-token": ""},
+        {"x-coach-scope-token": token[:-1] + "0"},
+        {"x-coach-scope-token": scope_token("other", Scope("u", "s", "1", "coach"))},
+    ):
         with pytest.raises(ScopeError) as info:
             scopes.scope_for({**headers, **bad})
         assert info.value.code == "scope_forbidden"

@@ -37,7 +37,9 @@ def test_env_secret_wins_and_empty_file_is_named(tmp_path: Path, monkeypatch: py
     assert mcp_secret(tmp_path) == "from-env"
 
 
-def test_mcp_http_without_env_secret_requires_scope_tokens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_mcp_http_without_env_secret_requires_scope_tokens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from mcp_server import cli
 
     seen: dict[str, Any] = {}
@@ -52,7 +54,12 @@ def test_mcp_http_without_env_secret_requires_scope_tokens(tmp_path: Path, monke
     secret = (tmp_path / "mcp_secret").read_text().strip()
     scopes = seen["scopes"]
     scope = Scope.create("bob", "s1", "t000001", "coach")
-    unsigned = {"x-coach-user": "bob", "x-coach-session": "s1", "x-coach-turn": "t000001", "x-coach-agent": "coach"}
+    unsigned = {
+        "x-coach-user": "bob",
+        "x-coach-session": "s1",
+        "x-coach-turn": "t000001",
+        "x-coach-agent": "coach",
+    }
     with pytest.raises(Exception, match="scope-token"):
         scopes.scope_for(unsigned)
     assert scopes.scope_for({**unsigned, "x-coach-scope-token": scope_token(secret, scope)}) == scope

@@ -61,8 +61,21 @@ async def test_coach_mcp_over_stdio(tmp_data_dir: Path) -> None:
     turn = _begin(tmp_data_dir)
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-c", "from launcher.cli import app; app()", "mcp", "--data-dir", str(tmp_data_dir),
-              "--user", U, "--session", S, "--turn", turn, "--agent", "persona"],
+        args=[
+            "-c",
+            "from launcher.cli import app; app()",
+            "mcp",
+            "--data-dir",
+            str(tmp_data_dir),
+            "--user",
+            U,
+            "--session",
+            S,
+            "--turn",
+            turn,
+            "--agent",
+            "persona",
+        ],
         cwd=str(REPO_ROOT),
         env=child_env(),
     )
@@ -79,7 +92,9 @@ async def test_coach_mcp_over_stdio(tmp_data_dir: Path) -> None:
         assert conflict.is_error and data_of(conflict)["current_version"] == 1
         refused = await client.call_tool("write_shadow", payload("shadow"))
         assert data_of(refused)["error"] == "tool_not_allowed"
-        foreign = await client.call_tool("read_entry", {"key": f"users/bob/sessions/{S}/turns/{turn}/persona"})
+        foreign = await client.call_tool(
+            "read_entry", {"key": f"users/bob/sessions/{S}/turns/{turn}/persona"}
+        )
         assert data_of(foreign)["error"] == "out_of_scope"
         back = data_of(await client.call_tool("read_entry", {"key": "persona"}))
         assert back["version"] == 1 and back["value"]["traits"]["openness"]["score"] == 70
@@ -87,15 +102,26 @@ async def test_coach_mcp_over_stdio(tmp_data_dir: Path) -> None:
         assert {e["key"].rsplit("/", 1)[1] for e in listing["entries"]} == {"meta", "persona"}
         assert data_of(await client.call_tool("get_profile", {}))["found"] is False
         assert data_of(await client.call_tool("get_session_history", {}))["turns"] == []
-    history = history_in_subprocess(tmp_data_dir / "blackboard.sqlite3", turn_entry_key(U, S, turn, "persona"))
+    history = history_in_subprocess(
+        tmp_data_dir / "blackboard.sqlite3", turn_entry_key(U, S, turn, "persona")
+    )
     assert [(h["version"], h["author"]) for h in history] == [(1, "persona")]
 
 
 async def test_python_m_mcp_server_scope_from_env(tmp_data_dir: Path) -> None:
     turn = _begin(tmp_data_dir)
-    env = child_env({"COACH_USER": U, "COACH_SESSION": S, "COACH_TURN": turn, "COACH_AGENT": "shadow",
-                     "COACH_DATA_DIR": str(tmp_data_dir)})
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_server"], cwd=str(REPO_ROOT), env=env)
+    env = child_env(
+        {
+            "COACH_USER": U,
+            "COACH_SESSION": S,
+            "COACH_TURN": turn,
+            "COACH_AGENT": "shadow",
+            "COACH_DATA_DIR": str(tmp_data_dir),
+        }
+    )
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "mcp_server"], cwd=str(REPO_ROOT), env=env
+    )
     async with Client(params) as client:
         result = await client.call_tool("write_shadow", payload("shadow"))
         assert not result.is_error, text_of(result)
@@ -131,8 +157,10 @@ async def test_tools_over_http_with_scope_headers(shared_dir: Path, shared_http:
         assert data_of(bad_scope)["error"] == "scope_missing"
     # Forged scope headers: no token, or another scope's token, are refused before any tool runs.
     bob_token = signed("bob", S, bob_turn, "persona")["x-coach-scope-token"]
-    for forged in (scope_headers(U, S, turn, "persona"), {**scope_headers(U, S, turn, "persona"),
-                                                           "x-coach-scope-token": bob_token}):
+    for forged in (
+        scope_headers(U, S, turn, "persona"),
+        {**scope_headers(U, S, turn, "persona"), "x-coach-scope-token": bob_token},
+    ):
         async with http_client(server.url, forged) as attacker:
             refused = await attacker.call_tool("read_entry", {"key": "persona"})
             assert refused.is_error and data_of(refused)["error"] == "scope_forbidden"
@@ -162,7 +190,10 @@ async def test_collect_turn_blocks_until_shadow_writes_from_another_process(
         tg.start_soon(collect)
         # Shadow writes from a separate process while Pineal's collect_turn is waiting.
         written = await anyio.to_thread.run_sync(
-            call_in_subprocess, server.url, signed(U, "collect", turn, "shadow"), "write_shadow",
+            call_in_subprocess,
+            server.url,
+            signed(U, "collect", turn, "shadow"),
+            "write_shadow",
             payload("shadow"),
         )
     assert written["is_error"] is False
@@ -176,7 +207,9 @@ async def test_collect_turn_blocks_until_shadow_writes_from_another_process(
     assert returned_at - float(data["waited_s"]) < write_at <= returned_at
 
 
-async def test_collect_turn_returns_at_deadline_without_shadow(shared_dir: Path, shared_http: ServerProcess) -> None:
+async def test_collect_turn_returns_at_deadline_without_shadow(
+    shared_dir: Path, shared_http: ServerProcess
+) -> None:
     turn = _begin(shared_dir, U, "deadline")
     started = time.monotonic()
     async with http_client(shared_http.url, signed(U, "deadline", turn, "pineal")) as pineal:
@@ -195,19 +228,37 @@ async def test_every_tool_over_http(shared_dir: Path, shared_http: ServerProcess
             assert not stored.is_error, text_of(stored)
     async with http_client(shared_http.url, signed(U, session, turn, "pineal")) as pineal:
         tools = {t.name for t in (await pineal.list_tools()).tools}
-        assert {"collect_turn", "write_synthesis", "read_entry", "list_entries", "get_profile",
-                "get_session_history"} == tools
+        assert {
+            "collect_turn",
+            "write_synthesis",
+            "read_entry",
+            "list_entries",
+            "get_profile",
+            "get_session_history",
+        } == tools
         brief = data_of(await pineal.call_tool("collect_turn", {"deadline_s": 10}))
         assert brief["missing"] == [] and len(brief["versions"]) == 5
         citations = [{"agent": a, "version": v} for a, v in brief["versions"].items()]
-        synthesis = await pineal.call_tool("write_synthesis", {"text": "One small step.", "citations": citations})
+        synthesis = await pineal.call_tool(
+            "write_synthesis", {"text": "One small step.", "citations": citations}
+        )
         assert not synthesis.is_error, text_of(synthesis)
-        assert data_of(await pineal.call_tool("read_entry", {"key": "pineal"}))["value"]["text"] == "One small step."
+        assert (
+            data_of(await pineal.call_tool("read_entry", {"key": "pineal"}))["value"]["text"]
+            == "One small step."
+        )
         assert data_of(await pineal.call_tool("list_entries", {}))["count"] == 7  # meta + 6 agents
         assert data_of(await pineal.call_tool("get_profile", {}))["found"] is False
     later = _begin(shared_dir, U, session)
     async with http_client(shared_http.url, signed(U, session, later, "shadow")) as shadow:
         history = data_of(await shadow.call_tool("get_session_history", {}))
         assert [t["turn"] for t in history["turns"]] == [turn]
-        assert set(history["turns"][0]["entries"]) == {"meta", "shadow", "persona", "plasticity", "stability",
-                                                       "coach", "pineal"}
+        assert set(history["turns"][0]["entries"]) == {
+            "meta",
+            "shadow",
+            "persona",
+            "plasticity",
+            "stability",
+            "coach",
+            "pineal",
+        }

@@ -8,15 +8,24 @@ import pytest
 from mcp import Client
 
 from blackboard import AGENT_OUTPUT_SCHEMAS, Blackboard, turn_entry_key
-from mcp_server import WRITE_TOOL_NAMES, McpConfig
+from mcp_server import WRITE_TOOL_NAMES, McpConfig, input_schema
 from tests.mcp.helpers import SESSION, USER, call, data_of, problem_fields, scoped_server, text_of
 from tests.mcp.payloads import STABILITY_BLOCKED_SENT_AS_ALLOWED, payload
 
 pytestmark = pytest.mark.anyio
 
 ALL_TOOLS = {
-    "write_shadow", "write_persona", "write_plasticity", "write_stability", "write_coach", "write_synthesis",
-    "read_entry", "list_entries", "get_profile", "get_session_history", "collect_turn",
+    "write_shadow",
+    "write_persona",
+    "write_plasticity",
+    "write_stability",
+    "write_coach",
+    "write_synthesis",
+    "read_entry",
+    "list_entries",
+    "get_profile",
+    "get_session_history",
+    "collect_turn",
 }
 
 
@@ -27,7 +36,7 @@ async def test_list_tools_advertises_the_pydantic_schemas(board: Blackboard, tur
     assert set(tools) == ALL_TOOLS
     for agent, name in WRITE_TOOL_NAMES.items():
         tool = tools[name]
-        assert tool.input_schema == AGENT_OUTPUT_SCHEMAS[agent].model_json_schema()
+        assert tool.input_schema == input_schema(AGENT_OUTPUT_SCHEMAS[agent])
         assert tool.annotations is not None and tool.annotations.read_only_hint is False
         assert tool.annotations.destructive_hint is False
         assert "On error" in (tool.description or "")
@@ -37,9 +46,66 @@ async def test_list_tools_advertises_the_pydantic_schemas(board: Blackboard, tur
         assert tools[name].input_schema.get("additionalProperties") is False
 
 
+def _computed_fields(schema: object, path: str = "") -> list[str]:
+    """Paths of the properties marked readOnly (computed by validation), at any depth."""
+    found: list[str] = []
+    if isinstance(schema, dict):
+        for key, value in (schema.get("properties") or {}).items():
+            if isinstance(value, dict) and value.get("readOnly"):
+                found.append(f"{path}/{key}")
+        for key, value in schema.items():
+            found += _computed_fields(value, f"{path}/{key}")
+    elif isinstance(schema, list):
+        for value in schema:
+            found += _computed_fields(value, path)
+    return found
+
+
+def _properties(schema: object, path: str = "") -> list[str]:
+    """Paths of every property, at any depth."""
+    found: list[str] = []
+    if isinstance(schema, dict):
+        found += [f"{path}/{key}" for key in schema.get("properties") or {}]
+        for key, value in schema.items():
+            found += _properties(value, f"{path}/{key}")
+    elif isinstance(schema, list):
+        for value in schema:
+            found += _properties(value, path)
+    return found
+
+
+async def test_write_tools_input_schemas_hold_only_what_the_model_writes(
+    board: Blackboard, turn: str
+) -> None:
+    async with Client(scoped_server(board, None, turn)) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    for agent, name in WRITE_TOOL_NAMES.items():
+        schema = tools[name].input_schema
+        assert _computed_fields(schema) == [], name
+        assert not any(p.endswith("/coerced") for p in _properties(schema)), name
+        full = AGENT_OUTPUT_SCHEMAS[agent].model_json_schema()
+        assert set(schema["properties"]) == {
+            k for k, v in full["properties"].items() if not v.get("readOnly")
+        }
+    assert _computed_fields(AGENT_OUTPUT_SCHEMAS["stability"].model_json_schema())  # the models keep them
+
+
+async def test_stored_entries_still_carry_the_computed_fields(board: Blackboard, turn: str) -> None:
+    result = await call(scoped_server(board, "persona", turn), "write_persona", payload("persona"))
+    assert not result.is_error, text_of(result)
+    stored = board.store.read(turn_entry_key(USER, SESSION, turn, "persona"))
+    assert stored is not None
+    assert "coerced" in stored.value
+    assert all("band" in score for score in stored.value["traits"].values())
+
+
 @pytest.mark.parametrize(
     ("agent", "visible_writes"),
-    [("persona", {"write_persona"}), ("pineal", {"write_synthesis", "collect_turn"}), ("coach", {"write_coach"})],
+    [
+        ("persona", {"write_persona"}),
+        ("pineal", {"write_synthesis", "collect_turn"}),
+        ("coach", {"write_coach"}),
+    ],
 )
 async def test_list_tools_shows_only_own_write_tool(
     board: Blackboard, turn: str, agent: str, visible_writes: set[str]
@@ -161,7 +227,9 @@ async def test_nested_object_sent_as_json_string_is_accepted(board: Blackboard, 
 
 
 async def test_stability_gate_blocks_a_move_sent_as_allowed(board: Blackboard, turn: str) -> None:
-    result = await call(scoped_server(board, "stability", turn), "write_stability", STABILITY_BLOCKED_SENT_AS_ALLOWED)
+    result = await call(
+        scoped_server(board, "stability", turn), "write_stability", STABILITY_BLOCKED_SENT_AS_ALLOWED
+    )
     assert not result.is_error, text_of(result)
     data = data_of(result)
     assert [b["id"] for b in data["blocked_by_gate"]] == ["stop_medication"]
@@ -175,8 +243,12 @@ async def test_stability_gate_blocks_a_move_sent_as_allowed(board: Blackboard, t
     assert [b.id for b in brief.blocked_moves] == ["stop_medication"]
 
 
-@pytest.mark.parametrize(("field", "value"), [("severity", 11), ("severity", 0), ("reversibility", 10.5), ("occurrence", "3x")])
-async def test_stability_out_of_range_ratings(board: Blackboard, turn: str, field: str, value: object) -> None:
+@pytest.mark.parametrize(
+    ("field", "value"), [("severity", 11), ("severity", 0), ("reversibility", 10.5), ("occurrence", "3x")]
+)
+async def test_stability_out_of_range_ratings(
+    board: Blackboard, turn: str, field: str, value: object
+) -> None:
     arguments = payload("stability")
     arguments["moves"][0][field] = value
     result = await call(scoped_server(board, "stability", turn), "write_stability", arguments)

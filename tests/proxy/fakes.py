@@ -25,20 +25,27 @@ def sse_frames(payloads: list[dict[str, Any]], done: bool = True) -> list[bytes]
 
 def text_chunks(text: str, *, finish: str = "stop", usage: tuple[int, int] = (20, 5)) -> list[dict[str, Any]]:
     out = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}]
-    out += [{"choices": [{"index": 0, "delta": {"content": w}, "finish_reason": None}]} for w in text.split("|")]
+    out += [
+        {"choices": [{"index": 0, "delta": {"content": w}, "finish_reason": None}]} for w in text.split("|")
+    ]
     out.append({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
     out.append({"choices": [], "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1]}})
     return out
 
 
 def tool_chunks(name: str, args: str, *, id: str = "call_1", text: str = "") -> list[dict[str, Any]]:
-    delta: dict[str, Any] = {"tool_calls": [{"index": 0, "id": id, "type": "function",
-                                              "function": {"name": name, "arguments": args}}]}
+    delta: dict[str, Any] = {
+        "tool_calls": [
+            {"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": args}}
+        ]
+    }
     if text:
         delta["content"] = text
-    return [{"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
-            {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
-            {"choices": [], "usage": {"prompt_tokens": 30, "completion_tokens": 12}}]
+    return [
+        {"choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+        {"choices": [], "usage": {"prompt_tokens": 30, "completion_tokens": 12}},
+    ]
 
 
 @dataclass
@@ -90,7 +97,9 @@ class FakeUpstream:
         self.seen: list[Seen] = []
         self.closed = threading.Event()  # set when a streamed upstream body is closed (any thread)
         self.transport = httpx.MockTransport(self.handle)
-        self.models: Any = None  # GET /v1/models body (None: 404), e.g. vLLM's {"data": [{"max_model_len": ...}]}
+        self.models: Any = (
+            None  # GET /v1/models body (None: 404), e.g. vLLM's {"data": [{"max_model_len": ...}]}
+        )
         self.props: Any = None  # GET /props body (None: 404), e.g. llama-server's default_generation_settings
         self.tokenize_count: int | None = None  # POST /tokenize "count" (None: len(json) // 5; -1: 404)
 
@@ -111,7 +120,11 @@ class FakeUpstream:
             return httpx.Response(200, json={"status": "ok"})
         if request.method == "GET" and request.url.path in ("/v1/models", "/props"):
             doc = self.models if request.url.path == "/v1/models" else self.props
-            return httpx.Response(404, json={"error": "not found"}) if doc is None else httpx.Response(200, json=doc)
+            return (
+                httpx.Response(404, json={"error": "not found"})
+                if doc is None
+                else httpx.Response(200, json=doc)
+            )
         if request.url.path in ("/tokenize", "/apply-template") and self.tokenize_count == -1:
             return httpx.Response(404, json={"error": "not found"})
         if request.url.path == "/tokenize":
@@ -122,11 +135,17 @@ class FakeUpstream:
         if isinstance(step, ConnectFail):
             raise httpx.ConnectError("connection refused", request=request)
         if isinstance(step, Status):
-            content = step.body if isinstance(step.body, (bytes, str)) else json.dumps(step.body or {"error": {"message": "boom"}})
+            content = (
+                step.body
+                if isinstance(step.body, (bytes, str))
+                else json.dumps(step.body or {"error": {"message": "boom"}})
+            )
             return httpx.Response(step.code, content=content, headers=step.headers)
         if isinstance(step, HangFirstByte):
             return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=self._hang())
-        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=self._stream(step, request))
+        return httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, content=self._stream(step, request)
+        )
 
     async def _hang(self) -> AsyncIterator[bytes]:
         try:
@@ -154,8 +173,13 @@ class FakeUpstream:
 
 def make_config(replicas: list[str] | None = None, **kw: Any) -> ProxyConfig:
     pool_kw = kw.pop("pool", {})
-    pool = ModelPool(name="qwen3", aliases=["fast", "claude-*"], upstream_model="Qwen/Qwen3-8B",
-                     replicas=replicas or [A], **pool_kw)
+    pool = ModelPool(
+        name="qwen3",
+        aliases=["fast", "claude-*"],
+        upstream_model="Qwen/Qwen3-8B",
+        replicas=replicas or [A],
+        **pool_kw,
+    )
     kw.setdefault("backoff_base_s", 0.0)
     kw.setdefault("ping_interval_s", 0.05)
     return ProxyConfig(models=[pool], default_model=None, **kw)

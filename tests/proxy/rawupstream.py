@@ -45,8 +45,13 @@ def _head(status: int, headers: dict[str, str]) -> bytes:
 
 def json_reply(status: int, body: Any) -> Reply:
     raw = json.dumps(body).encode()
-    return [_head(status, {"content-type": "application/json", "content-length": str(len(raw)),
-                           "connection": "close"}) + raw]
+    return [
+        _head(
+            status,
+            {"content-type": "application/json", "content-length": str(len(raw)), "connection": "close"},
+        )
+        + raw
+    ]
 
 
 def sse_reply(frames: list[bytes], *, done: bool = True, mode: str = "chunked") -> Reply:
@@ -66,8 +71,12 @@ class RawUpstream:
     """The raw server (module docstring); ``handler(request) -> reply``. GET requests (the proxy asking
     ``/v1/models`` or ``/props``) get ``get_handler``'s reply, a 404 by default."""
 
-    def __init__(self, handler: Callable[[RawRequest], Reply],
-                 get_handler: Callable[[RawRequest], Reply] | None = None, gap_s: float = 0.01) -> None:
+    def __init__(
+        self,
+        handler: Callable[[RawRequest], Reply],
+        get_handler: Callable[[RawRequest], Reply] | None = None,
+        gap_s: float = 0.01,
+    ) -> None:
         self.handler = handler
         self.get_handler = get_handler or (lambda r: json_reply(404, {"error": "not found"}))
         self.gap_s = gap_s
@@ -124,7 +133,9 @@ class RawUpstream:
 
     def __enter__(self) -> RawUpstream:
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_until_complete, args=(self._main(),), daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop.run_until_complete, args=(self._main(),), daemon=True
+        )
         self._thread.start()
         if not self._ready.wait(10):
             raise RuntimeError("raw upstream did not start")

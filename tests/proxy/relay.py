@@ -70,8 +70,8 @@ class Relay:
                     length = int(line.split(":", 1)[1])
             if len(buf) < end + 4 + length:
                 return
-            body = bytes(buf[end + 4:end + 4 + length])
-            del buf[:end + 4 + length]
+            body = bytes(buf[end + 4 : end + 4 + length])
+            del buf[: end + 4 + length]
             method, path, _ = head[0].split(" ", 2)
             try:
                 parsed = json.loads(body) if body else None
@@ -88,8 +88,9 @@ class Relay:
             await writer.drain()
         writer.close()
 
-    async def _pipe_down(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                         up_writer: asyncio.StreamWriter) -> None:
+    async def _pipe_down(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, up_writer: asyncio.StreamWriter
+    ) -> None:
         seen = 0
         while data := await reader.read(65536):
             writer.write(data)
@@ -131,7 +132,9 @@ class Relay:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
     def __enter__(self) -> Relay:
-        self._thread = threading.Thread(target=self._loop.run_until_complete, args=(self._main(),), daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop.run_until_complete, args=(self._main(),), daemon=True
+        )
         self._thread.start()
         if not self._ready.wait(10):
             raise RuntimeError("relay did not start")

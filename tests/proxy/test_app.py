@@ -13,11 +13,20 @@ from .fakes import A, FakeUpstream, Sse, make_config, msg_body, proxy_client, te
 
 pytestmark = pytest.mark.anyio
 
-TOOL = {"name": "mcp__coach__save", "description": "save", "input_schema": {"type": "object", "properties": {"v": {"type": "string"}}}}
+TOOL = {
+    "name": "mcp__coach__save",
+    "description": "save",
+    "input_schema": {"type": "object", "properties": {"v": {"type": "string"}}},
+}
 
 
-async def post(up: FakeUpstream, body: dict[str, Any], config: ProxyConfig | None = None,
-               headers: dict[str, str] | None = None, path: str = "/v1/messages") -> Any:
+async def post(
+    up: FakeUpstream,
+    body: dict[str, Any],
+    config: ProxyConfig | None = None,
+    headers: dict[str, str] | None = None,
+    path: str = "/v1/messages",
+) -> Any:
     async with proxy_client(up, config or make_config()) as c:
         return await c.post(path, json=body, headers=headers or {})
 
@@ -25,8 +34,11 @@ async def post(up: FakeUpstream, body: dict[str, Any], config: ProxyConfig | Non
 async def test_stream_text_well_formed_with_beta_query_and_unknown_beta_header() -> None:
     up = FakeUpstream()
     async with proxy_client(up, make_config()) as c:
-        r = await c.post("/v1/messages?beta=true", json=msg_body(stream=True),
-                         headers={"anthropic-beta": "made-up-beta-2099-01-01", "anthropic-version": "2023-06-01"})
+        r = await c.post(
+            "/v1/messages?beta=true",
+            json=msg_body(stream=True),
+            headers={"anthropic-beta": "made-up-beta-2099-01-01", "anthropic-version": "2023-06-01"},
+        )
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
     events = parse_sse(r.text)
     assert check_events(events) == []
@@ -76,7 +88,10 @@ async def test_errors_are_anthropic_shaped() -> None:
     up = FakeUpstream()
     async with proxy_client(up, make_config(max_body_bytes=2048)) as c:
         r = await c.post("/v1/messages", content=b"{not json")
-        assert r.status_code == 400 and r.json() == {"type": "error", "error": {"type": "invalid_request_error", "message": r.json()["error"]["message"]}}
+        assert r.status_code == 400 and r.json() == {
+            "type": "error",
+            "error": {"type": "invalid_request_error", "message": r.json()["error"]["message"]},
+        }
         r = await c.post("/v1/messages", json={"model": "qwen3", "messages": []})
         assert r.status_code == 400 and "max_tokens" in r.json()["error"]["message"]
         r = await c.post("/v1/messages", json=msg_body("x" * 5000))
@@ -102,7 +117,12 @@ async def test_model_aliases_and_glob_patterns_route_to_the_pool() -> None:
 
 async def test_count_tokens_exact_via_tokenize_includes_system_and_tools() -> None:
     up = FakeUpstream()
-    body = {"model": "qwen3", "system": "S" * 400, "messages": [{"role": "user", "content": "hi"}], "tools": [TOOL]}
+    body = {
+        "model": "qwen3",
+        "system": "S" * 400,
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [TOOL],
+    }
     async with proxy_client(up, make_config()) as c:
         r = await c.post("/v1/messages/count_tokens", json=body)
         r2 = await c.post("/v1/messages/count_tokens", json={**body, "tools": []})
@@ -118,13 +138,19 @@ async def test_count_tokens_estimate_when_upstream_cannot_tokenize() -> None:
 
     async def no_tokenize(request: Any) -> Any:
         import httpx
+
         if request.url.path in ("/tokenize", "/apply-template"):
             return httpx.Response(404, json={"detail": "Not Found"})
         return await FakeUpstream.handle(up, request)
 
     import httpx
+
     up.transport = httpx.MockTransport(no_tokenize)
-    r = await post(up, {"model": "qwen3", "messages": [{"role": "user", "content": "x" * 400}]}, path="/v1/messages/count_tokens")
+    r = await post(
+        up,
+        {"model": "qwen3", "messages": [{"role": "user", "content": "x" * 400}]},
+        path="/v1/messages/count_tokens",
+    )
     assert r.json()["estimated"] is True and r.headers["x-coach-token-count"] == "estimate"
     assert 100 <= r.json()["input_tokens"] < 200
 
@@ -132,7 +158,9 @@ async def test_count_tokens_estimate_when_upstream_cannot_tokenize() -> None:
 async def test_health_and_metrics() -> None:
     up = FakeUpstream()
     async with proxy_client(up, make_config()) as c:
-        await c.post("/v1/messages", json=msg_body(), headers={"x-coach-agent": "shadow", "x-coach-session": "s1"})
+        await c.post(
+            "/v1/messages", json=msg_body(), headers={"x-coach-agent": "shadow", "x-coach-session": "s1"}
+        )
         h = await c.get("/health")
         m = await c.get("/metrics")
     assert h.status_code == 200 and h.json()["replicas"][0]["url"] == A
@@ -149,8 +177,10 @@ async def test_billing_header_stripped_prefix_identical_upstream_bytes() -> None
     up = FakeUpstream()
     async with proxy_client(up, make_config()) as c:
         for h in ("aaa", "bbb"):
-            sys_ = [{"type": "text", "text": f"x-anthropic-billing-header: cc_version=2.1.33; cch={h};"},
-                    {"type": "text", "text": "You are Shadow."}]
+            sys_ = [
+                {"type": "text", "text": f"x-anthropic-billing-header: cc_version=2.1.33; cch={h};"},
+                {"type": "text", "text": "You are Shadow."},
+            ]
             await c.post("/v1/messages", json=msg_body(system=sys_, tools=[TOOL], stream=True))
     a, b = (json.dumps(s.json) for s in up.calls())
     assert a == b and "billing" not in a
@@ -160,8 +190,17 @@ async def test_anthropic_upstream_kind_revalidated() -> None:
     import httpx
 
     events = [
-        {"type": "message_start", "message": {"id": "msg_fixed", "type": "message", "role": "assistant", "content": [],
-                                              "model": "x", "usage": {"input_tokens": 11, "output_tokens": 0}}},
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_fixed",
+                "type": "message",
+                "role": "assistant",
+                "content": [],
+                "model": "x",
+                "usage": {"input_tokens": 11, "output_tokens": 0},
+            },
+        },
         {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
         {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "pass"}},
         {"type": "content_block_stop", "index": 0},
@@ -180,11 +219,23 @@ async def test_anthropic_upstream_kind_revalidated() -> None:
     up = FakeUpstream()
     up.transport = httpx.MockTransport(handler)
     cfg = ProxyConfig(models=[ModelPool(name="qwen3", kind="anthropic", replicas=[A], api_key="upkey")])
-    body = msg_body(stream=True, system=[{"type": "text", "text": "x-anthropic-billing-header: z"}, {"type": "text", "text": "S"}],
-                    messages=[{"role": "user", "content": "u"}, {"role": "assistant", "content": [
-                        {"type": "thinking", "thinking": "t", "signature": "s"}, {"type": "text", "text": "a"}]},
-                        {"role": "user", "content": "v"}, {"role": "system", "content": "late"}],
-                    tools=[TOOL, {"type": "web_search_20250305", "name": "web_search"}])
+    body = msg_body(
+        stream=True,
+        system=[{"type": "text", "text": "x-anthropic-billing-header: z"}, {"type": "text", "text": "S"}],
+        messages=[
+            {"role": "user", "content": "u"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "thinking", "thinking": "t", "signature": "s"},
+                    {"type": "text", "text": "a"},
+                ],
+            },
+            {"role": "user", "content": "v"},
+            {"role": "system", "content": "late"},
+        ],
+        tools=[TOOL, {"type": "web_search_20250305", "name": "web_search"}],
+    )
     async with proxy_client(up, cfg) as c:
         r1 = await c.post("/v1/messages?beta=true", json=body)
         r2 = await c.post("/v1/messages", json={**body, "stream": False})
@@ -213,12 +264,27 @@ async def test_count_tokens_anthropic_upstream_pass_through() -> None:
 
     up = FakeUpstream()
     up.transport = httpx.MockTransport(handler)
-    cfg = ProxyConfig(models=[ModelPool(name="qwen3", kind="anthropic", replicas=[A], upstream_model="up-model")])
+    cfg = ProxyConfig(
+        models=[ModelPool(name="qwen3", kind="anthropic", replicas=[A], upstream_model="up-model")]
+    )
     async with proxy_client(up, cfg) as c:
-        r = await c.post("/v1/messages/count_tokens?beta=true", json={
-            "model": "qwen3", "system": [{"type": "text", "text": "x-anthropic-billing-header: q"}, {"type": "text", "text": "S"}],
-            "messages": [{"role": "user", "content": "hi"}], "tools": [TOOL]})
+        r = await c.post(
+            "/v1/messages/count_tokens?beta=true",
+            json={
+                "model": "qwen3",
+                "system": [
+                    {"type": "text", "text": "x-anthropic-billing-header: q"},
+                    {"type": "text", "text": "S"},
+                ],
+                "messages": [{"role": "user", "content": "hi"}],
+                "tools": [TOOL],
+            },
+        )
     assert r.json() == {"input_tokens": 321} and r.headers["x-coach-token-count"] == "exact"
     path, body = seen[0]
     assert path == "/v1/messages/count_tokens" and body["model"] == "up-model"
-    assert body["system"] == [{"type": "text", "text": "S"}] and "max_tokens" not in body and "stream" not in body
+    assert (
+        body["system"] == [{"type": "text", "text": "S"}]
+        and "max_tokens" not in body
+        and "stream" not in body
+    )

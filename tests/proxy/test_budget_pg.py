@@ -34,7 +34,8 @@ def _config(path: Path, upstream: str, target: PgTarget, *, lease_s: float, usag
         f'session_token_budget = {BUDGET}\nshared_budgets_url = "{target.url}"\n'
         f'shared_budgets_schema = "{target.schema}"\nbudget_lease_s = {lease_s}\nusage_log = "{usage_log}"\n'
         f'default_model = "default"\n[[models]]\nname = "default"\nreplicas = ["{upstream}"]\nkind = "openai"\n',
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     return path
 
 
@@ -46,8 +47,13 @@ class _Proxies:
     def start(self, config: Path, log: Path) -> str:
         port = free_port()
         with log.open("wb") as out:
-            self.procs.append(subprocess.Popen([COACH, "proxy", "--config", str(config), "--port", str(port),
-                                                "--log-level", "warning"], stdout=out, stderr=subprocess.STDOUT))
+            self.procs.append(
+                subprocess.Popen(
+                    [COACH, "proxy", "--config", str(config), "--port", str(port), "--log-level", "warning"],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                )
+            )
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
         while True:
@@ -99,11 +105,20 @@ async def _until_no_open_reservations(budgets: SharedBudgets, timeout_s: float) 
 
 
 def _body(max_tokens: int = 300) -> dict[str, Any]:
-    return {"model": "default", "max_tokens": max_tokens, "messages": [{"role": "user", "content": "Say ok."}]}
+    return {
+        "model": "default",
+        "max_tokens": max_tokens,
+        "messages": [{"role": "user", "content": "Say ok."}],
+    }
 
 
 def _headers(agent: str, session: str = "s1") -> dict[str, str]:
-    return {"x-coach-agent": agent, "x-coach-session": session, "x-coach-user": "u1", "content-type": "application/json"}
+    return {
+        "x-coach-agent": agent,
+        "x-coach-session": session,
+        "x-coach-user": "u1",
+        "content-type": "application/json",
+    }
 
 
 async def test_three_proxies_never_grant_more_than_one_shared_session_budget(
@@ -112,19 +127,25 @@ async def test_three_proxies_never_grant_more_than_one_shared_session_budget(
     with ScriptedUpstream({"coach": [Text("ok")]}) as up:
         logs = [tmp_path / f"usage{i}.jsonl" for i in range(3)]
         for i in range(3):
-            proxies.start(_config(tmp_path / f"p{i}.toml", up.base_url, pg_target, lease_s=900, usage_log=logs[i]),
-                          tmp_path / f"p{i}.log")
+            proxies.start(
+                _config(tmp_path / f"p{i}.toml", up.base_url, pg_target, lease_s=900, usage_log=logs[i]),
+                tmp_path / f"p{i}.log",
+            )
         statuses: list[int] = []
         async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=300)) as client:
 
             async def one(i: int) -> None:
-                r = await client.post(f"{proxies.urls[i % 3]}/v1/messages", json=_body(), headers=_headers("coach"))
+                r = await client.post(
+                    f"{proxies.urls[i % 3]}/v1/messages", json=_body(), headers=_headers("coach")
+                )
                 statuses.append(r.status_code)
 
             async with anyio.create_task_group() as tg:
                 for i in range(200):
                     tg.start_soon(one, i)
-        assert set(statuses) <= {200, 403} and statuses.count(200) >= 10 and statuses.count(403) >= 1, statuses
+        assert set(statuses) <= {200, 403} and statuses.count(200) >= 10 and statuses.count(403) >= 1, (
+            statuses
+        )
         budgets = SharedBudgets(pg_target.url, schema=pg_target.schema)
         try:  # settlements are written just after each response
             state = await _until_no_open_reservations(budgets, 30)
@@ -142,10 +163,18 @@ async def test_a_killed_proxy_releases_its_reservations_within_the_lease(
 ) -> None:
     lease_s = 4.0
     with ScriptedUpstream({"slow": [Hang()], "coach": [Text("ok")]}) as up:
-        doomed = proxies.start(_config(tmp_path / "a.toml", up.base_url, pg_target, lease_s=lease_s,
-                                       usage_log=tmp_path / "a.jsonl"), tmp_path / "a.log")
-        other = proxies.start(_config(tmp_path / "b.toml", up.base_url, pg_target, lease_s=lease_s,
-                                      usage_log=tmp_path / "b.jsonl"), tmp_path / "b.log")
+        doomed = proxies.start(
+            _config(
+                tmp_path / "a.toml", up.base_url, pg_target, lease_s=lease_s, usage_log=tmp_path / "a.jsonl"
+            ),
+            tmp_path / "a.log",
+        )
+        other = proxies.start(
+            _config(
+                tmp_path / "b.toml", up.base_url, pg_target, lease_s=lease_s, usage_log=tmp_path / "b.jsonl"
+            ),
+            tmp_path / "b.log",
+        )
         budgets = SharedBudgets(pg_target.url, schema=pg_target.schema)
         big = BUDGET // 4  # four hung requests reserve (about) the whole budget
         async with httpx.AsyncClient(timeout=60) as client, anyio.create_task_group() as tg:
@@ -158,7 +187,9 @@ async def test_a_killed_proxy_releases_its_reservations_within_the_lease(
 
             for _ in range(4):
                 tg.start_soon(hung)
-            assert await up.wait_for_async(lambda reqs: sum(r.agent == "slow" for r in reqs) >= 4, timeout_s=30)
+            assert await up.wait_for_async(
+                lambda reqs: sum(r.agent == "slow" for r in reqs) >= 4, timeout_s=30
+            )
             state = await budgets.state(session_scope("s1"))
             assert state.open_reservations == 4 and state.reserved > BUDGET - big
             refused = await client.post(f"{other}/v1/messages", json=_body(big), headers=_headers("coach"))

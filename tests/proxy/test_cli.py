@@ -10,11 +10,14 @@ from typer.testing import CliRunner
 from launcher.cli import app
 
 
-@pytest.mark.parametrize(("args", "expected"), [
-    (["--config", "/nonexistent/coach.toml"], "does not exist"),
-    (["--upstream", "ftp://x"], "http://"),
-    (["--upstream", "http://127.0.0.1:1", "--kind", "grpc"], "openai or anthropic"),
-])
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--config", "/nonexistent/coach.toml"], "does not exist"),
+        (["--upstream", "ftp://x"], "http://"),
+        (["--upstream", "http://127.0.0.1:1", "--kind", "grpc"], "openai or anthropic"),
+    ],
+)
 def test_bad_arguments_exit_2_with_a_clear_message(args: list[str], expected: str) -> None:
     r = CliRunner().invoke(app, ["proxy", *args])
     assert r.exit_code == 2 and expected in r.output

@@ -52,7 +52,9 @@ def llama() -> Iterator[EmbeddedModelServer]:
         find_llama_server(), find_model()
     except EmbeddedError as exc:
         pytest.fail(f"the embedded model is not installed (make embedded): {exc}", pytrace=False)
-    with EmbeddedModelServer(EmbeddedConfig(parallel=1, ctx_per_slot=CTX, max_tokens=64), progress=None) as server:
+    with EmbeddedModelServer(
+        EmbeddedConfig(parallel=1, ctx_per_slot=CTX, max_tokens=64), progress=None
+    ) as server:
         yield server
 
 
@@ -64,10 +66,16 @@ def relay(llama: EmbeddedModelServer) -> Iterator[Relay]:
 
 @pytest.fixture(scope="module")
 def proxy_url(relay: Relay) -> Iterator[str]:
-    pool = ModelPool(name="smollm2", aliases=["claude-*"], replicas=[relay.url], chat_template_kwargs=False,
-                     forced_tool_prefill=FORCED_TOOL_CALL_PREFILL)
-    cfg = ProxyConfig(models=[pool], agents=POLICIES, backoff_base_s=0.05, first_byte_timeout_s=240,
-                      read_timeout_s=240)
+    pool = ModelPool(
+        name="smollm2",
+        aliases=["claude-*"],
+        replicas=[relay.url],
+        chat_template_kwargs=False,
+        forced_tool_prefill=FORCED_TOOL_CALL_PREFILL,
+    )
+    cfg = ProxyConfig(
+        models=[pool], agents=POLICIES, backoff_base_s=0.05, first_byte_timeout_s=240, read_timeout_s=240
+    )
     with ThreadedServer(create_app(cfg, health_checks=False)) as srv:
         yield srv.base_url
 
@@ -79,10 +87,18 @@ def client(proxy_url: str) -> Iterator[httpx.Client]:
 
 
 def body(text: str = "Say hello.", **kw: Any) -> dict[str, Any]:
-    return {"model": MODEL, "max_tokens": 6, "temperature": 0, "messages": [{"role": "user", "content": text}], **kw}
+    return {
+        "model": MODEL,
+        "max_tokens": 6,
+        "temperature": 0,
+        "messages": [{"role": "user", "content": text}],
+        **kw,
+    }
 
 
-def stream(client: httpx.Client, b: dict[str, Any], headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
+def stream(
+    client: httpx.Client, b: dict[str, Any], headers: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
     r = client.post("/v1/messages", json={**b, "stream": True}, headers=headers or {})
     assert r.status_code == 200, r.text
     assert r.headers["content-type"].startswith("text/event-stream")
@@ -100,6 +116,7 @@ def last_call(relay: Relay) -> dict[str, Any]:
 
 
 # ----- event order and shape -------------------------------------------------------------------------
+
 
 def test_stream_event_order_and_shape(client: httpx.Client) -> None:
     events = stream(client, body())
@@ -131,6 +148,7 @@ def test_whole_message_shape(client: httpx.Client) -> None:
 
 # ----- count_tokens ----------------------------------------------------------------------------------
 
+
 def test_count_tokens_exact_from_the_server(client: httpx.Client) -> None:
     short = client.post("/v1/messages/count_tokens", json=body("Hi."))
     longer = client.post("/v1/messages/count_tokens", json=body("Hi. " * 50))
@@ -143,11 +161,18 @@ def test_count_tokens_exact_from_the_server(client: httpx.Client) -> None:
 
 # ----- tool use and tool_result forms ----------------------------------------------------------------
 
+
 def _history(result: dict[str, Any], *extra: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"role": "user", "content": "Read notes.txt"},
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "read_file",
-                                               "input": {"path": "notes.txt"}}]},
-            {"role": "user", "content": [result, *extra]}]
+    return [
+        {"role": "user", "content": "Read notes.txt"},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "notes.txt"}}
+            ],
+        },
+        {"role": "user", "content": [result, *extra]},
+    ]
 
 
 @pytest.mark.parametrize("form", ["string", "list", "with-text", "is-error"])
@@ -166,14 +191,21 @@ def test_tool_result_forms(client: httpx.Client, relay: Relay, form: str) -> Non
     tool_msg = next(m for m in sent if m["role"] == "tool")
     assert tool_msg["tool_call_id"] == "toolu_1"
     assert sent[1]["tool_calls"][0]["function"] == {"name": "read_file", "arguments": '{"path":"notes.txt"}'}
-    expected = {"string": "buy milk", "list": "buy\nmilk", "with-text": "buy milk", "is-error": "Error: file not found"}
+    expected = {
+        "string": "buy milk",
+        "list": "buy\nmilk",
+        "with-text": "buy milk",
+        "is-error": "Error: file not found",
+    }
     assert tool_msg["content"] == expected[form]
     if form == "with-text":
         assert sent[-1] == {"role": "user", "content": "Summarise it."}
 
 
 def test_forced_tool_use_round_trip(client: httpx.Client) -> None:
-    events = stream(client, body("Read notes.txt", max_tokens=60, tools=[tool(DOTTED)]), {"x-coach-agent": "dotted"})
+    events = stream(
+        client, body("Read notes.txt", max_tokens=60, tools=[tool(DOTTED)]), {"x-coach-agent": "dotted"}
+    )
     assert check_events(events) == []
     msg = accumulate(events)
     uses = [b for b in msg["content"] if b["type"] == "tool_use"]
@@ -183,10 +215,17 @@ def test_forced_tool_use_round_trip(client: httpx.Client) -> None:
 
 # ----- stop_sequences, sampling, metadata ------------------------------------------------------------
 
+
 def test_stop_sequences(client: httpx.Client, relay: Relay) -> None:
-    b = body("Count from one to ten in digits separated by commas.", max_tokens=40,
-             messages=[{"role": "user", "content": "Count from 1 to 10, separated by commas."},
-                       {"role": "assistant", "content": "1, 2, 3,"}], stop_sequences=["6"])
+    b = body(
+        "Count from one to ten in digits separated by commas.",
+        max_tokens=40,
+        messages=[
+            {"role": "user", "content": "Count from 1 to 10, separated by commas."},
+            {"role": "assistant", "content": "1, 2, 3,"},
+        ],
+        stop_sequences=["6"],
+    )
     msg = accumulate(stream(client, b))
     assert last_call(relay)["stop"] == ["6"]
     text = "".join(c.get("text", "") for c in msg["content"])
@@ -210,8 +249,11 @@ def test_metadata_accepted_and_not_forwarded(client: httpx.Client, relay: Relay)
     assert "metadata" not in last_call(relay) and "user-123" not in json.dumps(last_call(relay))
 
 
-@pytest.mark.parametrize("messages", [None, [], [{"role": "system", "content": "only system"}]],
-                         ids=["missing", "empty", "only-system"])
+@pytest.mark.parametrize(
+    "messages",
+    [None, [], [{"role": "system", "content": "only system"}]],
+    ids=["missing", "empty", "only-system"],
+)
 def test_missing_or_empty_messages_are_400(client: httpx.Client, relay: Relay, messages: Any) -> None:
     before = len(relay.model_calls())
     b = body()
@@ -227,11 +269,15 @@ def test_missing_or_empty_messages_are_400(client: httpx.Client, relay: Relay, m
 
 # ----- the six cases of issue 14, against the real server ---------------------------------------------
 
+
 @pytest.mark.parametrize("agent", ["dotted", "long"])
 def test_case1_tool_names_outside_the_openai_pattern(client: httpx.Client, relay: Relay, agent: str) -> None:
     name = DOTTED if agent == "dotted" else LONG
-    events = stream(client, body("Read notes.txt", max_tokens=60, tools=[tool(name), tool("other_tool")]),
-                    {"x-coach-agent": agent})
+    events = stream(
+        client,
+        body("Read notes.txt", max_tokens=60, tools=[tool(name), tool("other_tool")]),
+        {"x-coach-agent": agent},
+    )
     sent = last_call(relay)
     assert all(VALID.match(t["function"]["name"]) for t in sent["tools"])
     assert check_events(events) == []
@@ -243,7 +289,9 @@ def test_case1_tool_names_outside_the_openai_pattern(client: httpx.Client, relay
 def test_case2_stream_cut_mid_tool_call_is_an_error(client: httpx.Client, relay: Relay, clean: bool) -> None:
     relay.cut_after(b"data: ", 3, clean=clean)
     cuts = relay.cuts
-    events = stream(client, body("Read notes.txt", max_tokens=60, tools=[tool(DOTTED)]), {"x-coach-agent": "dotted"})
+    events = stream(
+        client, body("Read notes.txt", max_tokens=60, tools=[tool(DOTTED)]), {"x-coach-agent": "dotted"}
+    )
     assert relay.cuts == cuts + 1
     assert check_events(events) == []
     assert events[-1]["type"] == "error" and events[-1]["error"]["type"] == "api_error"
@@ -252,7 +300,9 @@ def test_case2_stream_cut_mid_tool_call_is_an_error(client: httpx.Client, relay:
 
 
 def test_case3_tool_json_cut_by_max_tokens_never_delivered_as_input(client: httpx.Client) -> None:
-    events = stream(client, body("Read notes.txt", max_tokens=9, tools=[tool(DOTTED)]), {"x-coach-agent": "dotted"})
+    events = stream(
+        client, body("Read notes.txt", max_tokens=9, tools=[tool(DOTTED)]), {"x-coach-agent": "dotted"}
+    )
     assert check_events(events) == []
     msg = accumulate(events)
     assert msg["stop_reason"] == "max_tokens"
@@ -281,9 +331,11 @@ def test_case4_prompt_longer_than_the_served_context_is_400(client: httpx.Client
 
 def test_case5_deterministic_500_reaches_the_client_once_as_400(client: httpx.Client, relay: Relay) -> None:
     before = len(relay.model_calls())
-    png = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
-    content = [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}},
-               {"type": "text", "text": "What is this?"}]
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+    content = [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}},
+        {"type": "text", "text": "What is this?"},
+    ]
     r = client.post("/v1/messages", json=body(messages=[{"role": "user", "content": content}]))
     assert r.status_code == 400, r.text
     err = r.json()["error"]
@@ -292,9 +344,19 @@ def test_case5_deterministic_500_reaches_the_client_once_as_400(client: httpx.Cl
 
 
 def test_case6_pdf_in_tool_result_leaves_a_note(client: httpx.Client, relay: Relay) -> None:
-    pdf = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0xLjQK"}}
-    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "attached:"}, pdf]}
+    pdf = {
+        "type": "document",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0xLjQK"},
+    }
+    result = {
+        "type": "tool_result",
+        "tool_use_id": "toolu_1",
+        "content": [{"type": "text", "text": "attached:"}, pdf],
+    }
     events = stream(client, body(messages=_history(result), tools=[tool("read_file")]))
     assert check_events(events) == []
     tool_msg = next(m for m in last_call(relay)["messages"] if m["role"] == "tool")
-    assert tool_msg["content"] == "attached:\n[attachment omitted: application/pdf is not supported by this model]"
+    assert (
+        tool_msg["content"]
+        == "attached:\n[attachment omitted: application/pdf is not supported by this model]"
+    )

@@ -38,8 +38,14 @@ MCP_SERVER = textwrap.dedent('''
 
 def _start_proxy(config: Path) -> tuple[subprocess.Popen[str], str]:
     cmd = [sys.executable, "-c", "from launcher.cli import app; app()", "proxy", "--config", str(config)]
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     lines: queue.Queue[str] = queue.Queue()
 
     def pump() -> None:
@@ -73,27 +79,44 @@ def test_claude_tool_round_trip_through_coach_proxy(tmp_path: Path) -> None:
     with up:
         port = free_port()
         cfg = tmp_path / "coach.toml"
-        cfg.write_text(textwrap.dedent(f'''
+        cfg.write_text(
+            textwrap.dedent(f'''
             [proxy]
             port = {port}
             api_key = "e2e-key"
             default_model = "qwen3"
-            usage_log = "{tmp_path / 'usage.jsonl'}"
+            usage_log = "{tmp_path / "usage.jsonl"}"
             [[proxy.models]]
             name = "qwen3"
             replicas = ["{up.base_url}"]
-        '''))
+        ''')
+        )
         proc, banner = _start_proxy(cfg)
         try:
             assert "127.0.0.1" in banner
             base = f"http://127.0.0.1:{port}"
-            env = plain_claude_env(base, headers={"x-coach-agent": "e2e", "x-coach-session": "e2e-s"},
-                                   api_key="e2e-key", max_output_tokens=1024)
+            env = plain_claude_env(
+                base,
+                headers={"x-coach-agent": "e2e", "x-coach-session": "e2e-s"},
+                api_key="e2e-key",
+                max_output_tokens=1024,
+            )
             result = run_claude_headless(
-                "Record the note hello-e2e, then say you are done.", base_url=base, timeout_s=90, env=env,
-                mcp_config={"mcpServers": {"notes": {"command": sys.executable, "args": [str(server)],
-                                                     "env": {"MARK_FILE": str(mark)}}}},
-                allowed_tools=["mcp__notes__record"])
+                "Record the note hello-e2e, then say you are done.",
+                base_url=base,
+                timeout_s=90,
+                env=env,
+                mcp_config={
+                    "mcpServers": {
+                        "notes": {
+                            "command": sys.executable,
+                            "args": [str(server)],
+                            "env": {"MARK_FILE": str(mark)},
+                        }
+                    }
+                },
+                allowed_tools=["mcp__notes__record"],
+            )
             assert result.result == "All done."
             assert mark.read_text() == "hello-e2e"  # the MCP tool really ran
             calls = up.model_calls("e2e")
@@ -105,4 +128,3 @@ def test_claude_tool_round_trip_through_coach_proxy(tmp_path: Path) -> None:
         finally:
             proc.terminate()
             proc.wait(timeout=10)
-

@@ -29,7 +29,9 @@ pytestmark = pytest.mark.anyio
 
 async def send(up: FakeUpstream, stream: bool, config: Any = None, **kw: Any) -> Any:
     async with proxy_client(up, config or make_config()) as c:
-        return await c.post("/v1/messages", json=msg_body(stream=stream, **kw.pop("body", {})), headers=kw.pop("headers", {}))
+        return await c.post(
+            "/v1/messages", json=msg_body(stream=stream, **kw.pop("body", {})), headers=kw.pop("headers", {})
+        )
 
 
 @pytest.mark.parametrize("stream", [True, False])
@@ -172,12 +174,16 @@ async def test_invalid_json_in_tool_arguments_is_an_error_event() -> None:
     events = parse_sse(r.text)
     assert check_events(events) == []
     assert events[-1]["type"] == "error" and events[-1]["error"]["type"] == "api_error"
-    assert not any(e["type"] == "content_block_start" and e["content_block"]["type"] == "tool_use" for e in events)
+    assert not any(
+        e["type"] == "content_block_start" and e["content_block"]["type"] == "tool_use" for e in events
+    )
     assert 'coach_proxy_invalid_tool_arguments_total{outcome="error"} 1' in m.text
 
 
 async def test_upstream_400_not_retried_and_mapped() -> None:
-    up = FakeUpstream(lambda b: Status(400, {"object": "error", "message": "context too long", "type": "BadRequestError"}))
+    up = FakeUpstream(
+        lambda b: Status(400, {"object": "error", "message": "context too long", "type": "BadRequestError"})
+    )
     r = await send(up, True)
     assert r.status_code == 400 and r.json()["error"]["type"] == "invalid_request_error"
     assert "context too long" in r.json()["error"]["message"] and len(up.calls()) == 1

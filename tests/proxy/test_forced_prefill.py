@@ -26,14 +26,28 @@ PREFILL = "<tool_call>\n"
 async def test_openai_upstream_gets_one_tool_required_and_the_prefill() -> None:
     up = FakeUpstream(lambda b: Sse(tool_chunks("mcp__coachboard__write_shadow", '{"a":1}', id="c1")))
     cfg = make_config(agents=POLICY, pool={"forced_tool_prefill": PREFILL})
-    history = [{"role": "user", "content": "hi"},
-               {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": WRITE["name"], "input": {}}]}]
-    repair = [*history, {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "c1", "content": "schema error", "is_error": True}]}]
+    history = [
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "c1", "name": WRITE["name"], "input": {}}],
+        },
+    ]
+    repair = [
+        *history,
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "c1", "content": "schema error", "is_error": True}
+            ],
+        },
+    ]
     async with proxy_client(up, cfg) as c:
         r1 = await c.post("/v1/messages", json=msg_body(tools=[READ, WRITE], stream=True), headers=H)
         r2 = await c.post("/v1/messages", json=msg_body(tools=[READ, WRITE], messages=repair), headers=H)
-        r3 = await c.post("/v1/messages", json=msg_body(tools=[READ, WRITE]), headers={**H, "x-coach-agent": "coach"})
+        r3 = await c.post(
+            "/v1/messages", json=msg_body(tools=[READ, WRITE]), headers={**H, "x-coach-agent": "coach"}
+        )
     first, again, other = (s.json for s in up.calls())
     for sent in (first, again):
         assert [t["function"]["name"] for t in sent["tools"]] == [WRITE["name"]]
@@ -46,18 +60,36 @@ async def test_openai_upstream_gets_one_tool_required_and_the_prefill() -> None:
     assert len(other["tools"]) == 2 and "tool_choice" not in other  # no policy: untouched
     events = parse_sse(r1.text)
     assert check_events(events) == []
-    assert [e["content_block"]["name"] for e in events if e["type"] == "content_block_start"] == [WRITE["name"]]
+    assert [e["content_block"]["name"] for e in events if e["type"] == "content_block_start"] == [
+        WRITE["name"]
+    ]
     assert r2.json()["stop_reason"] == "tool_use" and r3.status_code == 200
 
 
 async def test_anthropic_upstream_gets_one_tool_any_and_the_prefill() -> None:
     seen: list[dict[str, Any]] = []
     events = [
-        {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "content": [],
-                                              "model": "x", "usage": {"input_tokens": 5, "output_tokens": 0}}},
-        {"type": "content_block_start", "index": 0,
-         "content_block": {"type": "tool_use", "id": "toolu_1", "name": WRITE["name"], "input": {}}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"a":1}'}},
+        {
+            "type": "message_start",
+            "message": {
+                "id": "m",
+                "type": "message",
+                "role": "assistant",
+                "content": [],
+                "model": "x",
+                "usage": {"input_tokens": 5, "output_tokens": 0},
+            },
+        },
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": WRITE["name"], "input": {}},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": '{"a":1}'},
+        },
         {"type": "content_block_stop", "index": 0},
         {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 7}},
         {"type": "message_stop"},
@@ -72,8 +104,10 @@ async def test_anthropic_upstream_gets_one_tool_any_and_the_prefill() -> None:
 
     up = FakeUpstream()
     up.transport = httpx.MockTransport(handler)
-    cfg = ProxyConfig(models=[ModelPool(name="qwen3", kind="anthropic", replicas=[A], forced_tool_prefill=PREFILL)],
-                      agents=POLICY)
+    cfg = ProxyConfig(
+        models=[ModelPool(name="qwen3", kind="anthropic", replicas=[A], forced_tool_prefill=PREFILL)],
+        agents=POLICY,
+    )
     async with proxy_client(up, cfg) as c:
         r = await c.post("/v1/messages", json=msg_body(tools=[READ, WRITE], stream=True), headers=H)
     sent = seen[0]
@@ -96,13 +130,22 @@ async def test_without_the_pool_setting_the_named_choice_is_sent_unchanged() -> 
 
 
 async def test_bounded_numbers_go_upstream_as_integers_for_the_grammar() -> None:
-    schema = {"type": "object", "properties": {
-        "score": {"type": "number", "minimum": 0, "maximum": 100},
-        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-        "share": {"type": "number", "minimum": 0, "maximum": 0.5},
-        "free": {"type": "number"},
-        "traits": {"$ref": "#/$defs/T"}},
-        "$defs": {"T": {"type": "object", "properties": {"pomp": {"type": "number", "minimum": 0.0, "maximum": 100.0}}}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "score": {"type": "number", "minimum": 0, "maximum": 100},
+            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+            "share": {"type": "number", "minimum": 0, "maximum": 0.5},
+            "free": {"type": "number"},
+            "traits": {"$ref": "#/$defs/T"},
+        },
+        "$defs": {
+            "T": {
+                "type": "object",
+                "properties": {"pomp": {"type": "number", "minimum": 0.0, "maximum": 100.0}},
+            }
+        },
+    }
     tool = {**WRITE, "input_schema": schema}
     up = FakeUpstream(lambda b: Sse(tool_chunks("mcp__coachboard__write_shadow", '{"score":5}', id="c1")))
     async with proxy_client(up, make_config(agents=POLICY, pool={"forced_tool_prefill": PREFILL})) as c:
@@ -118,8 +161,12 @@ async def test_bounded_numbers_go_upstream_as_integers_for_the_grammar() -> None
 
 
 async def test_omitted_properties_are_left_out_of_the_forced_tools_schema() -> None:
-    schema = {"type": "object", "properties": {"risk": {"$ref": "#/$defs/R"}, "reply": {"type": "string"}},
-              "required": ["reply"], "$defs": {"R": {"type": "object", "properties": {"tier": {"type": "integer"}}}}}
+    schema = {
+        "type": "object",
+        "properties": {"risk": {"$ref": "#/$defs/R"}, "reply": {"type": "string"}},
+        "required": ["reply"],
+        "$defs": {"R": {"type": "object", "properties": {"tier": {"type": "integer"}}}},
+    }
     tool = {**WRITE, "input_schema": schema}
     up = FakeUpstream(lambda b: Sse(tool_chunks("mcp__coachboard__write_shadow", '{"reply":"hi"}', id="c1")))
     pool = {"forced_tool_prefill": PREFILL, "omit_tool_properties": ["risk", "absent"]}
@@ -142,8 +189,13 @@ async def test_a_fresh_repair_keeps_earlier_turns_of_a_warm_conversation() -> No
         {"role": "assistant", "content": "Done."},
         {"role": "user", "content": "turn 2"},
         {"role": "assistant", "content": [{**call, "id": "c2"}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c2", "content": "bad", "is_error": True},
-                                     {"type": "text", "text": "fix it"}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "c2", "content": "bad", "is_error": True},
+                {"type": "text", "text": "fix it"},
+            ],
+        },
     ]
     async with proxy_client(up, make_config(agents=POLICY, pool={"forced_tool_prefill": PREFILL})) as c:
         await c.post("/v1/messages", json=msg_body(tools=[WRITE], messages=messages), headers=H)

@@ -25,7 +25,11 @@ LONG = "mcp__" + "a-very-long-mcp-server-name-built-from-a-package-path" + "__wr
 
 
 def _tool(name: str) -> dict[str, Any]:
-    return {"name": name, "description": "d", "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}
+    return {
+        "name": name,
+        "description": "d",
+        "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+    }
 
 
 def _stop_reason(events: list[dict[str, Any]]) -> str | None:
@@ -34,6 +38,7 @@ def _stop_reason(events: list[dict[str, Any]]) -> str | None:
 
 
 # ----- 1. tool names ---------------------------------------------------------------------------------
+
 
 def test_tool_name_mapping_is_valid_deterministic_and_reversible() -> None:
     names = ["files.read", LONG, "mcp__coach__write_shadow", "ok-name_1", "ünïcode tool"]
@@ -57,11 +62,20 @@ def test_tool_name_collision_with_a_valid_name_gets_a_longer_suffix() -> None:
 async def test_invalid_tool_names_sent_valid_upstream_and_given_back(stream: bool) -> None:
     mapped = upstream_tool_name("files.read")
     up = FakeUpstream(lambda b: Sse(tool_chunks(mapped, '{"path": "a.txt"}')))
-    history = [{"role": "user", "content": "read it"},
-               {"role": "assistant", "content": [{"type": "tool_use", "id": "t0", "name": "files.read", "input": {"path": "x"}}]},
-               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t0", "content": "..."}]}]
-    body = msg_body(stream=stream, tools=[_tool("files.read"), _tool(LONG), _tool("mcp__coach__save")],
-                    tool_choice={"type": "tool", "name": "files.read"}, messages=history)
+    history = [
+        {"role": "user", "content": "read it"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t0", "name": "files.read", "input": {"path": "x"}}],
+        },
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t0", "content": "..."}]},
+    ]
+    body = msg_body(
+        stream=stream,
+        tools=[_tool("files.read"), _tool(LONG), _tool("mcp__coach__save")],
+        tool_choice={"type": "tool", "name": "files.read"},
+        messages=history,
+    )
     async with proxy_client(up, make_config()) as c:
         r = await c.post("/v1/messages", json=body)
     sent = up.calls()[0].json
@@ -84,9 +98,16 @@ async def test_invalid_tool_names_mapped_for_an_anthropic_upstream_too() -> None
             return httpx.Response(404)
         seen.append(json.loads(request.content))
         name = seen[-1]["tools"][0]["name"]
-        return httpx.Response(200, json={"type": "message", "role": "assistant", "content": [
-            {"type": "tool_use", "id": "toolu_1", "name": name, "input": {"path": "p"}}], "stop_reason": "tool_use",
-            "usage": {"input_tokens": 3, "output_tokens": 2}})
+        return httpx.Response(
+            200,
+            json={
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "toolu_1", "name": name, "input": {"path": "p"}}],
+                "stop_reason": "tool_use",
+                "usage": {"input_tokens": 3, "output_tokens": 2},
+            },
+        )
 
     up = FakeUpstream()
     up.transport = httpx.MockTransport(handler)
@@ -99,9 +120,15 @@ async def test_invalid_tool_names_mapped_for_an_anthropic_upstream_too() -> None
 
 # ----- 2. a stream cut off without a finish reason ---------------------------------------------------
 
+
 def _raw_app(up: RawUpstream, **kw: Any) -> httpx.AsyncClient:
-    cfg = ProxyConfig(models=[ModelPool(name="qwen3", replicas=[up.url])], default_model="qwen3",
-                      backoff_base_s=0.0, ping_interval_s=0.05, **kw)
+    cfg = ProxyConfig(
+        models=[ModelPool(name="qwen3", replicas=[up.url])],
+        default_model="qwen3",
+        backoff_base_s=0.0,
+        ping_interval_s=0.05,
+        **kw,
+    )
     app = create_app(cfg, health_checks=False)
     c = httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://proxy", timeout=30)
     c.app = app  # type: ignore[attr-defined]
@@ -109,9 +136,31 @@ def _raw_app(up: RawUpstream, **kw: Any) -> httpx.AsyncClient:
 
 
 _TEXT_NO_FINISH = [frame(c) for c in text_chunks("Hello| wor")[:3]]  # role chunk + two text chunks, no finish
-_TOOL_CUT = [frame({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                    "function": {"name": "bash", "arguments": '{"command": "rm -rf /tmp/build && echo'}}]},
-                    "finish_reason": None}]})]
+_TOOL_CUT = [
+    frame(
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": "call_1",
+                                "type": "function",
+                                "function": {
+                                    "name": "bash",
+                                    "arguments": '{"command": "rm -rf /tmp/build && echo',
+                                },
+                            }
+                        ]
+                    },
+                    "finish_reason": None,
+                }
+            ]
+        }
+    )
+]
 
 
 @pytest.mark.parametrize("mode", ["chunked", "close", "chunked-cut"])
@@ -142,7 +191,7 @@ async def test_stream_cut_without_finish_reason_non_streaming_is_502() -> None:
 async def test_stream_with_finish_reason_or_done_is_complete(done: bool) -> None:
     frames = [frame(c) for c in text_chunks("Hello| world")]
     if done:
-        frames = [f for f in frames if b"finish_reason\": \"stop" not in f]  # [DONE] but no finish reason
+        frames = [f for f in frames if b'finish_reason": "stop' not in f]  # [DONE] but no finish reason
     with RawUpstream(lambda r: sse_reply(frames, done=done, mode="close")) as up:
         async with _raw_app(up) as c:
             r = await c.post("/v1/messages", json=msg_body(stream=True))
@@ -152,9 +201,12 @@ async def test_stream_with_finish_reason_or_done_is_complete(done: bool) -> None
 
 # ----- 3. tool arguments that are not valid JSON -----------------------------------------------------
 
-@pytest.mark.parametrize("args", ['{"command": "rm -rf /tmp/bu', '{"path":', '{"n": 12', "{'path': 'a'}",
-                                  '{"a": 1}{"b": 2}', "[1, 2]"],
-                         ids=["cut-string", "cut-after-colon", "cut-number", "single-quotes", "two-objects", "array"])
+
+@pytest.mark.parametrize(
+    "args",
+    ['{"command": "rm -rf /tmp/bu', '{"path":', '{"n": 12', "{'path': 'a'}", '{"a": 1}{"b": 2}', "[1, 2]"],
+    ids=["cut-string", "cut-after-colon", "cut-number", "single-quotes", "two-objects", "array"],
+)
 async def test_invalid_tool_arguments_are_an_error_never_empty_input(args: str) -> None:
     up = FakeUpstream(lambda b: Sse(tool_chunks("bash", args)))
     async with proxy_client(up, make_config()) as c:
@@ -170,10 +222,19 @@ async def test_invalid_tool_arguments_are_an_error_never_empty_input(args: str) 
     assert 'coach_proxy_invalid_tool_arguments_total{outcome="error"} 2' in m.text
 
 
-@pytest.mark.parametrize(("args", "expected"), [('{"path": "a"}}', {"path": "a"}), ('{"path": "a"}\n]}', {"path": "a"}),
-                                                ('```json\n{"path": "a"}\n```', {"path": "a"}),
-                                                ('"{\\"path\\": \\"a\\"}"', {"path": "a"}), ("", {})])
-async def test_tool_arguments_repaired_only_when_meaning_cannot_change(args: str, expected: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ('{"path": "a"}}', {"path": "a"}),
+        ('{"path": "a"}\n]}', {"path": "a"}),
+        ('```json\n{"path": "a"}\n```', {"path": "a"}),
+        ('"{\\"path\\": \\"a\\"}"', {"path": "a"}),
+        ("", {}),
+    ],
+)
+async def test_tool_arguments_repaired_only_when_meaning_cannot_change(
+    args: str, expected: dict[str, Any]
+) -> None:
     up = FakeUpstream(lambda b: Sse(tool_chunks("bash", args)))
     async with proxy_client(up, make_config()) as c:
         r = await c.post("/v1/messages", json=msg_body(tools=[_tool("bash")]))
@@ -193,6 +254,7 @@ async def test_tool_call_cut_by_max_tokens_is_dropped_with_stop_reason_max_token
 
 
 # ----- 4. max_tokens capped from the replica's served limit ------------------------------------------
+
 
 async def test_max_tokens_capped_from_vllm_max_model_len_with_exact_prompt_count() -> None:
     up = FakeUpstream()
@@ -275,8 +337,14 @@ def test_token_estimate_does_not_undercount_cjk() -> None:
 
 # ----- 5. only transient 5xx retried -----------------------------------------------------------------
 
-LLAMA_IMAGE_500 = {"error": {"code": 500, "message": "image input is not supported - hint: if this is unexpected, "
-                             "you may need to provide the mmproj", "type": "server_error"}}
+LLAMA_IMAGE_500 = {
+    "error": {
+        "code": 500,
+        "message": "image input is not supported - hint: if this is unexpected, "
+        "you may need to provide the mmproj",
+        "type": "server_error",
+    }
+}
 
 
 @pytest.mark.parametrize("stream", [True, False])
@@ -289,11 +357,25 @@ async def test_deterministic_500_not_retried_and_mapped_to_400(stream: bool) -> 
 
 
 async def test_501_and_505_not_retried_but_502_503_504_are() -> None:
-    up = FakeUpstream(lambda b: Status(501, {"error": {"code": 501, "message": "Infill is not supported by this model",
-                                                       "type": "not_supported_error"}}))
+    up = FakeUpstream(
+        lambda b: Status(
+            501,
+            {
+                "error": {
+                    "code": 501,
+                    "message": "Infill is not supported by this model",
+                    "type": "not_supported_error",
+                }
+            },
+        )
+    )
     async with proxy_client(up, make_config()) as c:
         r = await c.post("/v1/messages", json=msg_body())
-    assert r.status_code == 400 and "Infill is not supported" in r.json()["error"]["message"] and len(up.calls()) == 1
+    assert (
+        r.status_code == 400
+        and "Infill is not supported" in r.json()["error"]["message"]
+        and len(up.calls()) == 1
+    )
     up = FakeUpstream(lambda b: Status(505))
     async with proxy_client(up, make_config()) as c:
         r = await c.post("/v1/messages", json=msg_body())
@@ -307,32 +389,51 @@ async def test_501_and_505_not_retried_but_502_503_504_are() -> None:
 
 # ----- 6. a dropped attachment leaves a note ---------------------------------------------------------
 
+
 async def test_pdf_and_file_id_image_in_tool_result_leave_a_note() -> None:
     up = FakeUpstream()
-    pdf = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="}}
+    pdf = {
+        "type": "document",
+        "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERi0="},
+    }
     file_img = {"type": "image", "source": {"type": "file", "file_id": "file_011abc"}}
-    messages = [{"role": "user", "content": "read"},
-                {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {}}]},
-                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
-                                              "content": [{"type": "text", "text": "here:"}, pdf, file_img]},
-                                             pdf]}]
+    messages = [
+        {"role": "user", "content": "read"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "read", "input": {}}]},
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t1",
+                    "content": [{"type": "text", "text": "here:"}, pdf, file_img],
+                },
+                pdf,
+            ],
+        },
+    ]
     async with proxy_client(up, make_config()) as c:
         r = await c.post("/v1/messages", json=msg_body(messages=messages, tools=[_tool("read")]))
     assert r.status_code == 200
     sent = up.calls()[0].json["messages"]
     tool_msg = next(m for m in sent if m["role"] == "tool")
-    assert tool_msg["content"] == ("here:\n[attachment omitted: application/pdf is not supported by this model]\n"
-                                   "[attachment omitted: an image given by file id is not supported by this model]")
+    assert tool_msg["content"] == (
+        "here:\n[attachment omitted: application/pdf is not supported by this model]\n"
+        "[attachment omitted: an image given by file id is not supported by this model]"
+    )
     assert "[attachment omitted: application/pdf is not supported by this model]" in sent[-1]["content"]
 
 
 # ----- bad input and logs ----------------------------------------------------------------------------
 
+
 async def test_empty_messages_is_a_clear_400() -> None:
     up = FakeUpstream()
     async with proxy_client(up, make_config()) as c:
         r = await c.post("/v1/messages", json={**msg_body(), "messages": []})
-        only_system = await c.post("/v1/messages", json={**msg_body(), "messages": [{"role": "system", "content": "s"}]})
+        only_system = await c.post(
+            "/v1/messages", json={**msg_body(), "messages": [{"role": "system", "content": "s"}]}
+        )
     for resp in (r, only_system):
         assert resp.status_code == 400 and resp.json()["error"]["type"] == "invalid_request_error"
         assert resp.json()["error"]["message"].startswith("messages: at least one user or assistant message")
@@ -342,15 +443,24 @@ async def test_empty_messages_is_a_clear_400() -> None:
 async def test_no_user_text_in_logs_at_info_level(caplog: pytest.LogCaptureFixture) -> None:
     marker = "MARKER-private-user-words"
     pdf = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": marker}}
-    steps = [Sse(text_chunks(marker)), Sse(tool_chunks("bash", '{"c": "' + marker)), Status(500, LLAMA_IMAGE_500),
-             Sse(tool_chunks(upstream_tool_name("files.read"), '{"c": "' + marker + '"}}'))]
+    steps = [
+        Sse(text_chunks(marker)),
+        Sse(tool_chunks("bash", '{"c": "' + marker)),
+        Status(500, LLAMA_IMAGE_500),
+        Sse(tool_chunks(upstream_tool_name("files.read"), '{"c": "' + marker + '"}}')),
+    ]
     up = FakeUpstream()
     up.script(A, *steps)
     with caplog.at_level("INFO"):
         async with proxy_client(up, make_config()) as c:
             for _ in steps:
-                await c.post("/v1/messages", json=msg_body(marker, tools=[_tool("bash"), _tool("files.read")],
-                                                           messages=[{"role": "user", "content": [
-                                                               {"type": "text", "text": marker}, pdf]}]))
+                await c.post(
+                    "/v1/messages",
+                    json=msg_body(
+                        marker,
+                        tools=[_tool("bash"), _tool("files.read")],
+                        messages=[{"role": "user", "content": [{"type": "text", "text": marker}, pdf]}],
+                    ),
+                )
     assert len(up.calls()) == len(steps)
     assert not [r.getMessage() for r in caplog.records if r.levelno >= 20 and marker in r.getMessage()]

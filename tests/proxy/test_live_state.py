@@ -25,14 +25,19 @@ def client(app: object) -> httpx.AsyncClient:
 
 async def test_replaced_policies_apply_to_the_next_request_and_bad_ones_change_nothing() -> None:
     up = FakeUpstream()
-    app = create_app(make_config(agents={"shadow": AgentPolicy(max_tokens=300)}), transport=up.transport,
-                     health_checks=False)
+    app = create_app(
+        make_config(agents={"shadow": AgentPolicy(max_tokens=300)}),
+        transport=up.transport,
+        health_checks=False,
+    )
     state = app.state.proxy
     async with client(app) as c:
         await c.post("/v1/messages", json=msg_body(max_tokens=4000), headers=WARM)
         state.set_agent_policies({"Shadow": AgentPolicy(max_tokens=120), "coach": {"max_tokens": 50}})
         await c.post("/v1/messages", json=msg_body(max_tokens=4000), headers=WARM)
-        await c.post("/v1/messages", json=msg_body(max_tokens=4000), headers={**WARM, "x-coach-agent": "coach"})
+        await c.post(
+            "/v1/messages", json=msg_body(max_tokens=4000), headers={**WARM, "x-coach-agent": "coach"}
+        )
         with pytest.raises(ValidationError):
             state.set_agent_policies({"shadow": {"max_tokens": 0}})
         await c.post("/v1/messages", json=msg_body(max_tokens=4000), headers=WARM)
@@ -49,11 +54,17 @@ async def test_a_request_without_a_turn_header_gets_the_resolved_turn(tmp_path: 
         return open_turns.get((user, session, agent))
 
     up = FakeUpstream()
-    app = create_app(make_config(usage_log=str(log)), transport=up.transport, health_checks=False, turn_for=turn_for)
+    app = create_app(
+        make_config(usage_log=str(log)), transport=up.transport, health_checks=False, turn_for=turn_for
+    )
     async with client(app) as c:
         await c.post("/v1/messages", json=msg_body(stream=True), headers=WARM)  # a warm process, turn open
-        await c.post("/v1/messages", json=msg_body(), headers={**WARM, "x-coach-turn": "t000009"})  # header wins
-        await c.post("/v1/messages", json=msg_body(), headers={**WARM, "x-coach-agent": "persona"})  # not armed
+        await c.post(
+            "/v1/messages", json=msg_body(), headers={**WARM, "x-coach-turn": "t000009"}
+        )  # header wins
+        await c.post(
+            "/v1/messages", json=msg_body(), headers={**WARM, "x-coach-agent": "persona"}
+        )  # not armed
         await c.post("/v1/messages/count_tokens", json=msg_body(), headers=WARM)
     turns = [json.loads(x)["turn"] for x in log.read_text().splitlines()]
     assert turns == ["t000002", "t000009", ""]

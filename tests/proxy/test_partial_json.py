@@ -22,9 +22,14 @@ TEXT = st.text(
     ),
     max_size=40,
 )
-SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-10**6, 10**6), st.floats(allow_nan=False, allow_infinity=False))
-VALUE = st.recursive(st.one_of(SCALAR, TEXT), lambda inner: st.one_of(
-    st.lists(inner, max_size=3), st.dictionaries(TEXT, inner, max_size=3)), max_leaves=6)
+SCALAR = st.one_of(
+    st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.floats(allow_nan=False, allow_infinity=False)
+)
+VALUE = st.recursive(
+    st.one_of(SCALAR, TEXT),
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(TEXT, inner, max_size=3)),
+    max_leaves=6,
+)
 
 
 @st.composite
@@ -53,9 +58,12 @@ def prefixes(doc: str, chunks: list[str]) -> dict[int, str | None]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(documents(), st.lists(st.integers(0, 10**6), max_size=30), st.lists(st.integers(0, 10**6), max_size=30))
-def test_any_chunking_gives_the_same_decoded_prefix_of_the_field(doc: tuple[dict[str, Any], str],
-                                                                  cuts_a: list[int], cuts_b: list[int]) -> None:
+@given(
+    documents(), st.lists(st.integers(0, 10**6), max_size=30), st.lists(st.integers(0, 10**6), max_size=30)
+)
+def test_any_chunking_gives_the_same_decoded_prefix_of_the_field(
+    doc: tuple[dict[str, Any], str], cuts_a: list[int], cuts_b: list[int]
+) -> None:
     _obj, text = doc
     final = json.loads(text)["reply"]
     a = prefixes(text, chunked(text, cuts_a))

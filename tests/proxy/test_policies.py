@@ -33,9 +33,24 @@ async def test_session_budget_refuses_with_numbers_and_usage_log(tmp_path: Path)
     lines = [json.loads(x) for x in log.read_text().splitlines()]
     assert [x["status"] for x in lines] == ["ok", "ok", "error:permission_error", "ok"]
     assert lines[0] | {"ts": 0, "id": "", "ttft_ms": 0, "total_ms": 0} == {
-        "ts": 0, "id": "", "agent": "shadow", "user": "u1", "session": "s1", "turn": "t1", "model": "qwen3",
-        "replica": A, "status": "ok", "stream": False, "input_tokens": 40, "cached_tokens": 0, "output_tokens": 10,
-        "ttft_ms": 0, "total_ms": 0, "stop_reason": "end_turn", "attempts": 1}
+        "ts": 0,
+        "id": "",
+        "agent": "shadow",
+        "user": "u1",
+        "session": "s1",
+        "turn": "t1",
+        "model": "qwen3",
+        "replica": A,
+        "status": "ok",
+        "stream": False,
+        "input_tokens": 40,
+        "cached_tokens": 0,
+        "output_tokens": 10,
+        "ttft_ms": 0,
+        "total_ms": 0,
+        "stop_reason": "end_turn",
+        "attempts": 1,
+    }
     # budgets survive a restart: the log is replayed
     async with proxy_client(up, cfg) as c:
         r = await c.post("/v1/messages", json=msg_body(), headers=H)
@@ -81,25 +96,51 @@ async def test_force_tool_first_call_then_stop_after_tool_locally() -> None:
     up = FakeUpstream(lambda b: Sse(tool_chunks("mcp__coach__write_shadow", '{"a":1}', id="t1")))
     cfg = make_config(agents={"shadow": AgentPolicy(force_tool="write_shadow", stop_after_tool=True)})
     first = msg_body(tools=[SAVE], thinking={"type": "enabled", "budget_tokens": 2000})
-    history = [{"role": "user", "content": "hi"},
-               {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "mcp__coach__write_shadow", "input": {}}]}]
-    ok = {**first, "messages": [*history, {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "stored"}]}]}
-    bad = {**first, "messages": [*history, {"role": "user", "content": [
-        {"type": "tool_result", "tool_use_id": "t1", "content": "schema error", "is_error": True}]}]}
+    history = [
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "mcp__coach__write_shadow", "input": {}}],
+        },
+    ]
+    ok = {
+        **first,
+        "messages": [
+            *history,
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "stored"}]},
+        ],
+    }
+    bad = {
+        **first,
+        "messages": [
+            *history,
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "schema error", "is_error": True}
+                ],
+            },
+        ],
+    }
     async with proxy_client(up, cfg) as c:
         r1 = await c.post("/v1/messages", json=first, headers=H)
         r2 = await c.post("/v1/messages", json={**ok, "stream": True}, headers=H)
         r3 = await c.post("/v1/messages", json=bad, headers=H)
         r4 = await c.post("/v1/messages", json=ok, headers={**H, "x-coach-agent": "coach"})
     calls = up.calls()
-    assert calls[0].json["tool_choice"] == {"type": "function", "function": {"name": "mcp__coach__write_shadow"}}
+    assert calls[0].json["tool_choice"] == {
+        "type": "function",
+        "function": {"name": "mcp__coach__write_shadow"},
+    }
     assert calls[0].json["chat_template_kwargs"] == {"enable_thinking": False}
     assert r1.json()["stop_reason"] == "tool_use"
     events = parse_sse(r2.text)
     assert check_events(events) == []
     assert [e["delta"]["text"] for e in events if e["type"] == "content_block_delta"] == ["Done."]
     assert events[-2]["delta"]["stop_reason"] == "end_turn"
-    assert calls[1].json["tool_choice"]["function"]["name"] == "mcp__coach__write_shadow"  # repair after error
+    assert (
+        calls[1].json["tool_choice"]["function"]["name"] == "mcp__coach__write_shadow"
+    )  # repair after error
     assert "tool_choice" not in calls[2].json  # another agent: no policy
     assert len(calls) == 3 and r3.status_code == r4.status_code == 200
 
@@ -111,7 +152,10 @@ async def test_force_tool_again_on_a_warm_process_next_turn() -> None:
     cfg = make_config(agents={"shadow": AgentPolicy(force_tool="write_shadow", stop_after_tool=True)})
     earlier_turn = [
         {"role": "user", "content": "turn one"},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "mcp__coach__write_shadow", "input": {}}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "mcp__coach__write_shadow", "input": {}}],
+        },
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "stored"}]},
         {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
     ]
@@ -128,8 +172,11 @@ async def test_agent_model_alias_routes_to_other_pool() -> None:
     from proxy import ModelPool
 
     up = FakeUpstream()
-    cfg = ProxyConfig(models=[ModelPool(name="small", replicas=[A]), ModelPool(name="big", aliases=["deep"], replicas=[B])],
-                      default_model="small", agents={"pineal": AgentPolicy(model_alias="deep")})
+    cfg = ProxyConfig(
+        models=[ModelPool(name="small", replicas=[A]), ModelPool(name="big", aliases=["deep"], replicas=[B])],
+        default_model="small",
+        agents={"pineal": AgentPolicy(model_alias="deep")},
+    )
     async with proxy_client(up, cfg) as c:
         await c.post("/v1/messages", json=msg_body(), headers={"x-coach-agent": "pineal"})
         await c.post("/v1/messages", json=msg_body(), headers={"x-coach-agent": "coach"})
@@ -187,7 +234,9 @@ max_tokens = 1024
     cfg = load_config(p)
     assert cfg.host == "127.0.0.1" and cfg.port == 9000
     assert cfg.models[0].replicas == ["http://127.0.0.1:8000"]
-    assert cfg.agents["shadow"] == AgentPolicy(force_tool="write_shadow", stop_after_tool=True, max_tokens=1024)
+    assert cfg.agents["shadow"] == AgentPolicy(
+        force_tool="write_shadow", stop_after_tool=True, max_tokens=1024
+    )
     p.write_text("[proxy]\nport = 'x'\nbogus = 1\n")
     with pytest.raises(ConfigError, match=r"port.*bogus|bogus.*port"):
         load_config(p)

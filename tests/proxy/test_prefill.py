@@ -48,7 +48,11 @@ async def test_the_agents_next_request_waits_for_its_prefill_and_repeats_it_as_p
     up = FakeUpstream(answer)
     cfg = make_config(agents={"pineal": AgentPolicy(force_tool="write_synthesis", stop_after_tool=True)})
     first = msg_body(CONTEXT, tools=[TOOL])
-    history = [*first["messages"], {"role": "assistant", "content": "OK."}, {"role": "user", "content": "# Your task"}]
+    history = [
+        *first["messages"],
+        {"role": "assistant", "content": "OK."},
+        {"role": "user", "content": "# Your task"},
+    ]
     async with proxy_client(up, cfg) as c:
         await c.post("/v1/messages", json=first, headers=H)
         t = time.monotonic()
@@ -61,8 +65,13 @@ async def test_the_agents_next_request_waits_for_its_prefill_and_repeats_it_as_p
 
 
 async def test_other_agents_never_wait_for_a_prefill() -> None:
-    up = FakeUpstream(lambda b: Sse(text_chunks("O", finish="length"), delay_s=1.0) if b["max_tokens"] == 1
-                      else Sse(text_chunks("hi")))
+    up = FakeUpstream(
+        lambda b: (
+            Sse(text_chunks("O", finish="length"), delay_s=1.0)
+            if b["max_tokens"] == 1
+            else Sse(text_chunks("hi"))
+        )
+    )
     async with proxy_client(up, make_config()) as c:
         await c.post("/v1/messages", json=msg_body(CONTEXT), headers=H)
         t = time.monotonic()

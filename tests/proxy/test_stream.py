@@ -16,8 +16,15 @@ from proxy.errors import InvalidToolArgumentsError, UpstreamError
 from proxy.wellformed import accumulate, assert_well_formed, check_events
 
 
-def chunk(content: str | None = None, *, reasoning: str | None = None, tool_calls: list | None = None,
-          finish: str | None = None, stop_reason: Any = None, usage: dict | None = None) -> dict:
+def chunk(
+    content: str | None = None,
+    *,
+    reasoning: str | None = None,
+    tool_calls: list | None = None,
+    finish: str | None = None,
+    stop_reason: Any = None,
+    usage: dict | None = None,
+) -> dict:
     delta: dict[str, Any] = {}
     if content is not None:
         delta["content"] = content
@@ -25,8 +32,11 @@ def chunk(content: str | None = None, *, reasoning: str | None = None, tool_call
         delta["reasoning_content"] = reasoning
     if tool_calls is not None:
         delta["tool_calls"] = tool_calls
-    c: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion.chunk",
-                         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    c: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     if stop_reason is not None:
         c["choices"][0]["stop_reason"] = stop_reason
     if usage is not None:
@@ -47,7 +57,9 @@ def tc(index: int, *, id: str | None = None, name: str | None = None, args: str 
     return d
 
 
-def run(chunks: list[dict], stop: list[str] | None = None, **kw: Any) -> tuple[list[dict], dict, StreamBuilder]:
+def run(
+    chunks: list[dict], stop: list[str] | None = None, **kw: Any
+) -> tuple[list[dict], dict, StreamBuilder]:
     b = StreamBuilder(model="qwen3", input_tokens=10, **kw)
     events = b.start()
     for c in chunks:
@@ -67,12 +79,18 @@ def test_plain_text_with_usage() -> None:
     assert msg["content"] == [{"type": "text", "text": "Hello"}]
     assert msg["stop_reason"] == "end_turn"
     delta = next(e for e in events if e["type"] == "message_delta")
-    assert delta["usage"] == {"input_tokens": 18, "output_tokens": 3, "cache_creation_input_tokens": 0,
-                              "cache_read_input_tokens": 32}
+    assert delta["usage"] == {
+        "input_tokens": 18,
+        "output_tokens": 3,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 32,
+    }
 
 
 def test_text_and_complete_tool_call_in_one_chunk() -> None:
-    c = chunk("Let me check.", tool_calls=[tc(0, id="call_1", name="get", args='{"k": 1}')], finish="tool_calls")
+    c = chunk(
+        "Let me check.", tool_calls=[tc(0, id="call_1", name="get", args='{"k": 1}')], finish="tool_calls"
+    )
     _, msg, _ = run([c])
     assert types(msg) == ["text", "tool_use"]
     assert msg["content"][1] == {"type": "tool_use", "id": "call_1", "name": "get", "input": {"k": 1}}
@@ -83,12 +101,15 @@ def test_interleaved_parallel_tool_call_fragments() -> None:
     chunks = [
         chunk(tool_calls=[tc(0, id="a", name="f", args='{"x"')]),
         chunk(tool_calls=[tc(1, id="b", name="g", args='{"y":')]),
-        chunk(tool_calls=[tc(0, args=': 1}')]),
+        chunk(tool_calls=[tc(0, args=": 1}")]),
         chunk(tool_calls=[tc(1, args=' "two"}')]),
         chunk(finish="tool_calls"),
     ]
     events, msg, _ = run(chunks)
-    assert [(b["id"], b["name"], b["input"]) for b in msg["content"]] == [("a", "f", {"x": 1}), ("b", "g", {"y": "two"})]
+    assert [(b["id"], b["name"], b["input"]) for b in msg["content"]] == [
+        ("a", "f", {"x": 1}),
+        ("b", "g", {"y": "two"}),
+    ]
     starts = [e["index"] for e in events if e["type"] == "content_block_start"]
     assert starts == [0, 1]
 
@@ -116,7 +137,7 @@ def test_vllm_reasoning_field_name() -> None:
 @pytest.mark.parametrize("split", [1, 2, 3, 5, 7])
 def test_inline_think_tags_split_anywhere(split: int) -> None:
     text = "<think>\nplan it\n</think>\n\nThe answer."
-    pieces = [text[i:i + split] for i in range(0, len(text), split)]
+    pieces = [text[i : i + split] for i in range(0, len(text), split)]
     _, msg, _ = run([chunk(p) for p in pieces] + [chunk(finish="stop")])
     assert types(msg) == ["thinking", "text"]
     assert msg["content"][0]["thinking"].strip() == "plan it"
@@ -132,13 +153,20 @@ def test_tool_call_inside_think_section_becomes_tool_use() -> None:
 
 
 def test_openai_tool_call_while_reasoning_becomes_tool_use() -> None:
-    _, msg, _ = run([chunk(reasoning="need tool"), chunk(tool_calls=[tc(0, id="t", name="save", args="{}")]),
-                     chunk(finish="tool_calls")])
+    _, msg, _ = run(
+        [
+            chunk(reasoning="need tool"),
+            chunk(tool_calls=[tc(0, id="t", name="save", args="{}")]),
+            chunk(finish="tool_calls"),
+        ]
+    )
     assert types(msg) == ["thinking", "tool_use"]
 
 
 def test_tool_call_tag_in_reasoning_content() -> None:
-    _, msg, _ = run([chunk(reasoning='x <tool_call>{"name":"s","arguments":{}}</tool_call>'), chunk(finish="stop")])
+    _, msg, _ = run(
+        [chunk(reasoning='x <tool_call>{"name":"s","arguments":{}}</tool_call>'), chunk(finish="stop")]
+    )
     assert types(msg) == ["thinking", "tool_use"]
 
 
@@ -166,7 +194,9 @@ def test_stop_sequence_with_matched_sequence() -> None:
 def test_invalid_tool_arguments_refuse_the_response_or_are_dropped_at_max_tokens() -> None:
     with pytest.raises(InvalidToolArgumentsError):  # cut inside a string: never closed into a valid input
         run([chunk(tool_calls=[tc(0, id="a", name="f", args='{"x": "trunc')]), chunk(finish="tool_calls")])
-    _, msg, b = run([chunk(tool_calls=[tc(0, id="a", name="f", args='{"x": "trunc')]), chunk(finish="length")])
+    _, msg, b = run(
+        [chunk(tool_calls=[tc(0, id="a", name="f", args='{"x": "trunc')]), chunk(finish="length")]
+    )
     assert msg["stop_reason"] == "max_tokens" and all(c["type"] != "tool_use" for c in msg["content"])
     assert (b.invalid_tool_arguments, b.dropped_tool_calls) == (1, 1)
 
@@ -194,10 +224,22 @@ def test_error_chunk_raises_mapped_error() -> None:
 
 
 def test_non_streamed_completion_is_read_like_a_chunk() -> None:
-    whole = {"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-        "role": "assistant", "content": "ok", "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"a\":1}"}}]}}],
-        "usage": {"prompt_tokens": 5, "completion_tokens": 2}}
+    whole = {
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": "ok",
+                    "tool_calls": [
+                        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}}
+                    ],
+                },
+            }
+        ],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 2},
+    }
     _, msg, _ = run([whole])
     assert types(msg) == ["text", "tool_use"] and msg["usage"]["output_tokens"] == 2
 
@@ -234,11 +276,27 @@ def test_anthropic_upstream_renumbered_and_revalidated() -> None:
         {"type": "message_start", "message": {"id": "msg_same", "usage": {"input_tokens": 7}}},
         {"type": "ping"},
         {"type": "content_block_start", "index": 3, "content_block": {"type": "text", "text": ""}},
-        {"type": "content_block_delta", "index": 3, "delta": {"type": "text_delta", "text": "<think>x</think>Hi"}},
+        {
+            "type": "content_block_delta",
+            "index": 3,
+            "delta": {"type": "text_delta", "text": "<think>x</think>Hi"},
+        },
         # no content_block_stop for the text block: the builder closes it
-        {"type": "content_block_start", "index": 4, "content_block": {"type": "tool_use", "id": "tu1", "name": "f", "input": {}}},
-        {"type": "content_block_delta", "index": 4, "delta": {"type": "input_json_delta", "partial_json": '{"a":'}},
-        {"type": "content_block_delta", "index": 4, "delta": {"type": "input_json_delta", "partial_json": "1}"}},
+        {
+            "type": "content_block_start",
+            "index": 4,
+            "content_block": {"type": "tool_use", "id": "tu1", "name": "f", "input": {}},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 4,
+            "delta": {"type": "input_json_delta", "partial_json": '{"a":'},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 4,
+            "delta": {"type": "input_json_delta", "partial_json": "1}"},
+        },
         {"type": "content_block_stop", "index": 4},
         {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}},
         {"type": "message_stop"},
@@ -253,9 +311,19 @@ def test_anthropic_upstream_renumbered_and_revalidated() -> None:
 def test_anthropic_upstream_stop_sequence_and_whole_message() -> None:
     b = StreamBuilder(model="m")
     a = AnthropicAdapter(b)
-    ev = b.start() + a.feed_message({"type": "message", "content": [{"type": "text", "text": "x"}],
-                                     "stop_reason": "stop_sequence", "stop_sequence": "##",
-                                     "usage": {"input_tokens": 3, "output_tokens": 1}}) + b.end()
+    ev = (
+        b.start()
+        + a.feed_message(
+            {
+                "type": "message",
+                "content": [{"type": "text", "text": "x"}],
+                "stop_reason": "stop_sequence",
+                "stop_sequence": "##",
+                "usage": {"input_tokens": 3, "output_tokens": 1},
+            }
+        )
+        + b.end()
+    )
     assert_well_formed(ev)
     msg = accumulate(ev)
     assert msg["stop_reason"] == "stop_sequence" and msg["stop_sequence"] == "##"
@@ -270,29 +338,62 @@ def test_anthropic_upstream_error_event_raises() -> None:
 def test_checker_catches_invalid_tool_json() -> None:
     b = StreamBuilder(model="m")
     events = b.start()
-    events.append({"type": "content_block_start", "index": 0,
-                   "content_block": {"type": "tool_use", "id": "t", "name": "f", "input": {}}})
-    events.append({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": '{"a":'}})
+    events.append(
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "t", "name": "f", "input": {}},
+        }
+    )
+    events.append(
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": '{"a":'},
+        }
+    )
     events.append({"type": "content_block_stop", "index": 0})
     assert any("not valid JSON" in p for p in check_events(events))
 
 
-_PIECES = st.sampled_from(["<think>", "</think>", "<tool_call>", "</tool_call>", "<", ">", "plan", " ", "\n",
-                           '{"name": "f", "arguments": {"a": 1}}', "text", "<thi", "nk>", "</tool", "_call>"])
+_PIECES = st.sampled_from(
+    [
+        "<think>",
+        "</think>",
+        "<tool_call>",
+        "</tool_call>",
+        "<",
+        ">",
+        "plan",
+        " ",
+        "\n",
+        '{"name": "f", "arguments": {"a": 1}}',
+        "text",
+        "<thi",
+        "nk>",
+        "</tool",
+        "_call>",
+    ]
+)
 
 
 @settings(max_examples=100, deadline=None)
-@given(pieces=st.lists(_PIECES, max_size=14), cuts=st.lists(st.integers(min_value=1, max_value=9), max_size=30),
-       reasoning=st.booleans(), finish=st.sampled_from(["stop", "length", "tool_calls", None]))
+@given(
+    pieces=st.lists(_PIECES, max_size=14),
+    cuts=st.lists(st.integers(min_value=1, max_value=9), max_size=30),
+    reasoning=st.booleans(),
+    finish=st.sampled_from(["stop", "length", "tool_calls", None]),
+)
 def test_any_split_of_any_tagged_text_is_well_formed_and_split_invariant(
-        pieces: list[str], cuts: list[int], reasoning: bool, finish: str | None) -> None:
+    pieces: list[str], cuts: list[int], reasoning: bool, finish: str | None
+) -> None:
     text = "".join(pieces)
     whole = [chunk(reasoning=text) if reasoning else chunk(text), chunk(finish=finish)]
     split, i = [], 0
     for n in [*cuts, len(text)]:
         if i >= len(text):
             break
-        part = text[i:i + n]
+        part = text[i : i + n]
         split.append(chunk(reasoning=part) if reasoning else chunk(part))
         i += n
     _, m1, _ = run(whole)
@@ -303,5 +404,7 @@ def test_any_split_of_any_tagged_text_is_well_formed_and_split_invariant(
 
 
 def test_output_starting_inside_think_section() -> None:
-    _, msg, _ = run([chunk("still thinking"), chunk("</think>\n\nAnswer"), chunk(finish="stop")], start_in_think=True)
+    _, msg, _ = run(
+        [chunk("still thinking"), chunk("</think>\n\nAnswer"), chunk(finish="stop")], start_in_think=True
+    )
     assert types(msg) == ["thinking", "text"] and msg["content"][1]["text"] == "Answer"

@@ -18,10 +18,10 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from blackboard import Blackboard, profile_key, session_key
-from launcher._replay import default_user, plan_sessions
-from launcher._turn_status import AgentStatus, TurnResult
 from launcher.cli import app
-from launcher.cli_replay import load_transcript, run_replay
+from launcher.cli.replay import load_transcript, run_replay
+from launcher.pipeline._replay import default_user, plan_sessions
+from launcher.pipeline._turn_status import AgentStatus, TurnResult
 from launcher.transcripts import TranscriptError, read_annomi
 from tests.launcher.payloads import payload_for
 
@@ -39,8 +39,9 @@ class FakeSupervisor:
         self.board = board
         self.calls: list[tuple[str, str, str]] = []
 
-    async def run_turn(self, user: str, session: str, text: str, *, on_coach_reply: Any = None,
-                       on_status: Any = None) -> TurnResult:
+    async def run_turn(
+        self, user: str, session: str, text: str, *, on_coach_reply: Any = None, on_status: Any = None
+    ) -> TurnResult:
         self.calls.append((user, session, text))
         turn = self.board.begin_turn(user, session)
         statuses = {}
@@ -55,8 +56,17 @@ class FakeSupervisor:
             statuses[agent] = st
         if on_coach_reply:
             on_coach_reply("reply")
-        return TurnResult(turn_id=turn, coach_reply="reply", synthesis="synthesis", synthesis_source="model",
-                          degraded=False, crisis_tier=0, agents=statuses, coach_reply_s=0.1, synthesis_s=1.0)
+        return TurnResult(
+            turn_id=turn,
+            coach_reply="reply",
+            synthesis="synthesis",
+            synthesis_source="model",
+            degraded=False,
+            crisis_tier=0,
+            agents=statuses,
+            coach_reply_s=0.1,
+            synthesis_s=1.0,
+        )
 
 
 @pytest.fixture
@@ -71,8 +81,17 @@ def test_sessions_are_closed_blackboard_sessions_and_each_turn_is_one_json_line(
     sup = FakeSupervisor(board)
     sink, notes = io.StringIO(), io.StringIO()
     console = Console(file=notes, width=200)
-    turns = anyio.run(lambda: run_replay(SimpleNamespace(supervisor=sup, runner=None), transcript, user="annomi-24",
-                                         prefix="r1", console=console, sink=sink, turns_per_session=2))
+    turns = anyio.run(
+        lambda: run_replay(
+            SimpleNamespace(supervisor=sup, runner=None),
+            transcript,
+            user="annomi-24",
+            prefix="r1",
+            console=console,
+            sink=sink,
+            turns_per_session=2,
+        )
+    )
 
     expected = [u.text for s in transcript.sessions for u in s[:2]]
     assert [c[2] for c in sup.calls] == expected
@@ -80,7 +99,11 @@ def test_sessions_are_closed_blackboard_sessions_and_each_turn_is_one_json_line(
     lines = [json.loads(line) for line in sink.getvalue().splitlines()]
     assert lines == [t.result.to_json() for t in turns]  # exactly the coach run --json document
     assert [(t.session, t.turn, t.result.turn_id) for t in turns] == [
-        (1, 1, "t000001"), (1, 2, "t000002"), (2, 1, "t000001"), (2, 2, "t000002")]
+        (1, 1, "t000001"),
+        (1, 2, "t000002"),
+        (2, 1, "t000001"),
+        (2, 2, "t000002"),
+    ]
     for s in ("r1-s1", "r1-s2"):
         record = board.store.read(session_key("annomi-24", s))
         assert record is not None and record.value.get("closed_at")
@@ -134,14 +157,25 @@ def test_replay_cli_refuses_bad_input_with_exit_2(tmp_path: Path) -> None:
 
 def test_board_show_lists_entries_and_profile(board: Blackboard, tmp_path: Path) -> None:
     sup = FakeSupervisor(board)
-    anyio.run(lambda: run_replay(SimpleNamespace(supervisor=sup, runner=None), read_annomi(EXAMPLE), user="u1",
-                                 prefix="p", console=Console(file=io.StringIO()), sink=None, turns_per_session=1))
+    anyio.run(
+        lambda: run_replay(
+            SimpleNamespace(supervisor=sup, runner=None),
+            read_annomi(EXAMPLE),
+            user="u1",
+            prefix="p",
+            console=Console(file=io.StringIO()),
+            sink=None,
+            turns_per_session=1,
+        )
+    )
     env = {"COACH_DATA_DIR": str(tmp_path / "data")}
     runner = CliRunner()
     r = runner.invoke(app, ["board", "show", "--user", "u1", "--json"], env=env)
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
-    assert [s["session"] for s in doc["sessions"]] == ["p-s1", "p-s2"] and all(s["closed"] for s in doc["sessions"])
+    assert [s["session"] for s in doc["sessions"]] == ["p-s1", "p-s2"] and all(
+        s["closed"] for s in doc["sessions"]
+    )
     kinds = [e["kind"] for e in doc["sessions"][0]["turns"][0]["entries"]]
     assert kinds[:5] == list(AGENTS) and "meta" in kinds
     first = doc["sessions"][0]["turns"][0]["entries"][0]

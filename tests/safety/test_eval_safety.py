@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from launcher.cli import app
-from launcher.eval_safety import EvalTurn, evaluate
+from launcher.cli.eval import EvalTurn, evaluate
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "data"

@@ -11,15 +11,24 @@ import pytest
 
 from testsupport import Reply, ScriptedUpstream, Text, ToolCall
 
-ADVERTISED = [{"name": "mcp__coachboard__write_persona", "description": "d",
-               "input_schema": {"type": "object", "properties": {"traits": {"type": "object"}}}}]
+ADVERTISED = [
+    {
+        "name": "mcp__coachboard__write_persona",
+        "description": "d",
+        "input_schema": {"type": "object", "properties": {"traits": {"type": "object"}}},
+    }
+]
 OPENAI_TOOLS = [{"type": "function", "function": {"name": "write_persona", "parameters": {"type": "object"}}}]
-ARGS = {"traits": {"openness": 71, "note": "ünïcode and \"quotes\""}}
+ARGS = {"traits": {"openness": 71, "note": 'ünïcode and "quotes"'}}
 
 
 def _anthropic_client(up: ScriptedUpstream) -> anthropic.AsyncAnthropic:
-    return anthropic.AsyncAnthropic(api_key="k", base_url="http://upstream", max_retries=0,
-                                    http_client=httpx2.AsyncClient(transport=httpx2.ASGITransport(app=up.app)))
+    return anthropic.AsyncAnthropic(
+        api_key="k",
+        base_url="http://upstream",
+        max_retries=0,
+        http_client=httpx2.AsyncClient(transport=httpx2.ASGITransport(app=up.app)),
+    )
 
 
 def _sse_events(text: str) -> list[tuple[str | None, str]]:
@@ -46,7 +55,10 @@ async def test_anthropic_stream_text_and_tool_use_parse_with_the_sdk() -> None:
     up = ScriptedUpstream({"persona": [ToolCall("write_persona", ARGS, text="Scoring now.")]})
     client = _anthropic_client(up)
     async with client.messages.stream(
-        model="qwen", max_tokens=500, messages=[{"role": "user", "content": "hi"}], tools=ADVERTISED,  # type: ignore[arg-type]
+        model="qwen",
+        max_tokens=500,
+        messages=[{"role": "user", "content": "hi"}],
+        tools=ADVERTISED,  # type: ignore[arg-type]
         extra_headers={"x-coach-agent": "persona"},
     ) as stream:
         final = await stream.get_final_message()
@@ -64,9 +76,16 @@ async def test_anthropic_event_sequence_and_unique_ids() -> None:
     ids = set()
     async with up.client() as c:
         for _ in range(3):
-            r = await c.post("/v1/messages?beta=true", headers={"x-coach-agent": "coach"},
-                             json={"model": "m", "max_tokens": 1000, "stream": True,
-                                   "messages": [{"role": "user", "content": "hi"}]})
+            r = await c.post(
+                "/v1/messages?beta=true",
+                headers={"x-coach-agent": "coach"},
+                json={
+                    "model": "m",
+                    "max_tokens": 1000,
+                    "stream": True,
+                    "messages": [{"role": "user", "content": "hi"}],
+                },
+            )
             assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
             events = _sse_events(r.text)
             names = [e for e, _ in events]
@@ -86,12 +105,18 @@ async def test_anthropic_event_sequence_and_unique_ids() -> None:
 async def test_anthropic_non_stream_and_count_tokens() -> None:
     up = ScriptedUpstream({"persona": [ToolCall("write_persona", ARGS)]})
     client = _anthropic_client(up)
-    msg = await client.messages.create(model="qwen", max_tokens=500, tools=ADVERTISED,  # type: ignore[arg-type]
-                                       messages=[{"role": "user", "content": "hi"}],
-                                       extra_headers={"x-coach-agent": "persona"})
+    msg = await client.messages.create(
+        model="qwen",
+        max_tokens=500,
+        tools=ADVERTISED,  # type: ignore[arg-type]
+        messages=[{"role": "user", "content": "hi"}],
+        extra_headers={"x-coach-agent": "persona"},
+    )
     assert msg.stop_reason == "tool_use" and len(msg.content) == 1
     assert msg.content[0].type == "tool_use" and msg.content[0].input == ARGS
-    count = await client.messages.count_tokens(model="qwen", messages=[{"role": "user", "content": "x" * 400}])
+    count = await client.messages.count_tokens(
+        model="qwen", messages=[{"role": "user", "content": "x" * 400}]
+    )
     assert count.input_tokens >= 100
 
 
@@ -104,12 +129,28 @@ def _openai_chunks(text: str) -> list[dict[str, Any]]:
 
 @pytest.mark.anyio
 async def test_openai_stream_text_tool_call_fragments_finish_and_usage() -> None:
-    up = ScriptedUpstream({"persona": [Reply("Let me record that.", (ToolCall("write_persona", ARGS),
-                                                                       ToolCall("write_persona", {"b": 2})))]})
+    up = ScriptedUpstream(
+        {
+            "persona": [
+                Reply(
+                    "Let me record that.",
+                    (ToolCall("write_persona", ARGS), ToolCall("write_persona", {"b": 2})),
+                )
+            ]
+        }
+    )
     async with up.client() as c:
-        r = await c.post("/v1/chat/completions", headers={"x-coach-agent": "persona"},
-                         json={"model": "qwen", "stream": True, "stream_options": {"include_usage": True},
-                               "tools": OPENAI_TOOLS, "messages": [{"role": "user", "content": "hi"}]})
+        r = await c.post(
+            "/v1/chat/completions",
+            headers={"x-coach-agent": "persona"},
+            json={
+                "model": "qwen",
+                "stream": True,
+                "stream_options": {"include_usage": True},
+                "tools": OPENAI_TOOLS,
+                "messages": [{"role": "user", "content": "hi"}],
+            },
+        )
     chunks = _openai_chunks(r.text)
     assert len({c["id"] for c in chunks}) == 1 and all(c["object"] == "chat.completion.chunk" for c in chunks)
     assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
@@ -134,22 +175,30 @@ async def test_openai_stream_text_tool_call_fragments_finish_and_usage() -> None
     assert json.loads(calls[0]["arguments"]) == ARGS and json.loads(calls[1]["arguments"]) == {"b": 2}
     usage = chunks[-1]
     assert usage["choices"] == [] and usage["usage"]["completion_tokens"] > 0
-    assert usage["usage"]["total_tokens"] == usage["usage"]["prompt_tokens"] + usage["usage"]["completion_tokens"]
+    assert (
+        usage["usage"]["total_tokens"]
+        == usage["usage"]["prompt_tokens"] + usage["usage"]["completion_tokens"]
+    )
 
 
 @pytest.mark.anyio
 async def test_openai_non_stream_tokenize_and_models() -> None:
     up = ScriptedUpstream({"coach": [Text("Short reply.")]}, model_name="qwen3-30b")
     async with up.client() as c:
-        r = await c.post("/v1/chat/completions", headers={"x-coach-agent": "coach"},
-                         json={"model": "qwen", "messages": [{"role": "user", "content": "hi"}]})
+        r = await c.post(
+            "/v1/chat/completions",
+            headers={"x-coach-agent": "coach"},
+            json={"model": "qwen", "messages": [{"role": "user", "content": "hi"}]},
+        )
         body = r.json()
         assert body["object"] == "chat.completion" and body["model"] == "qwen3-30b"
         assert body["choices"][0]["message"] == {"role": "assistant", "content": "Short reply."}
         assert body["choices"][0]["finish_reason"] == "stop"
         tok = (await c.post("/tokenize", json={"model": "q", "prompt": "abcdefgh"})).json()
         assert tok["count"] == 2 and len(tok["tokens"]) == 2
-        tok2 = (await c.post("/tokenize", json={"model": "q", "messages": [{"role": "user", "content": "hi"}]})).json()
+        tok2 = (
+            await c.post("/tokenize", json={"model": "q", "messages": [{"role": "user", "content": "hi"}]})
+        ).json()
         assert tok2["count"] > 0
         models = (await c.get("/v1/models")).json()
         assert models["data"][0]["id"] == "qwen3-30b"
@@ -159,12 +208,18 @@ async def test_openai_non_stream_tokenize_and_models() -> None:
 async def test_max_tokens_cuts_the_reply() -> None:
     up = ScriptedUpstream({"coach": [ToolCall("write_persona", ARGS, text="a fairly long preamble text")]})
     async with up.client() as c:
-        r = await c.post("/v1/messages", headers={"x-coach-agent": "coach"},
-                         json={"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "q"}]})
+        r = await c.post(
+            "/v1/messages",
+            headers={"x-coach-agent": "coach"},
+            json={"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "q"}]},
+        )
         body = r.json()
         assert body["stop_reason"] == "max_tokens" and body["content"] == [{"type": "text", "text": "a fa"}]
-        r = await c.post("/v1/chat/completions", headers={"x-coach-agent": "coach"},
-                         json={"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "q"}]})
+        r = await c.post(
+            "/v1/chat/completions",
+            headers={"x-coach-agent": "coach"},
+            json={"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "q"}]},
+        )
         assert r.json()["choices"][0]["finish_reason"] == "length"
 
 
@@ -174,8 +229,15 @@ async def test_cached_tokens_are_reported() -> None:
     system = "You are a coach. " * 200
     async with up.client() as c:
         for q in ("first", "second"):
-            await c.post("/v1/messages", json={"model": "m", "max_tokens": 10, "system": system,
-                                               "messages": [{"role": "user", "content": q}]})
+            await c.post(
+                "/v1/messages",
+                json={
+                    "model": "m",
+                    "max_tokens": 10,
+                    "system": system,
+                    "messages": [{"role": "user", "content": q}],
+                },
+            )
     first, second = up.model_calls()
     assert first.cached_tokens == 0 and second.cached_tokens > 800
     assert second.prompt_tokens == first.prompt_tokens + 1 or second.prompt_tokens >= first.prompt_tokens

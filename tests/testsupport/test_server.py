@@ -19,8 +19,11 @@ def test_start_stop_and_context_manager() -> None:
         url = up.base_url
         assert url.startswith("http://127.0.0.1:")
         assert httpx.get(url + "/health").json()["status"] == "ok"
-        r = httpx.post(url + "/v1/messages", headers={"x-coach-agent": "coach"},
-                       json={"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "q"}]})
+        r = httpx.post(
+            url + "/v1/messages",
+            headers={"x-coach-agent": "coach"},
+            json={"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "q"}]},
+        )
         assert r.json()["content"][0]["text"] == "hi"
     with pytest.raises(httpx.ConnectError):
         httpx.get(url + "/health")
@@ -41,9 +44,12 @@ async def test_stream_first_byte_over_real_http_follows_the_model() -> None:
         async with httpx.AsyncClient(base_url=up.base_url) as c:
             start = anyio.current_time()
             first = None
-            async with c.stream("POST", "/v1/chat/completions", headers={"x-coach-agent": "coach"},
-                                json={"model": "m", "stream": True,
-                                      "messages": [{"role": "user", "content": prompt}]}) as r:
+            async with c.stream(
+                "POST",
+                "/v1/chat/completions",
+                headers={"x-coach-agent": "coach"},
+                json={"model": "m", "stream": True, "messages": [{"role": "user", "content": prompt}]},
+            ) as r:
                 async for line in r.aiter_lines():
                     if first is None and line.startswith("data:"):
                         first = anyio.current_time() - start
@@ -64,9 +70,18 @@ def test_hang_after_first_token_is_released_by_stop() -> None:
 
     def client() -> None:
         try:
-            with httpx.stream("POST", url + "/v1/messages", headers={"x-coach-agent": "shadow"}, timeout=30,
-                              json={"model": "m", "max_tokens": 50, "stream": True,
-                                    "messages": [{"role": "user", "content": "q"}]}) as r:
+            with httpx.stream(
+                "POST",
+                url + "/v1/messages",
+                headers={"x-coach-agent": "shadow"},
+                timeout=30,
+                json={
+                    "model": "m",
+                    "max_tokens": 50,
+                    "stream": True,
+                    "messages": [{"role": "user", "content": "q"}],
+                },
+            ) as r:
                 for line in r.iter_lines():
                     got.append(line)
         except httpx.HTTPError:
@@ -86,8 +101,9 @@ def test_hang_after_first_token_is_released_by_stop() -> None:
 def test_subprocess_upstream_plays_scripts_and_serves_records() -> None:
     from testsupport.process import ScriptedUpstreamProcess
 
-    with ScriptedUpstreamProcess({"coach": [Text("from child")]}, latency="qwen3-30b-a3b@2x4090",
-                                 time_scale=0.01) as up:
+    with ScriptedUpstreamProcess(
+        {"coach": [Text("from child")]}, latency="qwen3-30b-a3b@2x4090", time_scale=0.01
+    ) as up:
         body = {"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "q"}]}
         r = httpx.post(up.base_url + "/v1/messages", headers={"x-coach-agent": "coach"}, json=body)
         assert r.json()["content"][0]["text"] == "from child"

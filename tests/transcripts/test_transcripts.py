@@ -127,7 +127,9 @@ def test_uic_goal_cycles_become_sessions() -> None:
     for k, session in enumerate(t.sessions):  # every utterance lies inside its own goal cycle
         end = starts[k + 1] if k + 1 < len(starts) else 10**9
         assert all(starts[k] <= u.index < end for u in session)
-    patient_texts = [r["utterance"].strip() for r in rows if r["speaker"] == "Patient" and r["utterance"].strip()]
+    patient_texts = [
+        r["utterance"].strip() for r in rows if r["speaker"] == "Patient" and r["utterance"].strip()
+    ]
     assert "\n".join(u.text for u in t.utterances) == "\n".join(patient_texts)
     assert t.utterances[0].text == "Ok thanks\nI already did over 2000 steps"
 
@@ -169,7 +171,9 @@ def test_missing_file(tmp_path: Path) -> None:
 
 def test_malformed_inputs(tmp_path: Path) -> None:
     bad_csv = tmp_path / "x.csv"
-    bad_csv.write_text("transcript_id,utterance_id,interlocutor,utterance_text\n7,one,client,hi\n", encoding="utf-8")
+    bad_csv.write_text(
+        "transcript_id,utterance_id,interlocutor,utterance_text\n7,one,client,hi\n", encoding="utf-8"
+    )
     with pytest.raises(TranscriptError, match="utterance_id holds 'one'"):
         read_annomi(bad_csv, 7)
     therapist_only = tmp_path / "t.csv"
