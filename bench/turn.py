@@ -8,7 +8,12 @@ latency model at time_scale 1 (assumptions from docs/latency.md, not measurement
 
 Per latency model, one run of each:
 
-  ours, cold        turn 1 of a new session: six cold Claude Code processes (our prompts, forced tool)
+  ours, cold        turn 1 of a new session (our prompts, forced tool): its six processes come from the
+                    runner's process pool (launcher.runner._process_pool), filled when the stack started and
+                    TYPING_S before the turn (a running service has them long before); none is started
+                    on the critical path. The pool's fill also warmed the model server's cache of each
+                    agent's prompt head (system prompt and tools: the same for every session), as other
+                    sessions' traffic keeps it on a running server; the user's context is not cached
   ours, warm        turn 2 of that session: warm processes (persistent ClaudeSDKClient)
   ours, sequential  turn 3 of that session, warm, but the six agents run one after another
                     (``SupervisorSettings(sequential=True)``): the "no parallel dispatch" baseline
@@ -27,6 +32,14 @@ Figures (seconds since the turn started, wall clock):
                        cold turn. The proxy emits a tool call whole when its stream ends, so for the
                        Coach (whose reply is its write_coach call) this is when the reply is complete;
                        the table also shows the first token at the model (upstream first byte).
+  Pineal's prefill     Pineal's shared context is prefilled while the specialists run (launcher.pipeline._pineal_prefill:
+                       a max_tokens 1 request marked x-coach-prefill): it is not counted in the critical
+                       path (its row says when it was done); it is counted in "prompt tokens from prefix
+                       cache" (the share of every prompt token processed, the prefill's included), and
+                       "of Pineal's first call" is the share of Pineal's real first call found cached
+  first_words_s        the Coach's first words shown to the user (TurnResult.coach_first_words_s: the
+                       reply streams to the front end while write_coach's arguments arrive at the proxy,
+                       once its risk assessment is complete; launcher.pipeline._reply_stream), cold turn
   synthesis_s          the synthesis delivered (TurnResult.synthesis_s), cold turn
   overhead_s           synthesis_s minus the critical path of model time, cold turn. Critical path =
                        max over Coach + the four specialists of the sum of their model-call durations
@@ -45,10 +58,10 @@ did not, so its real figures were worse than this replay.
 
 Deadlines are raised to 600 s (this measures speed, not deadlines). The last line is exactly
 ``model=qwen3-30b-a3b@2x4090 coach_first_token_s=X synthesis_s=X overhead_s=X speedup_vs_sequential=X
-warm_vs_cold=X seed_way_synthesis_s=X`` (the figures of that latency model).
+warm_vs_cold=X seed_way_synthesis_s=X first_words_s=X`` (the figures of that latency model).
 
 Usage: .venv/bin/python bench/turn.py [--models NAME ...] [--time-scale 1.0] [--skip-seed]
-       [--skip-sequential] [--json FILE]
+       [--skip-sequential] [--no-prefill] [--json FILE]
 """
 
 from __future__ import annotations
@@ -90,6 +103,8 @@ MESSAGES = (
 #: is 38 words, about a minute at 40 words per minute, so 10 s is conservative (the turn starts later if the
 #: prewarm takes longer). Scaled by --time-scale like the model's times.
 TYPING_S = 10.0
+#: Set from the command line (--no-prefill).
+OPTIONS: dict[str, Any] = {"prefill": True}
 PREWARM_MESSAGE = (
     "I signed up for a 5k in two months and now I'm panicking a bit. I've never trained for anything and "
     "I'm not sure where to start, or whether I should just pull out before I embarrass myself."
@@ -103,12 +118,13 @@ _EV = [
 ]
 PAYLOADS: dict[str, dict[str, Any]] = {
     "coach": {
+        "risk": {"tier": 0, "family": "none", "quote": ""},
         "reply": (
             "It sounds like running three times a week really matters to you, and it is frustrating when the plan "
             "slips. You have already noticed the pattern, which is a real first step. What tends to happen on the "
             "days you skip: is it time, energy, or something else competing for that slot? If we picked just one "
             "run this week, which day would give it the best odds?"
-        )
+        ),
     },
     "shadow": {
         "pattern_class": "insufficient_data",
@@ -388,12 +404,21 @@ async def stack(
                 max_warm=6,
                 mcp_secret=secret,
                 seed_way=seed_way,
+                pool_size=0 if seed_way else 6,
                 cwd=str(work),
                 extra_env={"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")},
             )
             runner_cls = seed_runner_class() if seed_way else ClaudeAgentRunner
-            async with runner_cls(cfg) as runner:
-                sup = Supervisor(board, runner, lambda: specs, directory=directory)
+            from launcher.runner._process_pool import bindings_for
+
+            async with runner_cls(cfg, bindings=bindings_for(directory)) as runner:
+                sup = Supervisor(
+                    board,
+                    runner,
+                    lambda: specs,
+                    directory=directory,
+                    settings=SupervisorSettings(pineal_prefill=OPTIONS["prefill"]),
+                )
                 serial = Supervisor(
                     board,
                     runner,
@@ -412,6 +437,7 @@ class TurnFigures:
     coach_first_token_s: float | None = None
     coach_first_token_model_s: float | None = None
     coach_reply_s: float | None = None
+    coach_first_words_s: float | None = None
     synthesis_s: float | None = None
     critical_path_s: float = 0.0
     overhead_s: float | None = None
@@ -419,8 +445,12 @@ class TurnFigures:
     prompt_tokens_mean: float = 0.0
     first_call_prompt_tokens_mean: float = 0.0
     cached_share: float = 0.0
+    pineal_cached_share: float = 0.0
+    prefill_s: float | None = None
+    pineal_model_s: float = 0.0
     output_tokens: int = 0
     processes_started: int = 0
+    pooled_processes: int = 0
     degraded: bool = False
     source: str = ""
     agents: dict[str, Any] = field(default_factory=dict)
@@ -433,13 +463,20 @@ async def measure(
     another, so the critical path of model time is the sum of every agent's model time."""
     before = len(upstream.requests)
     started = runner.started_processes
+    pooled = runner.pool.handed_out
     t_start = time.monotonic()  # the in-process upstream records times on this same clock
-    result = await sup.run_turn(USER, session, text)
+    result = await sup.run_turn(
+        USER, session, text, on_reply_stream=lambda event: None
+    )  # a front end that streams
     calls = [
         r
         for r in upstream.requests[before:]
         if r.path in MODEL_PATHS and r.headers.get("x-coach-session") == session and r.finished_at is not None
     ]
+    # Pineal's prefill (x-coach-prefill: max_tokens 1 while the specialists work) is not a model call of the
+    # critical path; it is counted in the prompt tokens and the cached share, and shown on its own row.
+    prefills = [r for r in calls if r.headers.get("x-coach-prefill")]
+    calls = [r for r in calls if not r.headers.get("x-coach-prefill")]
     per_agent: dict[str, float] = {}
     for r in calls:
         per_agent[r.agent or "?"] = per_agent.get(r.agent or "?", 0.0) + r.finished_at - r.arrived_at
@@ -447,7 +484,9 @@ async def measure(
     path = sum(per_agent.values()) if serial else before_pineal + per_agent.get("pineal", 0.0)
     prompt = [int(r.prompt_tokens or 0) for r in calls]
     first = [int(r.prompt_tokens or 0) for r in calls if r.step_index == 0 and r.body.get("tools")]
-    cached = sum(int(r.cached_tokens or 0) for r in calls)
+    cached = sum(int(r.cached_tokens or 0) for r in calls + prefills)
+    processed = sum(int(r.prompt_tokens or 0) for r in calls + prefills)
+    pineal = [r for r in calls if r.agent == "pineal" and r.body.get("tools")]
     coach_bytes = [
         r.first_byte_at for r in calls if r.agent == "coach" and r.body.get("tools") and r.first_byte_at
     ]
@@ -456,15 +495,25 @@ async def measure(
         coach_first_token_s=result.agents["coach"].first_token_s if "coach" in result.agents else None,
         coach_first_token_model_s=min(coach_bytes) - t_start if coach_bytes else None,
         coach_reply_s=result.coach_reply_s,
+        coach_first_words_s=result.coach_first_words_s,
         synthesis_s=result.synthesis_s,
         critical_path_s=path,
         overhead_s=None if result.synthesis_s is None else result.synthesis_s - path,
         model_calls=len(calls),
         prompt_tokens_mean=sum(prompt) / len(prompt) if prompt else 0.0,
         first_call_prompt_tokens_mean=sum(first) / len(first) if first else 0.0,
-        cached_share=cached / sum(prompt) if sum(prompt) else 0.0,
+        cached_share=cached / processed if processed else 0.0,
+        pineal_cached_share=(
+            sum(int(r.cached_tokens or 0) for r in pineal[:1])
+            / max(1, sum(int(r.prompt_tokens or 0) for r in pineal[:1]))
+        )
+        if pineal
+        else 0.0,
+        prefill_s=(max(r.finished_at for r in prefills) - t_start) if prefills else None,
+        pineal_model_s=per_agent.get("pineal", 0.0),
         output_tokens=sum(int(r.output_tokens or 0) for r in calls),
         processes_started=runner.started_processes - started,
+        pooled_processes=runner.pool.handed_out - pooled,
         degraded=result.degraded,
         source=result.synthesis_source,
         agents={n: s.to_json() for n, s in result.agents.items()},
@@ -505,6 +554,18 @@ async def run_model(
             flush=True,
         )
         async with stack(upstream.base_url, specs, work / f"{_slug(model)}-ours", seed_way=False) as st:
+            from launcher.pipeline.supervisor import pool_invocations
+
+            t = time.monotonic()
+            n = await st.runner.fill_pool(pool_invocations(specs))
+            await st.supervisor.warm_up()  # as a service does once at start (the safety screen's first call)
+            print(
+                f"[{model}] process pool: {n} idle processes started in {time.monotonic() - t:.1f}s, before the "
+                f"service's first session, which comes {TYPING_S * time_scale:.0f}s later (a running service has "
+                "them long before)",
+                flush=True,
+            )
+            await anyio.sleep(TYPING_S * time_scale)
             run.turns["cold"] = await measure(
                 "ours cold", st.supervisor, st.runner, upstream, "s-ours", MESSAGES[0]
             )
@@ -572,16 +633,21 @@ def print_table(run: ModelRun, time_scale: float) -> None:
     rows: list[tuple[str, Callable[[TurnFigures], str]]] = [
         ("Coach first token at the model", lambda t: _f(t.coach_first_token_model_s)),
         ("Coach first token seen by Claude Code", lambda t: _f(t.coach_first_token_s)),
+        ("Coach first words shown", lambda t: _f(t.coach_first_words_s)),
         ("Coach reply shown", lambda t: _f(t.coach_reply_s)),
         ("synthesis delivered", lambda t: _f(t.synthesis_s)),
         ("critical path of model time", lambda t: _f(t.critical_path_s)),
+        ("  of it Pineal's model calls", lambda t: _f(t.pineal_model_s)),
+        ("Pineal's prefix prefilled (done at)", lambda t: _f(t.prefill_s)),
         ("orchestration overhead", lambda t: _f(t.overhead_s)),
         ("model calls", lambda t: str(t.model_calls)),
         ("mean prompt tokens / request", lambda t: f"{t.prompt_tokens_mean:.0f}"),
         ("  of an agent's first call", lambda t: f"{t.first_call_prompt_tokens_mean:.0f}"),
         ("prompt tokens from prefix cache", lambda t: f"{t.cached_share:.0%}"),
+        ("  of Pineal's first call", lambda t: f"{t.pineal_cached_share:.0%}"),
         ("output tokens (all calls)", lambda t: str(t.output_tokens)),
         ("claude processes started", lambda t: str(t.processes_started)),
+        ("  taken from the pool instead", lambda t: str(t.pooled_processes)),
         ("synthesis source / degraded", lambda t: f"{t.source} / {'yes' if t.degraded else 'no'}"),
     ]
     for name, fn in rows:
@@ -605,7 +671,8 @@ def summary_line(run: ModelRun) -> str:
         f"model={run.model} coach_first_token_s={_f(cold.coach_first_token_s)} synthesis_s={_f(cold.synthesis_s)} "
         f"overhead_s={_f(cold.overhead_s)} speedup_vs_sequential={_f(run.ratio('sequential', 'warm'))} "
         f"warm_vs_cold={_f(run.ratio('cold', 'warm'))} "
-        f"seed_way_synthesis_s={_f(seed.synthesis_s if seed else None)}"
+        f"seed_way_synthesis_s={_f(seed.synthesis_s if seed else None)} "
+        f"first_words_s={_f(cold.coach_first_words_s)}"
     )
 
 
@@ -629,6 +696,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     ap.add_argument("--skip-seed", action="store_true", help="skip the seed's-way turn")
     ap.add_argument("--skip-sequential", action="store_true", help="skip the sequential turn")
+    ap.add_argument(
+        "--no-prefill",
+        action="store_true",
+        help="do not prefill Pineal's shared context (to measure what the prefill saves)",
+    )
     ap.add_argument("--json", type=Path, help="also write every figure to this JSON file")
     args = ap.parse_args(argv)
     if args.time_scale <= 0:
@@ -648,6 +720,7 @@ def bench_specs() -> dict[str, Any]:
 
 async def amain(args: argparse.Namespace) -> list[ModelRun]:
     check_payloads()
+    OPTIONS["prefill"] = not args.no_prefill
     specs = bench_specs()
     toks = output_tokens()
     print(

@@ -66,6 +66,7 @@ from ._schema_shadow import (
 )
 from ._schema_stability import GateResult, StabilityMove, StabilityOutput, stability_gate
 from ._sequencer import Sequencer, WaitResult
+from ._shown_prefix import shown_prefix
 from ._sqlite import SQLiteStore, open_store
 from ._store import Entry, Store
 from .config import Thresholds
@@ -162,6 +163,7 @@ __all__ = [
     "parse_key",
     "profile_key",
     "session_key",
+    "shown_prefix",
     "stability_gate",
     "turn_entry_key",
     "turn_prefix",

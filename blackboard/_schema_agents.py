@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from ._keys import parse_key
 from ._schema_common import (
@@ -102,9 +102,19 @@ class PlasticityOutput(StrictModel):
         return self
 
 
+def _risk_first(schema: dict[str, Any]) -> None:
+    # The advertised schema REQUIRES risk (validation still defaults it to tier 0): grammar-constrained
+    # decoders write required properties first, in schema order (llama.cpp's json-schema-to-grammar puts
+    # optional ones after the required ones), so risk is complete before any word of the reply, which
+    # is streamed to the user as it is written (launcher.pipeline._reply_stream).
+    schema["required"] = ["risk", "reply"]
+
+
 class CoachOutput(StrictModel):
     """The Coach's immediate reply (MI style), 1-4000 characters, after its risk assessment of the user's
     message (first, so a model writes it before the reply; default: tier 0)."""
+
+    model_config = ConfigDict(json_schema_extra=_risk_first)
 
     risk: RiskAssessment = Field(default_factory=RiskAssessment)
     reply: str = Field(min_length=1, max_length=4000)

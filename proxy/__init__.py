@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._app import create_app
+    from ._prefill import PREFILL_MARKER
+    from ._tool_tap import ToolArgsEvent
     from ._turns import CONTROL_TOKEN_HEADER, TURNS_PATH, turn_control_token
     from .config import AgentPolicy, ModelPool, ProxyConfig, load_config
     from .errors import (
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
 
 _WHERE = {
     "create_app": "._app",
+    "ToolArgsEvent": "._tool_tap",
+    "PREFILL_MARKER": "._prefill",
     **dict.fromkeys(("AgentPolicy", "ModelPool", "ProxyConfig", "load_config"), ".config"),
     **dict.fromkeys(
         (
@@ -66,6 +70,7 @@ _WHERE = {
 
 __all__ = [
     "CONTROL_TOKEN_HEADER",
+    "PREFILL_MARKER",
     "TURNS_PATH",
     "AgentPolicy",
     "AuthenticationError",
@@ -81,6 +86,7 @@ __all__ = [
     "ProxyError",
     "RateLimitedError",
     "RequestTooLargeError",
+    "ToolArgsEvent",
     "TruncatedStreamError",
     "UpstreamError",
     "UpstreamTimeoutError",

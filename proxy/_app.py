@@ -33,10 +33,12 @@ from ._metering import Meter, UsageRecord, Who, now_ms
 from ._normalize import Prepared, estimate_request_tokens, prepare
 from ._openai_request import dumps, to_openai
 from ._policy import apply_policy, narrow_forced_tool
+from ._prefill import PREFILL_HEADER, PREFILL_REPLY, Prefills, is_prefill
 from ._router import Router
 from ._shared_budget import SharedBudgetHook
 from ._stream import Event, StreamBuilder
 from ._tokens import count_tokens
+from ._tool_tap import ToolDeltaObserver, tool_tap
 from ._toolnames import map_tool_names
 from ._turns import TURNS_PATH, TurnTable, turn_control_token, turns_route
 from .config import AgentPolicy, ModelPool, ProxyConfig
@@ -67,6 +69,9 @@ class ProxyState:
     turns: TurnTable | None = None
     turn_token: str = field(default="", repr=False)
     budgets: SharedBudgetHook | None = None  # shared_budgets_url set: budgets shared across instances
+    on_tool_delta: ToolDeltaObserver | None = None  # in-process observer of forced tool calls (_tool_tap)
+    prefills: Prefills = field(default_factory=Prefills)  # prefill calls running upstream (_prefill)
+    identity_for: Callable[[str, str], tuple[str, str] | None] | None = None  # pooled processes' identity
 
     def set_agent_policies(self, policies: Mapping[str, AgentPolicy | Mapping[str, Any]]) -> None:
         """Replace the per-agent policy table (``ProxyConfig.agents``) of the running app, e.g. after the
@@ -82,6 +87,9 @@ class ProxyState:
         whose headers are fixed at its start) the turn comes from :attr:`turns` (posted by the
         supervisor) or else :attr:`turn_for`, when set."""
         who = _who(request)
+        bound = self.identity_for(who.user, who.session) if self.identity_for and who.user else None
+        if bound is not None:  # a pooled agent process: the session it was handed to (in-process callers)
+            who.user, who.session = bound
         if not who.turn and who.agent and who.user and who.session:
             if self.turns is not None:
                 who.turn = self.turns.turn_for(who.user, who.session, who.agent) or ""
@@ -151,12 +159,23 @@ def _upstream_headers(pool: ModelPool, who: Who) -> dict[str, str]:
     return h
 
 
-def _local_events(state: ProxyState, p: Prepared) -> list[Event]:
+def _local_events(state: ProxyState, p: Prepared, text: str | None = None) -> list[Event]:
     b = StreamBuilder(model=p.model)
     b.usage(input_tokens=0, output_tokens=0)
-    ev = b.start() + b.text(state.config.local_stop_text)
+    ev = b.start() + b.text(text or state.config.local_stop_text)
     b.finish("end_turn")
     return ev + b.end()
+
+
+def _local_response(state: ProxyState, p: Prepared, text: str | None = None) -> Response:
+    """A reply made here, not upstream (a local stop, a prefill's acknowledgement), as the client asked:
+    SSE or the whole message."""
+    events = _local_events(state, p, text)
+    if p.stream:
+        return Response(
+            b"".join(encode_sse(e) for e in events), media_type="text/event-stream", headers=SSE_HEADERS
+        )
+    return JSONResponse(accumulate(events))
 
 
 async def messages(request: Request) -> Response:
@@ -209,9 +228,15 @@ async def messages(request: Request) -> Response:
             )
         return JSONResponse(accumulate(events))
 
+    prefill = is_prefill(p)  # the agent's context sent ahead: computed upstream, answered here (_prefill)
+    key = (who.agent, who.user, who.session)
+    if not prefill:
+        await state.prefills.wait(key)
     names = map_tool_names(p)
     est = estimate_request_tokens(p)
     headers = _upstream_headers(pool, who)
+    if prefill:
+        headers[PREFILL_HEADER] = "1"
     try:
         max_tokens = await cap_max_tokens(
             state.limits,
@@ -238,6 +263,10 @@ async def messages(request: Request) -> Response:
         tool_name=names.client,
     )
     record.id = builder.message_id
+    if not prefill:
+        builder.tap = tool_tap(
+            state.on_tool_delta, who, builder.message_id, outcome.forced_tool, p.tools, names.client
+        )
     if state.budgets is not None:
         try:
             max_tokens = await state.budgets.reserve(
@@ -247,6 +276,8 @@ async def messages(request: Request) -> Response:
             record.status = f"error:{exc.error_type}"
             state.meter.record(record)
             raise
+    if prefill:
+        max_tokens = 1  # only the prompt's KV cache is wanted
     path, payload, feed = _upstream_request(pool, p, builder, max_tokens, enable_thinking, who.agent)
     run = UpstreamRun(
         client=state.client,
@@ -263,6 +294,9 @@ async def messages(request: Request) -> Response:
         t0=t0,
     )
     run.start()
+    if prefill:
+        state.prefills.start(key, run.collect())
+        return _local_response(state, p, PREFILL_REPLY)
     return await _respond(request, state, run, p.stream, record)
 
 
@@ -455,6 +489,8 @@ def create_app(
     health_checks: bool = True,
     turn_for: TurnResolver | None = None,
     turn_secret: str | None = None,
+    on_tool_delta: ToolDeltaObserver | None = None,
+    identity_for: Callable[[str, str], tuple[str, str] | None] | None = None,
 ) -> Starlette:
     """Build the proxy ASGI app for ``config``. ``transport`` replaces the upstream HTTP transport (tests);
     ``health_checks`` runs the active health loop while the app's lifespan is running; ``turn_for``
@@ -462,14 +498,23 @@ def create_app(
     :data:`TurnResolver`); ``turn_secret`` (a proxy in its own process: ``coach serve``) serves ``POST
     /coach/turns``, where the supervisor posts its turns for the same purpose, authenticated with
     ``proxy._turns.turn_control_token(turn_secret)``. ``app.state.proxy.set_agent_policies(...)`` updates
-    the per-agent policies."""
+    the per-agent policies. ``on_tool_delta`` (in-process callers) is called with a
+    ``proxy._tool_tap.ToolArgsEvent`` as a forced tool call's arguments stream in (the call itself is
+    still delivered whole, after validation). ``identity_for(user, session)`` maps the identity headers of
+    a pooled agent process to the session it was handed to (None: unchanged)."""
     client = httpx.AsyncClient(
         transport=transport,
         limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
         timeout=httpx.Timeout(config.read_timeout_s, connect=config.connect_timeout_s),
     )
     state = ProxyState(
-        config=config, client=client, router=Router(config), meter=Meter(config), turn_for=turn_for
+        config=config,
+        client=client,
+        router=Router(config),
+        meter=Meter(config),
+        turn_for=turn_for,
+        on_tool_delta=on_tool_delta,
+        identity_for=identity_for,
     )
     routes = [
         Route("/v1/messages", messages, methods=["POST"]),
@@ -495,6 +540,7 @@ def create_app(
         finally:
             if state.health_task is not None:
                 state.health_task.cancel()
+            state.prefills.cancel_all()
             if state.budgets is not None:
                 await state.budgets.close()
             await client.aclose()

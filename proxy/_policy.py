@@ -103,6 +103,8 @@ def apply_policy(
                 p.tool_choice = {"type": "tool", "name": name}
                 p.thinking = False
                 out.forced_tool = name
+                if policy.forced_tool_only:  # fewer prompt tokens before the first one
+                    p.tools = [t for t in p.tools if t["name"] == name]
     return out
 
 

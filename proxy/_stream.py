@@ -95,6 +95,8 @@ class StreamBuilder:
         self._tool_buf_mode = "text"
         self._tag_tools = 0
         self.tool_uses = 0
+        self.tap: Any = None
+        """A ``proxy._tool_tap.ToolTap`` that reads tool-call fragments as they arrive (or None)."""
 
     # ----- lifecycle
     def start(self) -> list[Event]:
@@ -235,6 +237,8 @@ class StreamBuilder:
             call.name = name
         if arguments:
             call.args.append(arguments)
+            if self.tap is not None:
+                self.tap.feed(index, call.name, arguments)
         return self.start()
 
     def usage(

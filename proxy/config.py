@@ -58,12 +58,16 @@ class AgentPolicy(BaseModel):
     - ``token_budget``: input+output tokens this agent may use per session (per proxy lifetime when the
       request has no ``x-coach-session``).
     - ``model_alias``: route this agent's requests to this model/alias whatever model name it sends.
+    - ``forced_tool_only``: a call that forces ``force_tool`` is sent with that tool alone (the model can
+      call no other; the rest of the tool list would only be prompt tokens, prefilled before its first
+      token).
     """
 
     model_config = ConfigDict(extra="forbid")
 
     force_tool: str | None = None
     stop_after_tool: bool = False
+    forced_tool_only: bool = False
     max_tokens: int | None = Field(default=None, ge=1)
     token_budget: int | None = Field(default=None, ge=1)
     model_alias: str | None = None

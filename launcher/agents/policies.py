@@ -3,7 +3,9 @@
 For each agent: ``force_tool`` = ``mcp__coachboard__<output tool>`` when the agent file sets
 ``force_output_tool`` (a forced tool call on the agent's first model call gives one schema-valid call
 even from a very small model: docs/embedded.md "Embedded default"); ``stop_after_tool`` likewise (once that
-tool succeeded the proxy ends the agent's turn locally instead of paying for another model call);
+tool succeeded the proxy ends the agent's turn locally instead of paying for another model call), and
+``forced_tool_only`` (the forced call carries that tool alone: its other tools are prompt tokens only;
+not for the synthesis stage, whose prompt head is prefilled);
 ``max_tokens`` = the agent's max output tokens; ``model_alias`` = the agent's model alias.
 """
 
@@ -44,6 +46,9 @@ def policies_from_agents(
         out[v.name] = AgentPolicy(
             force_tool=forced,
             stop_after_tool=forced is not None,
+            # Pineal keeps its other tools (collect_turn, the reads): its prompt head is prefilled
+            # while the specialists work, so they cost it next to nothing.
+            forced_tool_only=forced is not None and v.stage != "synthesis",
             max_tokens=v.max_output_tokens,
             token_budget=token_budget,
             model_alias=v.model_alias,

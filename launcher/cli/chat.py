@@ -91,6 +91,8 @@ class _StatusView:
         self.states: dict[str, Any] = {n: SimpleNamespace(agent=n, status="pending") for n in AGENT_ORDER}
         self.live: Any = None
         self._printed: set[str] = set()
+        # the Coach's reply as it is written (launcher.pipeline._reply_view.ReplyText), live only
+        self.reply: Any = None
 
     def __enter__(self) -> _StatusView:
         if self.console.is_terminal:
@@ -114,7 +116,21 @@ class _StatusView:
                 st.status, "red"
             )
             line.append(f"{_ICON.get(st.status, '?')} {name}  ", style=colour)
+        if self.reply is not None and self.reply.text and not self.reply.ended:  # words being written
+            from rich.console import Group
+
+            return Group(Text.assemble(("Coach: ", "bold cyan"), self.reply.text), line)
         return line
+
+    def reply_event(self, event: Any) -> None:
+        """``on_reply_stream``: re-render the words written so far (a retraction empties them; the final
+        reply is printed above the live line by ``on_coach_reply``)."""
+        if self.reply is None:
+            from launcher.pipeline._reply_view import ReplyText
+
+            self.reply = ReplyText()
+        self.reply(event)
+        self.refresh()
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
         """Print above the live line (or plainly)."""
@@ -304,7 +320,12 @@ async def _chat_turn(
         tg.start_soon(ticker)
         try:
             result = await supervisor.run_turn(
-                user, session, line, on_coach_reply=first_reply, on_status=view.update
+                user,
+                session,
+                line,
+                on_coach_reply=first_reply,
+                on_status=view.update,
+                on_reply_stream=view.reply_event if view.live is not None else None,
             )
         except SessionClosedError as exc:  # closed by another process meanwhile
             console.print(f"error: {exc}", markup=False, highlight=False)

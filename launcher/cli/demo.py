@@ -254,6 +254,7 @@ def demo_cmd(
                     turns_per_session=turns_per_session,
                     on_turn=show_turn,
                     on_coach_reply=show_reply,
+                    stream_reply=True,
                 )
 
     try:

@@ -222,6 +222,7 @@ async def run_replay(
     turns_per_session: int | None = None,
     on_turn: Callable[[Any], None] | None = None,
     on_coach_reply: Callable[[str], None] | None = None,
+    stream_reply: bool = False,
 ) -> list[Any]:
     """Replay on a started runtime (``launcher.pipeline._runtime.Runtime``): JSON lines to ``sink`` (if any),
     a note per turn and per closed session on ``console``. Returns the ``ReplayedTurn`` list."""
@@ -256,4 +257,5 @@ async def run_replay(
         on_turn=turn_done,
         on_close=closed,
         on_coach_reply=on_coach_reply,
+        stream_reply=stream_reply,
     )

@@ -95,6 +95,12 @@ def run_cmd(
     user: UserOpt,
     session: SessionOpt,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON document only")] = False,
+    stream: Annotated[
+        bool,
+        typer.Option(
+            "--stream", help="print the Coach's reply word by word as it is written (in-process proxy only)"
+        ),
+    ] = False,
     config_path: ConfigOpt = None,
     proxy_url: Annotated[str | None, typer.Option("--proxy-url", help="use a running proxy")] = None,
     mcp_url: Annotated[str | None, typer.Option("--mcp-url", help="use a running MCP HTTP server")] = None,
@@ -130,14 +136,17 @@ def run_cmd(
     out = Console(file=sys.stdout, highlight=False, soft_wrap=True)
     err = Console(file=sys.stderr, highlight=False, soft_wrap=True)  # error lines are not cut at 80 columns
 
+    live = stream and not as_json  # --stream: the reply's words as they come (launcher.pipeline._reply_view)
+
     def on_reply(text: str) -> None:
-        if not as_json:
+        if not as_json and not live:
             out.print("[bold]Coach:[/bold]", escape(text))  # model text is not rich markup
             out.file.flush()
 
     broker_url = broker or config.broker.url
 
     async def main() -> Any:
+        from launcher.pipeline._reply_view import ReplyPrinter
         from launcher.pipeline._runtime import coach_runtime
 
         if broker_url:  # a front end: the turn runs on a `coach worker` (docs/scale-out.md)
@@ -155,7 +164,13 @@ def run_cmd(
             )
 
         async with coach_runtime(config, proxy_url=proxy_url, mcp_url=mcp_url) as rt:
-            return await rt.supervisor.run_turn(user, session, message, on_coach_reply=on_reply)
+            return await rt.supervisor.run_turn(
+                user,
+                session,
+                message,
+                on_coach_reply=on_reply,
+                on_reply_stream=ReplyPrinter(sys.stdout) if live else None,
+            )
 
     try:
         result = run_async(main, sigterm=True)

@@ -19,7 +19,7 @@ from launcher.errors import AgentFailedError
 from launcher.pipeline._turn_status import AgentStatus
 from launcher.runner._agent_runner import AgentInvocation, AgentOutcome, AgentRunner, ToolCallRecord
 
-__all__ = ["MIN_RETRY_S", "run_agent"]
+__all__ = ["MIN_RETRY_S", "prestart_agent", "run_agent"]
 
 log = logging.getLogger(__name__)
 
@@ -133,3 +133,17 @@ async def run_agent(
     if on_change:
         on_change(status)
     return None
+
+
+async def prestart_agent(runner: AgentRunner, inv: AgentInvocation, *, evict: bool, limit_s: float) -> bool:
+    """``runner.prestart(inv)`` if the runner has it (test doubles may not), bounded by ``limit_s``;
+    never raises for the process (a failed prestart only means the run starts its own process)."""
+    start = getattr(runner, "prestart", None)
+    if start is None:
+        return False
+    with anyio.move_on_after(limit_s):
+        try:
+            return bool(await start(inv, evict=evict))
+        except Exception:
+            log.exception("prestart of agent %s failed", inv.agent)
+    return False

@@ -135,6 +135,7 @@ async def replay_transcript(
     on_turn: Callable[[ReplayedTurn], None] | None = None,
     on_close: Callable[[CloseResult], None] | None = None,
     on_coach_reply: Callable[[str], None] | None = None,
+    stream_reply: bool = False,
 ) -> list[ReplayedTurn]:
     """Play ``transcript``'s user side through ``supervisor`` (see the module docstring).
 
@@ -145,7 +146,8 @@ async def replay_transcript(
         turns_per_session: play at most this many utterances of each session (None: all).
         runner: the agent runner whose warm processes of a session are stopped when it closes.
         on_turn: called after each turn; on_close after each session close; on_coach_reply with the
-            Coach's reply the moment it exists.
+            Coach's reply the moment it exists; ``stream_reply``: the progress line shows the Coach's
+            reply as it is written (``Supervisor.run_turn(on_reply_stream=...)``).
 
     Returns every replayed turn in order. Raises what ``run_turn`` / ``close_session`` raise (a broken
     blackboard; agent failures never raise). Cancellation (Ctrl-C) propagates; sessions already
@@ -183,8 +185,14 @@ async def replay_transcript(
                         progress.update(task, activity=_activity(statuses))
 
                     t0 = time.monotonic()
+                    streamed = {"on_reply_stream": _streamed(progress, task)} if stream_reply else {}
                     result = await supervisor.run_turn(
-                        user, session_id, utt.text, on_coach_reply=on_coach_reply, on_status=on_status
+                        user,
+                        session_id,
+                        utt.text,
+                        on_coach_reply=on_coach_reply,
+                        on_status=on_status,
+                        **streamed,
                     )
                     turn = ReplayedTurn(
                         s_index, t_index, session_id, utt.index, result, time.monotonic() - t0
@@ -202,3 +210,16 @@ async def replay_transcript(
             progress.update(task, description="replay done", activity="")
             tg.cancel_scope.cancel()
     return done
+
+
+def _streamed(progress: Any, task: Any) -> Callable[[Any], None]:
+    """An ``on_reply_stream`` callback showing the reply's words, as written, on the progress line."""
+    from launcher.pipeline._reply_view import ReplyText
+
+    text = ReplyText()
+
+    def on_event(event: Any) -> None:
+        text(event)
+        progress.update(task, activity="coach: " + text.tail(70))
+
+    return on_event

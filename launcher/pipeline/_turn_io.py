@@ -15,17 +15,34 @@ latest earlier turn's agent entries are the "relevant entries".
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 
-from blackboard import AGENT_NAMES, Entry, profile_key, session_key, turn_entry_key
+from blackboard import (
+    AGENT_NAMES,
+    AGENT_ORDER,
+    Blackboard,
+    Entry,
+    TurnRecord,
+    WaitResult,
+    profile_key,
+    session_key,
+    turn_entry_key,
+)
 from launcher.pipeline._context_pack import HistoryItem
 
-__all__ = ["SUPERVISOR_AUTHOR", "SessionContext", "load_context", "write_entry"]
+if TYPE_CHECKING:
+    from launcher.pipeline._turn_status import TurnResult
+
+__all__ = ["SUPERVISOR_AUTHOR", "SessionContext", "load_context", "record_turn", "write_entry"]
+
+log = logging.getLogger(__name__)
 
 #: Author recorded on the entries the supervisor writes.
 SUPERVISOR_AUTHOR = "supervisor"
@@ -119,3 +136,71 @@ async def write_entry(
         partial(store.write, key, value, expected_version=0, author=SUPERVISOR_AUTHOR)
     )
     return entry
+
+
+async def record_turn(
+    board: Blackboard,
+    where: tuple[str, str, str],
+    result: TurnResult,
+    launched: Sequence[str],
+    waited_versions: tuple[WaitResult, dict[str, int]] | None,
+    started_at: float,
+    *,
+    delivery: bool = True,
+) -> None:
+    """The turn's delivery entry and its ``TurnRecord`` (the audit of what ran and what arrived) for
+    ``where`` = (user, session, turn); ``waited_versions``: the barrier's wait and the entries' versions
+    (None when no agent ran). ``delivery=False``: the record only (a resumed turn whose delivery is
+    written)."""
+    user, session, turn = where
+    if delivery:
+        await write_entry(
+            board.store,
+            user,
+            session,
+            turn,
+            "delivery",
+            {
+                "coach_reply": result.coach_reply,
+                "synthesis": result.synthesis,
+                "synthesis_source": result.synthesis_source,
+                "degraded": result.degraded,
+                "missing": list(result.missing),
+                "agents": {n: s.to_json() for n, s in result.agents.items()},
+            },
+        )
+    arrived: list[str] = []
+    timed_out = False
+    versions: dict[str, int] = {}
+    if waited_versions is not None:
+        waited, versions = waited_versions
+        arrived = sorted(set(waited.arrived))
+        timed_out = bool(waited.timed_out)
+    record = TurnRecord.model_validate(
+        {
+            "user": user,
+            "session": session,
+            "turn": turn,
+            "crisis_tier": result.crisis_tier,
+            "required": [n for n in launched if n in AGENT_ORDER],
+            "arrived": arrived,
+            "missing": [m for m in result.missing if m in AGENT_ORDER],
+            "timed_out": timed_out,
+            "synthesis_source": result.synthesis_source,
+            "entry_versions": versions,
+            "started_at": started_at,
+            "finished_at": time.time(),
+            "safety_raises": list(result.safety_raises),
+            "safety_refused": list(result.safety_refused),
+        }
+    )
+    await anyio.to_thread.run_sync(board.write_turn_record, record)
+    log.info(
+        "turn %s/%s/%s done: source=%s degraded=%s missing=%s",
+        user,
+        session,
+        turn,
+        result.synthesis_source,
+        result.degraded,
+        ",".join(result.missing),
+    )

@@ -115,9 +115,21 @@ class DirectoryScope:
     def scope_for(self, headers: Mapping[str, str] | None) -> Scope:
         """Raises ``mcp_server.errors.ScopeError`` when headers are missing, malformed or not signed."""
         scope = self._headers.scope_for(headers)
+        scope = _bound_scope(self.directory, scope)  # a pooled agent process acts for its bound session
         if scope.turn is not None:
             return scope
         turn = self.directory.turn_for(scope.user, scope.session, scope.agent)
         if turn is None:
             return scope
         return Scope.create(scope.user, scope.session, turn, scope.agent)
+
+
+def _bound_scope(directory: TurnDirectory, scope: Scope) -> Scope:
+    """``scope`` with a pooled process's identity replaced by the session it was handed to
+    (``launcher.runner._process_pool``; unchanged for every other process)."""
+    from launcher.runner._process_pool import bindings_for
+
+    bound = bindings_for(directory).resolve(scope.user, scope.session)
+    if bound == (scope.user, scope.session):
+        return scope
+    return Scope.create(bound[0], bound[1], scope.turn, scope.agent)

@@ -65,6 +65,8 @@ class TurnResult:
             or higher when an agent's risk assessment raised it.
         agents: per-agent status, keyed by agent name.
         coach_reply_s / synthesis_s: seconds from the turn's start to each delivery.
+        coach_first_words_s: seconds until the first words of the reply were shown (streamed while the
+            Coach wrote them, ``run_turn(on_reply_stream=...)``); None without a stream.
         safety_raises / safety_refused: rule ids of the agents' accepted / refused tier raises
             (``model.coach.raised_t3``, ``model.family.plan``, ``model.coach.refused_quote_not_in_message``).
     """
@@ -80,6 +82,7 @@ class TurnResult:
     coach_fallback: bool = False
     coach_reply_s: float | None = None
     synthesis_s: float | None = None
+    coach_first_words_s: float | None = None
     synthesis_citations: list[dict[str, Any]] = field(default_factory=list)
     safety_raises: list[str] = field(default_factory=list)
     safety_refused: list[str] = field(default_factory=list)
@@ -99,6 +102,9 @@ class TurnResult:
             "coach_fallback": self.coach_fallback,
             "coach_reply_s": None if self.coach_reply_s is None else round(self.coach_reply_s, 3),
             "synthesis_s": None if self.synthesis_s is None else round(self.synthesis_s, 3),
+            "coach_first_words_s": None
+            if self.coach_first_words_s is None
+            else round(self.coach_first_words_s, 3),
             "agents": {
                 name: self.agents[name].to_json()
                 for name in sorted(

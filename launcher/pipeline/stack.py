@@ -140,7 +140,16 @@ async def running_stack(
                     cfg = cfg.model_copy(update={"agents": {**policies_from_agents(agents), **written}})
                 # Warm agent processes send no x-coach-turn: the proxy meters them with the turn the
                 # supervisor opened (the same directory the MCP server resolves turns from).
-                app = create_app(cfg, turn_for=directory.turn_for)
+                # The Coach's reply streams to the turn's front end while write_coach's arguments arrive.
+                from launcher.pipeline._reply_stream import taps_for
+                from launcher.runner._process_pool import bindings_for
+
+                app = create_app(
+                    cfg,
+                    turn_for=directory.turn_for,
+                    on_tool_delta=taps_for(directory).observe,
+                    identity_for=bindings_for(directory).resolve,
+                )  # pooled processes' sessions
                 state = app.state.proxy
 
                 def set_agents(specs: Mapping[str, Any]) -> None:

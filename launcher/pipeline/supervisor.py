@@ -37,11 +37,14 @@ import anyio
 
 from blackboard import AGENT_ORDER, Blackboard
 from launcher.agents._spec_view import view_of
+from launcher.pipeline._agent_task import prestart_agent
+from launcher.pipeline._reply_stream import ReplyEvent
 from launcher.pipeline._screen import SafetyScreen, ScreenOutcome
 from launcher.pipeline._turn_scope import TurnDirectory
 from launcher.pipeline._turn_status import AgentStatus, TurnResult
-from launcher.pipeline.turn import Turn, _invocation, _prestart
-from launcher.runner._agent_runner import AgentRunner
+from launcher.pipeline.turn import Turn, _invocation
+from launcher.runner._agent_runner import AgentInvocation, AgentRunner
+from launcher.runner._process_pool import POOL_USER, new_pool_session
 
 __all__ = [
     "AgentStatus",
@@ -49,6 +52,7 @@ __all__ = [
     "Supervisor",
     "SupervisorSettings",
     "TurnResult",
+    "pool_invocations",
 ]
 
 log = logging.getLogger(__name__)
@@ -79,6 +83,8 @@ class SupervisorSettings:
             because the server could not serve both at once anyway.
         sequential: benchmarks only: run the agents one after another (each deadline counted from its
             own start) to measure what parallel dispatch saves.
+        pineal_prefill: send Pineal's shared context ahead while the specialists work
+            (:mod:`launcher.pipeline._pineal_prefill`); off only to measure what it saves.
     """
 
     history_turns: int = 6
@@ -87,6 +93,7 @@ class SupervisorSettings:
     coach_head_start_s: float = 2.0
     coach_head_start_until: Literal["started", "first_token"] = "started"
     sequential: bool = False
+    pineal_prefill: bool = True
 
 
 def _safe_status(cb: Callable[[AgentStatus], None] | None) -> Callable[[AgentStatus], None] | None:
@@ -133,6 +140,17 @@ class Supervisor:
         self.settings = settings or SupervisorSettings()
         self._session_locks: dict[tuple[str, str], anyio.Lock] = {}
 
+    async def warm_up(self) -> None:
+        """Pay this process's one-time costs of a turn now, off any turn's critical path: the safety
+        screen's first call (its encoder's lazy parts, about 0.5 s). Blocks the event loop meanwhile, as
+        a turn's screening does. Never raises."""
+        try:  # on this thread, as run_turn calls it (a worker thread would warm its own state only)
+            self._screen(
+                "I keep planning to exercise more, but by the evening I feel I am letting myself down.", None
+            )
+        except Exception:
+            log.exception("warm-up of the safety screen failed")
+
     async def prewarm(self, user: str, session: str) -> list[str]:
         """Start the session's agent processes now (Coach first, Pineal last), while the user types, so
         the session's first :meth:`run_turn` skips process start-up. Only free slots of the runner's
@@ -145,12 +163,13 @@ class Supervisor:
         views = {name: view_of(spec) for name, spec in self._agents().items()}
         order = [n for n in AGENT_ORDER if n in views]
         started: list[str] = []
+        await self.warm_up()
         limiter = anyio.CapacityLimiter(2)
 
         async def one(name: str) -> None:
             async with limiter:
                 v = views[name]
-                if await _prestart(
+                if await prestart_agent(
                     self.runner, _invocation(v, user, session, ""), evict=False, limit_s=v.deadline_s
                 ):
                     started.append(name)
@@ -168,6 +187,7 @@ class Supervisor:
         *,
         on_coach_reply: Callable[[str], None] | None = None,
         on_status: Callable[[AgentStatus], None] | None = None,
+        on_reply_stream: Callable[[ReplyEvent], None] | None = None,
         hooks: Any = None,
     ) -> TurnResult:
         """Run one turn; see the module docstring. Returns the :class:`TurnResult`.
@@ -180,10 +200,14 @@ class Supervisor:
         ``on_status(status)`` on every agent status change. Turns of one session run one at a time (in
         call order); different sessions run concurrently. Raises ``blackboard`` errors only when the
         blackboard itself is unusable (bad ids, store unavailable); agent failures never raise.
+        ``on_reply_stream(event)`` shows the Coach's reply while it is written (``delta`` / ``retract`` /
+        ``end``; :mod:`launcher.pipeline._reply_stream` says what is shown and when it is taken back).
         """
         lock = self._session_locks.setdefault((user, session), anyio.Lock())
         async with lock:
-            return await self._run_turn(user, session, text, on_coach_reply, _safe_status(on_status), hooks)
+            return await self._run_turn(
+                user, session, text, on_coach_reply, _safe_status(on_status), on_reply_stream, hooks
+            )
 
     async def _run_turn(
         self,
@@ -192,6 +216,16 @@ class Supervisor:
         text: str,
         on_coach_reply: Callable[[str], None] | None,
         on_status: Callable[[AgentStatus], None] | None,
+        on_reply_stream: Callable[[ReplyEvent], None] | None = None,
         hooks: Any = None,
     ) -> TurnResult:
-        return await Turn(self, user, session, text, on_coach_reply, on_status, hooks).run()
+        return await Turn(self, user, session, text, on_coach_reply, on_status, on_reply_stream, hooks).run()
+
+
+def pool_invocations(agents: Mapping[str, Any]) -> list[AgentInvocation]:
+    """One invocation per agent (its settings only; no prompt) for ``ClaudeAgentRunner.fill_pool``
+    (:mod:`launcher.runner._process_pool`), from the supervisor's agent specs (``Supervisor._agents()``),
+    in roster order (the Coach first, Pineal last), each with the pool user and a pool session of its own."""
+    views = {name: view_of(spec) for name, spec in agents.items()}
+    order = [n for n in AGENT_ORDER if n in views]
+    return [_invocation(views[n], POOL_USER, new_pool_session(), "") for n in order]

@@ -21,7 +21,6 @@ is kept: the message, an agent's output (the agent is not run again), the delive
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -36,16 +35,13 @@ from blackboard import (
     Brief,
     Stage,
     SynthesisOutput,
-    TurnRecord,
     WaitResult,
     agents_at,
     build_brief,
-    fallback_synthesis,
     turn_entry_key,
-    validate_synthesis,
 )
 from launcher.agents._spec_view import AgentView, view_of
-from launcher.pipeline._agent_task import MIN_RETRY_S, run_agent
+from launcher.pipeline._agent_task import prestart_agent, run_agent
 from launcher.pipeline._context_pack import (
     AgentPackSpec,
     ContextPack,
@@ -55,15 +51,23 @@ from launcher.pipeline._context_pack import (
 )
 from launcher.pipeline._fallbacks import (
     FALLBACK_COACH_REPLY,
-    SAFE_SYNTHESIS_TEXT,
     blocked_problems,
     degraded_note,
 )
 from launcher.pipeline._model_raise import StopCoaching, TurnSafety, raise_fn_of, risk_of
+from launcher.pipeline._pineal_prefill import prefill_pineal
+from launcher.pipeline._reply_stream import (
+    ReplyEvent,
+    ReplyStream,
+    add_stability_blocks,
+    close_stream,
+    open_stream,
+)
 from launcher.pipeline._screen import ScreenOutcome
-from launcher.pipeline._turn_io import SessionContext, load_context, write_entry
+from launcher.pipeline._synthesis import SAFETY_SOURCES, PinealRun, checked_synthesis
+from launcher.pipeline._turn_io import SessionContext, load_context, record_turn, write_entry
 from launcher.pipeline._turn_status import AgentStatus, TurnResult
-from launcher.runner._agent_runner import AgentInvocation, AgentRunner, ToolCallRecord
+from launcher.runner._agent_runner import AgentInvocation, ToolCallRecord
 
 if TYPE_CHECKING:
     from launcher.pipeline.supervisor import Supervisor
@@ -78,8 +82,6 @@ EARLY: tuple[str, ...] = agents_at(Stage.EARLY)
 SPECIALISTS: tuple[str, ...] = agents_at(Stage.SPECIALIST)
 #: The synthesis agent (Pineal): runs after the barrier.
 (SYNTHESIS,) = agents_at(Stage.SYNTHESIS)
-#: Synthesis sources where a safety response replaced the synthesis (no Pineal, no degraded note).
-SAFETY_SOURCES: frozenset[str] = frozenset({"crisis", "support"})
 
 
 def _tail(view: AgentView, turn: str, extra: str = "") -> str:
@@ -115,37 +117,6 @@ def _invocation(
     )
 
 
-async def _prestart(runner: AgentRunner, inv: AgentInvocation, *, evict: bool, limit_s: float) -> bool:
-    """``runner.prestart(inv)`` if the runner has it (test doubles may not), bounded by ``limit_s``;
-    never raises for the process (a failed prestart only means the run starts its own process)."""
-    start = getattr(runner, "prestart", None)
-    if start is None:
-        return False
-    with anyio.move_on_after(limit_s):
-        try:
-            return bool(await start(inv, evict=evict))
-        except Exception:
-            log.exception("prestart of agent %s failed", inv.agent)
-    return False
-
-
-def _checked_synthesis(
-    synthesis: SynthesisOutput | None, source: str, brief: Brief, earlier_blocks: Sequence[Brief]
-) -> tuple[SynthesisOutput, str]:
-    """The synthesis to show: the deterministic fallback when there is none or it names a blocked move
-    (then the safe text if even the fallback does). A safety response (``crisis``/``support``) is kept."""
-    if synthesis is not None and source in SAFETY_SOURCES:
-        return synthesis, source
-    if synthesis is None:
-        synthesis, source = fallback_synthesis(brief), "fallback"
-    if blocked_problems(synthesis.text, brief, *earlier_blocks) and source != "fallback":
-        log.warning("synthesis named a blocked move after validation; using the fallback")
-        synthesis, source = fallback_synthesis(brief), "fallback"
-    if blocked_problems(synthesis.text, brief, *earlier_blocks):
-        synthesis = synthesis.model_copy(update={"text": SAFE_SYNTHESIS_TEXT})
-    return synthesis, source
-
-
 class Turn:
     """One turn of ``Supervisor.run_turn`` (one instance per turn; :meth:`run` once)."""
 
@@ -157,6 +128,7 @@ class Turn:
         text: str,
         on_coach_reply: Callable[[str], None] | None,
         on_status: Callable[[AgentStatus], None] | None,
+        on_reply_stream: Callable[[ReplyEvent], None] | None = None,
         hooks: Any = None,
     ) -> None:
         self.sup = supervisor
@@ -166,6 +138,8 @@ class Turn:
         self.user, self.session, self.text = user, session, text
         self.on_coach_reply = on_coach_reply
         self.on_status = on_status
+        self.on_reply_stream = on_reply_stream
+        self.stream: ReplyStream | None = None  # the reply shown while the Coach writes it
         self.t0 = time.monotonic()
         self.started_at = time.time()
         self.views: dict[str, AgentView] = {}
@@ -193,7 +167,13 @@ class Turn:
     async def run(self) -> TurnResult:
         """All the steps; see the module docstring."""
         ctx, verdict = await self.screen()
-        await self.open(ctx, verdict)
+        try:
+            await self.open(ctx, verdict)
+            return await self._run_opened(ctx, verdict)
+        finally:
+            close_stream(self.directory, self.user, self.session, self.turn, self.stream)
+
+    async def _run_opened(self, ctx: SessionContext, verdict: ScreenOutcome) -> TurnResult:
         if verdict.tier >= 3:
             return await self.crisis()
         self.directory.open(self.user, self.session, self.turn, self.launch)
@@ -241,6 +221,16 @@ class Turn:
             self.board, self.user, self.session, self.turn, self.text, verdict, raise_fn_of(self.sup._screen)
         )
         self.statuses = {n: AgentStatus(n) for n in AGENT_ORDER if n in self.views}
+        self.stream = open_stream(
+            self.directory,
+            self.user,
+            self.session,
+            self.turn,
+            self.text,
+            verdict.tier,
+            self.t0,
+            self.on_reply_stream,
+        )
         if verdict.tier == 2:
             # Coaching pauses: the deterministic support response is the first reply; the specialists
             # and Pineal still run, in the brief's "pause" mode.
@@ -273,6 +263,9 @@ class Turn:
         if "reply" in self.delivered:
             return
         self.delivered.update(reply=reply, fallback=fallback, at=time.monotonic() - self.t0)
+        if self.stream is not None:  # streamed words: completed, or retracted first when the reply differs
+            self.stream.final(reply)
+            self.delivered["first_words_at"] = self.stream.first_words_s
         if self.on_coach_reply:
             try:
                 self.on_coach_reply(reply)
@@ -294,6 +287,8 @@ class Turn:
         """One context pack and one follow-up per launched agent, with the task tail; the moves blocked
         in earlier turns of the session (they stay blocked: checked on every final text)."""
         self.earlier_blocks = [build_brief({"stability": e}) for e in ctx.earlier_stability]
+        if self.stream is not None:
+            self.stream.add_blocks(*self.earlier_blocks)
         screened = self.safety.screened.tier
         safety_line = (
             "Safety screen: tier 2. Pause coaching: reflect, ask directly about safety, offer resources."
@@ -311,6 +306,10 @@ class Turn:
             {n: tails[n] for n in self.launch},
             min(self.views[n].context_budget_tokens for n in self.launch),
         )
+
+    def tail(self, name: str, extra: str = "") -> str:
+        """The task tail of agent ``name``'s prompt for this turn (``extra``: a line more)."""
+        return _tail(self.views[name], self.turn, extra)
 
     def _invocation(self, name: str, prompt: str, followup: str) -> AgentInvocation:
         return _invocation(self.views[name], self.user, self.session, self.turn, prompt, followup)
@@ -368,12 +367,23 @@ class Turn:
             await self._specialists_up.wait()
             v = self.views[SYNTHESIS]
             # bounded: a stuck start must not hold up the join for long (the run would start its own)
-            await _prestart(
+            await prestart_agent(
                 self.sup.runner,
                 self._invocation(SYNTHESIS, "", ""),
                 evict=True,
                 limit_s=min(v.deadline_s, 30.0),
             )
+            # its shared context computed by the model server while the specialists work (once per turn)
+            if self.settings.pineal_prefill:
+                shared = next(iter(self.packs.values())).shared if self.packs else ""
+                await prefill_pineal(
+                    self.sup.runner,
+                    self._invocation(SYNTHESIS, "", ""),
+                    shared,
+                    self.statuses,
+                    self.launch,
+                    SPECIALISTS,
+                )
 
     async def _run_one(self, name: str) -> None:
         if name in EARLY:
@@ -406,6 +416,9 @@ class Turn:
                 await self._run_agent(
                     name, on_tool_result=None, on_change=self.on_status, on_started=partial(self._up, name)
                 )
+                if name == "stability":  # its blocked moves hold from now on over the streamed reply
+                    key = turn_entry_key(self.user, self.session, self.turn, name)
+                    await add_stability_blocks(self.stream, self.board.store, key)
         finally:
             self._up(name)
             self.directory.disarm(self.user, self.session, self.turn, name)
@@ -530,126 +543,10 @@ class Turn:
                 )
             return SynthesisOutput(text=replaced), "crisis" if self.safety.tier >= 3 else "support"
         if SYNTHESIS in self.views and "shadow" in set(waited.arrived):
-            return await self._run_synthesis(brief)
+            return await PinealRun(self).run(brief)
         if pineal is not None:
             pineal.status = "skipped"
             pineal.error = "not started: Shadow's entry is missing (the barrier never opened)"
-        return None, "fallback"
-
-    def _synthesis_prompt(self, brief: Brief) -> str:
-        line = (
-            "The arbitrated brief for this turn (cite its sources with their versions):\n" + brief.to_json()
-        )
-        if (
-            brief.sources
-        ):  # ready-made citation objects: copying beats composing them (small models get it wrong)
-            cites = [{"agent": src.agent, "version": src.version} for src in brief.sources]
-            line += "\nCitations of these sources, to copy for the ones you rely on: " + json.dumps(cites)
-        earlier = sorted({f"{b.id}: {b.description}" for eb in self.earlier_blocks for b in eb.blocked_moves})
-        if earlier:
-            line += "\nMoves blocked earlier in this session (never suggest them):\n" + "\n".join(
-                f"- {m}" for m in earlier
-            )
-        return line
-
-    async def _run_synthesis(self, brief: Brief) -> tuple[SynthesisOutput | None, str]:
-        """Pineal on the brief; a rejected or missing synthesis is repaired once (time permitting)."""
-        v = self.views[SYNTHESIS]
-        status = self.statuses[SYNTHESIS]
-        deadline_at = time.monotonic() + v.deadline_s
-        brief_line = self._synthesis_prompt(brief)
-        shared = next(iter(self.packs.values())).shared if self.packs else ""
-        source = "model"
-        problems: list[str] = []
-        for attempt in (1, 2):
-            extra = brief_line
-            if attempt == 2:
-                extra += (
-                    "\nYour previous synthesis was NOT accepted. Fix exactly these problems and call "
-                    f"{v.output_tool} again with the whole object:\n" + "\n".join(f"- {p}" for p in problems)
-                )
-            calls, entry = await self._synthesis_attempt(
-                shared, _tail(v, self.turn, extra), deadline_at, attempt
-            )
-            if entry is not None:
-                # The entry is create-only: whatever is stored is final for this turn.
-                return await self._stored_synthesis(entry, brief, calls, source)
-            problems = [c.result[:600] for c in calls if c.name == v.output_tool and not c.ok] or [
-                status.error or f"no {v.output_tool} call was made"
-            ]
-            if attempt == 2 or deadline_at - time.monotonic() < max(self.settings.pineal_min_s, MIN_RETRY_S):
-                break
-            source = "repaired"
-            status.attempts = 0  # the repair is a new request, not a transient retry
-        return self._rejected(problems)
-
-    async def _synthesis_attempt(
-        self, shared: str, tail: str, deadline_at: float, attempt: int = 1
-    ) -> tuple[list[Any], Any]:
-        """One Pineal request: its tool calls and the stored synthesis entry (None when none was stored).
-        A resumed turn whose synthesis is written does not run Pineal again (first attempt)."""
-        outcome = None
-        if attempt == 1 and SYNTHESIS in self.done:
-            self.statuses[SYNTHESIS].status = "ok"
-        else:
-            if self._check is not None:
-                await self._check(SYNTHESIS)
-            outcome = await self._synthesis_request(shared, tail, deadline_at)
-        entry = (
-            await anyio.to_thread.run_sync(self.board.read_turn, self.user, self.session, self.turn)
-        ).get(SYNTHESIS)
-        return (outcome.tool_calls if outcome is not None else []), entry
-
-    async def _synthesis_request(self, shared: str, tail: str, deadline_at: float) -> Any:
-        """Pineal's run (armed in the turn directory while it runs)."""
-        v = self.views[SYNTHESIS]
-        self.directory.arm(self.user, self.session, self.turn, SYNTHESIS)
-        try:
-            await self.directory.synced()
-            return await run_agent(
-                self.sup.runner,
-                self._invocation(SYNTHESIS, shared + tail, tail),
-                v.output_tool,
-                self.statuses[SYNTHESIS],
-                t0=self.t0,
-                deadline_at=deadline_at,
-                on_change=self.on_status,
-            )
-        finally:
-            self.directory.disarm(self.user, self.session, self.turn, SYNTHESIS)
-
-    async def _stored_synthesis(
-        self, entry: Any, brief: Brief, calls: Sequence[Any], source: str
-    ) -> tuple[SynthesisOutput | None, str]:
-        """The stored synthesis checked again: rejected (problems), the server's fallback after a failed
-        repair, or accepted (``repaired`` when a write was refused first)."""
-        v = self.views[SYNTHESIS]
-        status = self.statuses[SYNTHESIS]
-        try:
-            synthesis = SynthesisOutput.model_validate(entry.value)
-        except ValueError as exc:
-            return self._rejected([f"stored synthesis does not validate: {exc}"])
-        problems = [f"{p.code}: {p.detail}" for p in validate_synthesis(synthesis, brief)]
-        problems += blocked_problems(synthesis.text, brief, *self.earlier_blocks)
-        if problems:
-            return self._rejected(problems)
-        server_brief = await anyio.to_thread.run_sync(self.board.brief, self.user, self.session, self.turn)
-        if synthesis.text == fallback_synthesis(server_brief).text or any(
-            "synthesis_replaced_by_fallback" in c.result for c in calls
-        ):
-            # The MCP server stored its deterministic fallback after a failed repair.
-            status.status = "error"
-            status.error = "synthesis rejected twice; the server stored the fallback"
-            return synthesis, "fallback"
-        if any(c.name == v.output_tool and not c.ok for c in calls):
-            source = "repaired"
-        return synthesis, source
-
-    def _rejected(self, problems: Sequence[str]) -> tuple[None, str]:
-        status = self.statuses[SYNTHESIS]
-        if status.status == "ok":
-            status.status = "error"
-            status.error = "synthesis rejected: " + "; ".join(p[:120] for p in problems[:3])
         return None, "fallback"
 
     # -- finish ----------------------------------------------------------------------------------------
@@ -676,7 +573,7 @@ class Turn:
         entries: Mapping[str, Any],
     ) -> TurnResult:
         """The checked synthesis with the degraded note, the result, the delivery and turn record."""
-        synthesis, source = _checked_synthesis(synthesis, source, brief, self.earlier_blocks)
+        synthesis, source = checked_synthesis(synthesis, source, brief, self.earlier_blocks)
         missing = self._missing(source)
         degraded = bool(missing) or source == "fallback" or bool(self.delivered.get("fallback"))
         text_out = synthesis.text
@@ -716,6 +613,7 @@ class Turn:
             agents=self.statuses,
             coach_fallback=bool(self.delivered.get("fallback")),
             coach_reply_s=self.delivered["at"],
+            coach_first_words_s=self.delivered.get("first_words_at"),
             synthesis_s=synthesis_s,
             synthesis_citations=list(citations),
             safety_raises=list(self.safety.raises),
@@ -740,65 +638,13 @@ class Turn:
         )
         if "record" in have:
             return
-        if "delivery" not in have:
-            await self._write_delivery(result)
-        await self._write_record(result, launched, waited_versions)
-
-    async def _write_delivery(self, result: TurnResult) -> None:
-        await write_entry(
-            self.board.store,
-            self.user,
-            self.session,
-            self.turn,
-            "delivery",
-            {
-                "coach_reply": result.coach_reply,
-                "synthesis": result.synthesis,
-                "synthesis_source": result.synthesis_source,
-                "degraded": result.degraded,
-                "missing": list(result.missing),
-                "agents": {n: s.to_json() for n, s in result.agents.items()},
-            },
-        )
-
-    async def _write_record(
-        self,
-        result: TurnResult,
-        launched: Sequence[str],
-        waited_versions: tuple[WaitResult, dict[str, int]] | None,
-    ) -> None:
-        arrived: list[str] = []
-        timed_out = False
-        versions: dict[str, int] = {}
-        if waited_versions is not None:
-            waited, versions = waited_versions
-            arrived = sorted(set(waited.arrived))
-            timed_out = bool(waited.timed_out)
-        record = TurnRecord.model_validate(
-            {
-                "user": self.user,
-                "session": self.session,
-                "turn": self.turn,
-                "crisis_tier": result.crisis_tier,
-                "required": [n for n in launched if n in AGENT_ORDER],
-                "arrived": arrived,
-                "missing": [m for m in result.missing if m in AGENT_ORDER],
-                "timed_out": timed_out,
-                "synthesis_source": result.synthesis_source,
-                "entry_versions": versions,
-                "started_at": self.started_at,
-                "finished_at": time.time(),
-                "safety_raises": list(result.safety_raises),
-                "safety_refused": list(result.safety_refused),
-            }
-        )
-        await anyio.to_thread.run_sync(self.board.write_turn_record, record)
-        log.info(
-            "turn %s/%s/%s done: source=%s degraded=%s missing=%s",
-            self.user,
-            self.session,
-            self.turn,
-            result.synthesis_source,
-            result.degraded,
-            ",".join(result.missing),
+        where = (self.user, self.session, self.turn)
+        await record_turn(
+            self.board,
+            where,
+            result,
+            launched,
+            waited_versions,
+            self.started_at,
+            delivery="delivery" not in have,
         )

@@ -34,12 +34,20 @@ import re
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
 
 from launcher.errors import AgentFailedError
 from launcher.runner._claude_process import disconnect, kill_process, mcp_ready
+from launcher.runner._protocol import (
+    AgentEvents,
+    AgentInvocation,
+    AgentOutcome,
+    AgentRunner,
+    RunnerConfig,
+    ToolCallRecord,
+)
 from launcher.runner.claude_env import PLAIN_REQUEST_ENV
 
 __all__ = [
@@ -61,116 +69,6 @@ _API_ERROR = re.compile(r"API Error: (\d{3})")
 MCP_TOKEN_ENV = "COACH_MCP_SCOPE_TOKEN"
 
 
-@dataclass(frozen=True)
-class RunnerConfig:
-    """How agent processes are started.
-
-    Attributes:
-        proxy_url: the Anthropic-compatible proxy (``ANTHROPIC_BASE_URL``).
-        mcp_url: the shared streamable-HTTP MCP server (e.g. ``http://127.0.0.1:PORT/mcp``).
-        api_key: sent as ``ANTHROPIC_API_KEY`` (the proxy ignores or checks it).
-        max_warm: most warm processes kept at once (about 200 MiB each); 0 => always one-shot.
-        mcp_turn_header: send ``x-coach-turn`` to the MCP server. Warm processes cannot change their
-            headers between turns, so with True every process is one-shot; with False (the default) the
-            MCP server must resolve the turn server-side (see :mod:`launcher.pipeline._turn_scope`).
-        mcp_server_name: the MCP server's name in the config (tool names ``mcp__<name>__<tool>``).
-        cli_path: the ``claude`` binary; None => the SDK's bundled one.
-        cwd: the processes' working directory (no project settings are loaded from it).
-        seed_way: run agents "the seed's way" (benchmarks only): Claude Code's default system prompt
-            (the agent prompt appended) and built-in tools, thinking on, none of the plain-request env.
-        mcp_secret: signs the MCP scope headers (``x-coach-scope-token``; see ``mcp_server.scope_token``).
-        extra_env: added to every process's environment (after ours).
-        keep_claude_transcripts: let Claude Code save each conversation (the user's messages) under
-            ``$CLAUDE_CONFIG_DIR/projects/``, never pruned: for debugging only. False (the default) passes
-            ``--no-session-persistence``; a warm process's conversation lives in the process either way.
-    """
-
-    proxy_url: str
-    mcp_url: str
-    api_key: str = "coachboard-local"
-    max_warm: int = 6
-    mcp_turn_header: bool = False
-    mcp_server_name: str = "coachboard"
-    cli_path: str | None = None
-    cwd: str | None = None
-    mcp_secret: str | None = None
-    seed_way: bool = False
-    extra_env: dict[str, str] = field(default_factory=dict)
-    keep_claude_transcripts: bool = False
-
-
-@dataclass(frozen=True)
-class AgentInvocation:
-    """One agent's work for one turn.
-
-    ``prompt`` is the full context pack (for a process that starts a conversation); ``followup`` is what
-    a warm process, whose conversation already holds the session, is sent instead.
-    """
-
-    agent: str
-    user: str
-    session: str
-    turn: str
-    system_prompt: str
-    model: str
-    tools: tuple[str, ...]
-    max_output_tokens: int
-    context_budget_tokens: int
-    prompt: str
-    followup: str
-    tool_timeout_s: float = 60.0
-    max_turns: int = 6
-
-
-@dataclass
-class ToolCallRecord:
-    """One MCP tool call the agent made: bare tool name, its input, and whether it succeeded."""
-
-    name: str
-    input: dict[str, Any]
-    ok: bool
-    result: str = ""
-
-
-@dataclass
-class AgentOutcome:
-    """What one agent's run produced. Token counts are summed over the run's model calls."""
-
-    text: str = ""
-    tool_calls: list[ToolCallRecord] = field(default_factory=list)
-    input_tokens: int = 0
-    output_tokens: int = 0
-    warm: bool = False
-    stopped: str = "end_turn"
-
-
-class AgentEvents(Protocol):
-    """Callbacks the runner makes while an agent runs (called from the runner's task).
-    ``on_started``: the process is up and the prompt was sent."""
-
-    def on_started(self) -> None: ...
-
-    def on_first_token(self) -> None: ...
-
-    def on_tool_result(self, call: ToolCallRecord) -> None: ...
-
-
-class AgentRunner(Protocol):
-    """Runs one agent's turn. The supervisor applies deadlines by cancelling :meth:`run`.
-
-    ``run`` raises :class:`~launcher.errors.AgentFailedError` on failure (``retryable`` says whether one
-    retry may help); on cancellation the process is discarded so no late write can land in a later turn.
-    """
-
-    async def run(self, invocation: AgentInvocation, events: AgentEvents) -> AgentOutcome: ...
-
-    async def prestart(self, invocation: AgentInvocation, *, evict: bool = True) -> bool: ...
-
-    async def close_session(self, user: str, session: str) -> None: ...
-
-    async def aclose(self) -> None: ...
-
-
 @dataclass
 class _Warm:
     client: Any
@@ -178,6 +76,7 @@ class _Warm:
     busy: bool = False
     primed: bool = False  # its conversation holds the session (a run succeeded): send the follow-up
     starting: anyio.Event | None = None  # set when a prestart's connect ended (ok or not)
+    pool_session: str | None = None  # a pooled process's own session id, bound to this entry's session
     last_input_tokens: int = 0
     stderr: deque[str] = field(default_factory=lambda: deque(maxlen=20))
 
@@ -211,12 +110,15 @@ class ClaudeAgentRunner:
     """:class:`AgentRunner` over real ``claude`` processes (claude-agent-sdk). Use as an async context
     manager or call :meth:`aclose`: every process it started is stopped."""
 
-    def __init__(self, config: RunnerConfig) -> None:
+    def __init__(self, config: RunnerConfig, *, bindings: Any = None) -> None:
         self.config = config
         self._warm: OrderedDict[tuple[str, str, str], _Warm] = OrderedDict()
         self._lock = anyio.Lock()
         self._background: set[asyncio.Task[None]] = set()
         self.started_processes = 0
+        from launcher.runner._process_pool import ProcessPool
+
+        self.pool = ProcessPool(self, bindings)
 
     async def __aenter__(self) -> ClaudeAgentRunner:
         return self
@@ -383,6 +285,9 @@ class ClaudeAgentRunner:
             self._stop_in_background(old.client, kill=False)
         ok = False
         try:
+            if self.pool.hand_out(inv, entry):  # a started, never-used process of the pool
+                ok = True
+                return True
             client = ClaudeSDKClient(self.options(inv, one_shot=False, stderr=entry.stderr.append))
             entry.client = client
             self.started_processes += 1
@@ -408,6 +313,13 @@ class ClaudeAgentRunner:
                     entry.starting = None
         return ok
 
+    async def prefill(self, invocation: AgentInvocation, text: str) -> bool:
+        """Send ``text`` as the first message of the idle, never-used warm process of the invocation's
+        (user, session, agent): ``launcher.runner._warm_prefill.send_context``."""
+        from launcher.runner._warm_prefill import send_context
+
+        return await send_context(self, invocation, text)
+
     async def _discard(self, inv: AgentInvocation, entry: _Warm, *, kill: bool) -> None:
         key = (inv.user, inv.session, inv.agent)
         async with self._lock:
@@ -421,6 +333,7 @@ class ClaudeAgentRunner:
         SDK's disconnect in a background task that :meth:`aclose` awaits."""
         if client is None:
             return
+        self.pool.revoke(client)
         if kill:
             kill_process(client)
         task = asyncio.get_running_loop().create_task(disconnect(client))
@@ -442,6 +355,8 @@ class ClaudeAgentRunner:
         reuse = entry is not None and entry.primed
         ok = False
         try:
+            if client is None and entry is not None and self.pool.hand_out(inv, entry):
+                client = entry.client
             if client is None:
                 opts = self.options(inv, one_shot=one_shot, stderr=stderr_lines.append)
                 client = ClaudeSDKClient(opts)
@@ -542,6 +457,7 @@ class ClaudeAgentRunner:
             keys = [k for k, w in self._warm.items() if k[0] == user and k[1] == session and not w.busy]
             entries = [self._warm.pop(k) for k in keys]
         for e in entries:
+            self.pool.revoke(e.client)
             await disconnect(e.client)
 
     def pid_of(self, user: str, session: str, agent: str) -> int | None:
@@ -556,13 +472,25 @@ class ClaudeAgentRunner:
         """How many warm processes are held now."""
         return len(self._warm)
 
+    def busy_count(self) -> int:
+        """How many warm processes are running an agent (or starting) now."""
+        return sum(1 for w in self._warm.values() if w.busy)
+
+    async def fill_pool(self, invocations: list[AgentInvocation]) -> int:
+        """Start the pool's idle processes now (``launcher.runner._process_pool``; ``pool_invocations``)."""
+        started = await self.pool.fill(invocations)
+        await self.pool.warm_server(invocations)  # each agent's prompt head cached on the model server
+        return started
+
     async def aclose(self) -> None:
         """Stop every warm process and wait for the background stops."""
         async with self._lock:
             entries = list(self._warm.values())
             self._warm.clear()
         with anyio.CancelScope(shield=True):
+            await self.pool.aclose()
             for e in entries:
+                self.pool.revoke(e.client)
                 await disconnect(e.client)
             if self._background:
                 await asyncio.wait(list(self._background), timeout=10)

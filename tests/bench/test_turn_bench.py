@@ -15,7 +15,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 LAST_LINE = re.compile(
     r"^model=(\S+) coach_first_token_s=(\d+\.\d\d) synthesis_s=(\d+\.\d\d) overhead_s=(-?\d+\.\d\d) "
-    r"speedup_vs_sequential=(\d+\.\d\d|n/a) warm_vs_cold=(\d+\.\d\d) seed_way_synthesis_s=(\d+\.\d\d|n/a)$"
+    r"speedup_vs_sequential=(\d+\.\d\d|n/a) warm_vs_cold=(\d+\.\d\d) seed_way_synthesis_s=(\d+\.\d\d|n/a) "
+    r"first_words_s=(\d+\.\d\d|n/a)$"
 )
 
 
@@ -52,13 +53,13 @@ def test_payloads_are_schema_valid_and_of_realistic_length(bench: ModuleType) ->
 def test_summary_line_format(bench: ModuleType) -> None:
     run = bench.ModelRun("qwen3-30b-a3b@2x4090")
     run.turns["cold"] = bench.TurnFigures(
-        "ours cold", coach_first_token_s=1.234, synthesis_s=9.5, overhead_s=2.0
+        "ours cold", coach_first_token_s=1.234, synthesis_s=9.5, overhead_s=2.0, coach_first_words_s=0.876
     )
     run.turns["warm"] = bench.TurnFigures("ours warm", synthesis_s=5.0)
     line = bench.summary_line(run)
     m = LAST_LINE.match(line)
     assert m, line
-    assert m.group(7) == "n/a" and m.group(5) == "n/a" and m.group(6) == "1.90"
+    assert m.group(7) == "n/a" and m.group(5) == "n/a" and m.group(6) == "1.90" and m.group(8) == "0.88"
 
 
 @pytest.mark.e2e
@@ -85,5 +86,5 @@ def test_tiny_real_run_prints_the_last_line(tmp_path: Path) -> None:
     last = out.stdout.strip().splitlines()[-1]
     m = LAST_LINE.match(last)
     assert m and m.group(1) == "qwen3-30b-a3b@2x4090", out.stdout[-3000:]
-    assert m.group(7) == "n/a" and m.group(5) != "n/a"
+    assert m.group(7) == "n/a" and m.group(5) != "n/a" and m.group(8) != "n/a"
     assert "warning:" not in out.stdout, out.stdout[-3000:]  # no degraded turn

@@ -1,0 +1,99 @@
+"""Pineal's shared context is prefilled while the specialists work (launcher.pipeline._pineal_prefill): once per
+turn, only after every other agent's first token, never holding up a specialist."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from blackboard import Blackboard
+from launcher.pipeline.supervisor import Supervisor
+from proxy import PREFILL_MARKER
+from tests.launcher.fakes import FakeRunner, fake_screen, specs
+
+pytestmark = pytest.mark.anyio
+SPECIALISTS = ("shadow", "persona", "plasticity", "stability")
+
+
+def slow_specialists(runner: FakeRunner, seconds: float) -> None:
+    """Specialists that have their first token at once, then take ``seconds`` to write."""
+    orig = runner.run
+
+    async def run(inv: Any, events: Any) -> Any:
+        if inv.agent in SPECIALISTS:
+            events.on_started()
+            events.on_first_token()
+            runner.events.append((inv.agent, "first_token"))
+            await anyio.sleep(seconds)
+        return await orig(inv, events)
+
+    runner.run = run  # type: ignore[method-assign]
+
+
+def with_prefill(runner: FakeRunner, seconds: float = 0.0) -> list[tuple[Any, str]]:
+    sent: list[tuple[Any, str]] = []
+
+    async def prefill(inv: Any, text: str) -> bool:
+        runner.events.append(("pineal", "prefill"))
+        sent.append((inv, text))
+        await anyio.sleep(seconds)
+        runner.events.append(("pineal", "prefilled"))
+        return True
+
+    runner.prefill = prefill  # type: ignore[attr-defined]
+    return sent
+
+
+async def test_the_prefill_is_made_once_per_turn_after_every_first_token(board: Blackboard) -> None:
+    runner = FakeRunner(board)
+    slow_specialists(runner, 0.3)
+    sent = with_prefill(runner)
+    s = specs()
+    sup = Supervisor(board, runner, lambda: s, screen=fake_screen)
+    res = await sup.run_turn("u1", "s1", "I keep skipping my runs.")
+    await sup.run_turn("u1", "s1", "Second turn.")
+    assert res.synthesis_source == "model"
+    assert len(sent) == 2 and [inv.turn for inv, _ in sent] == ["t000001", "t000002"], "once per turn"
+    inv, text = sent[0]
+    assert inv.agent == "pineal" and text.rstrip().endswith(PREFILL_MARKER)
+    pineal = next(c for c in runner.calls if c.agent == "pineal" and c.turn == "t000001")
+    shared = text[: -len(PREFILL_MARKER) - 1]
+    assert pineal.prompt.startswith(shared) and "I keep skipping my runs." in shared
+    assert (
+        "arbitrated brief" not in shared and "arbitrated brief" in pineal.followup
+    )  # entry-independent first
+    first = runner.events[: runner.events.index(("pineal", "prefill"))]
+    assert {a for a, what in first if what == "first_token"} == set(SPECIALISTS)
+
+
+async def test_a_slow_prefill_never_delays_the_specialists(board: Blackboard) -> None:
+    runner = FakeRunner(board)
+    slow_specialists(runner, 0.2)
+    with_prefill(runner, seconds=1.0)
+    s = specs()
+    res = await Supervisor(board, runner, lambda: s, screen=fake_screen).run_turn("u1", "s1", "hello")
+    i = runner.events.index(("pineal", "prefill"))
+    j = runner.events.index(("pineal", "prefilled"))
+    wrote = [k for k, (a, what) in enumerate(runner.events) if a in SPECIALISTS and what == "wrote"]
+    assert len(wrote) == 4 and all(i < k < j for k in wrote), runner.events
+    assert all(res.agents[n].finished_s < 1.0 for n in SPECIALISTS)
+
+
+async def test_no_prefill_when_the_specialists_are_already_done() -> None:
+    from launcher.pipeline._pineal_prefill import prefill_pineal
+    from launcher.pipeline._turn_status import AgentStatus
+
+    sent: list[str] = []
+
+    async def prefill(inv: Any, text: str) -> bool:
+        sent.append(text)
+        return True
+
+    statuses = {n: AgentStatus(n, status="ok", first_token_s=0.1) for n in ("coach", *SPECIALISTS)}
+    runner = type("R", (), {"prefill": staticmethod(prefill)})()
+    assert not await prefill_pineal(runner, None, "context", statuses, ["coach", *SPECIALISTS], SPECIALISTS)
+    statuses["persona"].status = "running"
+    assert await prefill_pineal(runner, None, "context", statuses, ["coach", *SPECIALISTS], SPECIALISTS)
+    assert sent == ["context" + PREFILL_MARKER + "\n"]

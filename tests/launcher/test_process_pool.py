@@ -1,0 +1,118 @@
+"""launcher.runner._process_pool: started idle processes for new sessions, each handed out once, never used
+before, bound for good to the session it went to (the MCP scope and the proxy translate its identity)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from launcher.pipeline._turn_scope import DirectoryScope, TurnDirectory
+from launcher.pipeline.supervisor import pool_invocations
+from launcher.runner._agent_runner import (
+    AgentInvocation,
+    ClaudeAgentRunner,
+    RunnerConfig,
+    _fingerprint,
+    _Warm,
+)
+from launcher.runner._process_pool import (
+    POOL_USER,
+    Bindings,
+    PooledProcess,
+    bindings_for,
+    memory_room,
+)
+from mcp_server import Scope
+
+
+def inv(agent: str = "coach", user: str = "u1", session: str = "s1") -> AgentInvocation:
+    return AgentInvocation(
+        agent=agent,
+        user=user,
+        session=session,
+        turn="",
+        system_prompt="You are the Coach.",
+        model="fast",
+        tools=("write_coach",),
+        max_output_tokens=400,
+        context_budget_tokens=4000,
+        prompt="",
+        followup="",
+    )
+
+
+def runner_with_idle(directory: TurnDirectory, n: int = 1) -> tuple[ClaudeAgentRunner, list[Any]]:
+    cfg = RunnerConfig(proxy_url="http://proxy", mcp_url="http://mcp/mcp", pool_size=6)
+    runner = ClaudeAgentRunner(cfg, bindings=bindings_for(directory))
+    clients = [SimpleNamespace(name=f"proc{i}") for i in range(n)]
+    runner.pool._idle[_fingerprint(inv())] = [
+        PooledProcess(c, _fingerprint(inv()), f"p{i:024x}", None) for i, c in enumerate(clients)
+    ]
+    return runner, clients
+
+
+def test_a_pooled_process_is_handed_out_once_and_bound_to_that_session_for_good() -> None:
+    directory = TurnDirectory()
+    runner, clients = runner_with_idle(directory, n=1)
+    runner.pool._schedule_refill = lambda: None  # type: ignore[method-assign]
+    first, second = _Warm(client=None, fingerprint=""), _Warm(client=None, fingerprint="")
+    assert runner.pool.hand_out(inv(user="alice", session="s1"), first)
+    assert first.client is clients[0] and first.pool_session is not None
+    assert not runner.pool.hand_out(inv(user="bob", session="s9"), second), "never handed out twice"
+    b = bindings_for(directory)
+    assert b.resolve(POOL_USER, first.pool_session) == ("alice", "s1")
+    with pytest.raises(ValueError):
+        b.bind(first.pool_session, "bob", "s9")  # never rebound
+    runner.pool.revoke(first.client)  # its process is stopped
+    assert b.resolve(POOL_USER, first.pool_session) == (POOL_USER, first.pool_session)
+
+
+def test_other_agents_settings_never_get_the_process() -> None:
+    runner, _ = runner_with_idle(TurnDirectory())
+    other = _Warm(client=None, fingerprint="")
+    import dataclasses
+
+    assert not runner.pool.hand_out(dataclasses.replace(inv(agent="persona"), system_prompt="other"), other)
+
+
+def test_the_mcp_scope_of_a_pooled_process_is_its_bound_session_and_nobodys_before() -> None:
+    directory = TurnDirectory()
+    scopes = DirectoryScope(directory)
+    headers = {"x-coach-user": POOL_USER, "x-coach-session": "p" + "0" * 24, "x-coach-agent": "coach"}
+    before = scopes.scope_for(headers)
+    assert (before.user, before.session) == (POOL_USER, "p" + "0" * 24)  # the pool user owns no data
+    bindings_for(directory).bind("p" + "0" * 24, "alice", "s1")
+    directory.open("alice", "s1", "t000001", ["coach"])
+    assert scopes.scope_for(headers) == Scope.create("alice", "s1", "t000001", "coach")
+
+
+def test_ordinary_identities_are_never_translated() -> None:
+    b = Bindings()
+    b.bind("p1", "alice", "s1")
+    assert b.resolve("bob", "p1") == ("bob", "p1")
+
+
+def test_the_pool_is_off_without_bindings_or_with_one_shot_processes() -> None:
+    cfg = RunnerConfig(proxy_url="http://proxy", mcp_url="http://mcp/mcp", pool_size=6)
+    assert ClaudeAgentRunner(cfg).pool.size == 0
+    d = TurnDirectory()
+    assert (
+        ClaudeAgentRunner(
+            RunnerConfig(proxy_url="p", mcp_url="m", pool_size=6, mcp_turn_header=True),
+            bindings=bindings_for(d),
+        ).pool.size
+        == 0
+    )
+    assert ClaudeAgentRunner(cfg, bindings=bindings_for(d)).pool.size == 6
+    assert memory_room() >= 0
+
+
+def test_pool_invocations_are_one_per_agent_with_no_user_and_no_prompt() -> None:
+    from launcher.agents import load_agents
+
+    invs = pool_invocations(load_agents("agents"))
+    assert [i.agent for i in invs] == ["coach", "shadow", "persona", "plasticity", "stability", "pineal"]
+    assert all(i.user == POOL_USER and i.prompt == "" and i.followup == "" for i in invs)
+    assert len({i.session for i in invs}) == 6
