@@ -89,9 +89,7 @@ class PinealRun:
                     "\nYour previous synthesis was NOT accepted. Fix exactly these problems and call "
                     f"{v.output_tool} again with the whole object:\n" + "\n".join(f"- {p}" for p in problems)
                 )
-            calls, entry = await self._synthesis_attempt(
-                shared, self.t.tail(SYNTHESIS, extra), deadline_at, attempt
-            )
+            calls, entry = await self._synthesis_attempt(shared, self.t.tail(SYNTHESIS, extra), deadline_at)
             if entry is not None:
                 # The entry is create-only: whatever is stored is final for this turn.
                 return await self._stored_synthesis(entry, brief, calls, source)
@@ -106,19 +104,14 @@ class PinealRun:
             status.attempts = 0  # the repair is a new request, not a transient retry
         return self._rejected(problems)
 
-    async def _synthesis_attempt(
-        self, shared: str, tail: str, deadline_at: float, attempt: int = 1
-    ) -> tuple[list[Any], Any]:
+    async def _synthesis_attempt(self, shared: str, tail: str, deadline_at: float) -> tuple[list[Any], Any]:
         """One Pineal request: its tool calls and the stored synthesis entry (None when none was stored).
-        A resumed turn (a redelivered job) whose synthesis is written does not run Pineal again (first
-        attempt); before a request the worker's lease is checked (``before_dispatch``)."""
+        A resumed turn (a redelivered job) whose synthesis is written does not run Pineal again."""
         outcome = None
-        if attempt == 1 and SYNTHESIS in self.t.done:
-            self.t.statuses[SYNTHESIS].status = "ok"
-        else:
-            if self.t._check is not None:
-                await self.t._check(SYNTHESIS)
+        if await self.t.resume.dispatch(SYNTHESIS):
             outcome = await self._synthesis_request(shared, tail, deadline_at)
+        else:
+            self.t.statuses[SYNTHESIS].status = "ok"
         entry = (
             await anyio.to_thread.run_sync(self.t.board.read_turn, self.t.user, self.t.session, self.t.turn)
         ).get(SYNTHESIS)

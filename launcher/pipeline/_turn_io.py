@@ -40,7 +40,14 @@ from launcher.pipeline._context_pack import HistoryItem
 if TYPE_CHECKING:
     from launcher.pipeline._turn_status import TurnResult
 
-__all__ = ["SUPERVISOR_AUTHOR", "SessionContext", "load_context", "record_turn", "write_entry"]
+__all__ = [
+    "SUPERVISOR_AUTHOR",
+    "SessionContext",
+    "load_context",
+    "record_turn",
+    "write_entry",
+    "write_message",
+]
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +143,25 @@ async def write_entry(
         partial(store.write, key, value, expected_version=0, author=SUPERVISOR_AUTHOR)
     )
     return entry
+
+
+async def write_message(store: Any, where: tuple[str, str, str], text: str, verdict: Any) -> None:
+    """The user's message entry of turn ``where`` = (user, session, turn), with the screen's verdict
+    (a ``ScreenOutcome``)."""
+    user, session, turn = where
+    await write_entry(
+        store,
+        user,
+        session,
+        turn,
+        "message",
+        {
+            "text": text,
+            "crisis_tier": verdict.tier,
+            "safety_reasons": list(verdict.reasons),
+            "safety_state": verdict.state,
+        },
+    )
 
 
 async def record_turn(

@@ -14,9 +14,8 @@ per step:
 The pipeline branches on an agent's stage (``blackboard.Stage``), not its name: the early agent's reply
 is shown first, the specialists run beside it, the synthesis agent runs after the barrier.
 
-A turn job of ``coach worker`` may be a redelivery: its ``hooks`` (``launcher.scaleout.hooks.TurnHooks``,
-duck-typed) resume the turn already begun, and every entry already on the board (create-only, so final)
-is kept: the message, an agent's output (the agent is not run again), the delivery and the turn record.
+A turn job of ``coach worker`` may be a redelivery: its ``hooks`` resume the turn already begun, keeping
+every entry already written (:mod:`launcher.pipeline._turn_resume`).
 """
 
 from __future__ import annotations
@@ -65,7 +64,8 @@ from launcher.pipeline._reply_stream import (
 )
 from launcher.pipeline._screen import ScreenOutcome
 from launcher.pipeline._synthesis import SAFETY_SOURCES, PinealRun, checked_synthesis
-from launcher.pipeline._turn_io import SessionContext, load_context, record_turn, write_entry
+from launcher.pipeline._turn_io import SessionContext, load_context, write_message
+from launcher.pipeline._turn_resume import TurnResume
 from launcher.pipeline._turn_status import AgentStatus, TurnResult
 from launcher.runner._agent_runner import AgentInvocation, ToolCallRecord
 
@@ -157,12 +157,7 @@ class Turn:
         self._early_token = anyio.Event()
         self._specialists_up = anyio.Event()
         self._not_up: set[str] = set()
-        # A job that may be a redelivery (``coach worker``; launcher.scaleout.hooks.TurnHooks, duck-typed).
-        self.hooks = hooks
-        self.resume: str | None = getattr(hooks, "resume_turn", None)
-        self._check: Callable[[str], Any] | None = getattr(hooks, "before_dispatch", None)
-        #: The entries of a resumed turn already on the board: final (create-only), not written again.
-        self.done: dict[str, Any] = {}
+        self.resume = TurnResume(hooks)  # a turn job that may be a redelivery (coach worker)
 
     async def run(self) -> TurnResult:
         """All the steps; see the module docstring."""
@@ -195,28 +190,16 @@ class Turn:
         """The current agent views (hot reload), the session's context, and the screen's verdict."""
         self.views = {name: view_of(spec) for name, spec in self.sup._agents().items()}
         ctx = await load_context(
-            self.board.store, self.user, self.session, self.resume, self.settings.history_turns
+            self.board.store, self.user, self.session, self.resume.turn, self.settings.history_turns
         )
         return ctx, self.sup._screen(self.text, ctx.safety_state)
 
     async def open(self, ctx: SessionContext, verdict: ScreenOutcome) -> None:
         """Begin the blackboard turn, store the message, and choose the agents to launch; at tier 2 the
         support response is the first reply and the early agent does not run."""
-        self.turn = await self._begin(verdict)
-        if "message" not in self.done:
-            await write_entry(
-                self.board.store,
-                self.user,
-                self.session,
-                self.turn,
-                "message",
-                {
-                    "text": self.text,
-                    "crisis_tier": verdict.tier,
-                    "safety_reasons": list(verdict.reasons),
-                    "safety_state": verdict.state,
-                },
-            )
+        self.turn = await self.resume.begin(self.board, self.user, self.session, verdict.tier)
+        if "message" not in self.resume.done:
+            await write_message(self.board.store, (self.user, self.session, self.turn), self.text, verdict)
         self.safety: TurnSafety = TurnSafety(
             self.board, self.user, self.session, self.turn, self.text, verdict, raise_fn_of(self.sup._screen)
         )
@@ -240,23 +223,6 @@ class Turn:
                     self.statuses[name].status = "skipped"
         early = () if verdict.tier == 2 else EARLY
         self.launch = [n for n in (*early, *SPECIALISTS) if n in self.views]
-
-    async def _begin(self, verdict: ScreenOutcome) -> str:
-        """A new blackboard turn (``hooks.on_begun`` records it in the job row before anything else is
-        written, and returns the turn id to use), or the resumed turn of a redelivered job, whose entries
-        already on the board are kept in :attr:`done`."""
-        if self.resume is not None:
-            self.done = dict(
-                await anyio.to_thread.run_sync(self.board.read_turn, self.user, self.session, self.resume)
-            )
-            return self.resume
-        turn: str = await anyio.to_thread.run_sync(
-            partial(self.board.begin_turn, self.user, self.session, crisis_tier=verdict.tier)
-        )
-        on_begun = getattr(self.hooks, "on_begun", None)
-        if on_begun is not None:
-            turn = await on_begun(turn)
-        return turn
 
     def deliver(self, reply: str, *, fallback: bool) -> None:
         """Show the first reply (once; later calls are ignored)."""
@@ -431,11 +397,9 @@ class Turn:
         on_change: Callable[[AgentStatus], None] | None,
         on_started: Callable[[], None],
     ) -> None:
-        if name in self.done:  # a redelivered turn: this agent's entry is written, it is not run again
+        if not await self.resume.dispatch(name):  # a redelivered turn: this agent's entry is written
             self._reuse(name)
             return
-        if self._check is not None:
-            await self._check(name)  # the worker's lease on the session is still held (else: stop here)
         v = self.views[name]
         await run_agent(
             self.sup.runner,
@@ -454,7 +418,7 @@ class Turn:
         stored one."""
         self.statuses[name].status = "ok"
         if name in EARLY:
-            self._candidate.setdefault("reply", str(self.done[name].value.get("reply", "")).strip())
+            self._candidate.setdefault("reply", str(self.resume.done[name].value.get("reply", "")).strip())
             self._reply_ready.set()
 
     async def deliver_coach_reply(self) -> None:
@@ -628,23 +592,9 @@ class Turn:
         *,
         resumed: bool | None = None,
     ) -> None:
-        """The delivery entry and the turn record (the audit of what ran and what arrived); on a resumed
-        turn (default: one with entries on the board already) each only if missing."""
-        resumed = bool(self.done) if resumed is None else resumed
-        have = (
-            await anyio.to_thread.run_sync(self.board.read_turn, self.user, self.session, self.turn)
-            if resumed
-            else {}
-        )
-        if "record" in have:
-            return
+        """The delivery entry and the turn record (the audit of what ran and what arrived; each only if
+        missing on a resumed turn)."""
         where = (self.user, self.session, self.turn)
-        await record_turn(
-            self.board,
-            where,
-            result,
-            launched,
-            waited_versions,
-            self.started_at,
-            delivery="delivery" not in have,
+        await self.resume.record(
+            self.board, where, result, launched, waited_versions, self.started_at, resumed
         )
