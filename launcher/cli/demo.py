@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 _SLOW_UPSTREAM_S = 1800.0
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "annomi_24.csv"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "annomi_24.csv"
 
 
 def embedded_runtime_config(config: Any, base_url: str, kind: Literal["openai", "anthropic"]) -> Any:

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from launcher.agents import AgentRegistry
 from launcher.cli import app
-from launcher.cli.demo import demo_embedded_config, embedded_runtime_config, scaled_agents
+from launcher.cli.demo import EXAMPLE, demo_embedded_config, embedded_runtime_config, scaled_agents
 from launcher.config import CoachConfig
 from launcher.embedded import FORCED_TOOL_CALL_PREFILL, EmbeddedConfig
 
@@ -91,3 +91,9 @@ def test_closing_summary_counts_what_each_turn_delivered(tmp_path: Path) -> None
     assert "in 3 of 4 turns the model wrote all five entries" in out
     assert "Pineal's synthesis: 2 by the model, 2 by the deterministic fallback" in out
     assert "board show --user annomi-24" in out and str(tmp_path / "blackboard.sqlite3") in out
+
+
+def test_the_demo_replays_the_example_transcript_of_the_checkout() -> None:
+    # `make demo` failed after the layout moved the command a folder deeper: the path pointed into launcher/
+    assert EXAMPLE == Path(__file__).resolve().parents[2] / "examples" / "annomi_24.csv"
+    assert EXAMPLE.is_file()
