@@ -103,10 +103,16 @@ def demo_supervisor_settings() -> Any:
     """Supervisor settings for the one-slot embedded server: the specialists wait (up to 60 s) for the
     Coach's first token, so the Coach's request is served first and its reply comes within seconds of its
     own prefill instead of behind the specialists' (measured: 137 s in a warm turn when all started
-    together). The server serves one request at a time, so this costs the turn nothing."""
+    together). The server serves one request at a time, so this costs the turn nothing.
+
+    Pineal's prefill is off: on one slot it cannot overlap the specialists, it queues behind them and
+    Pineal's real request then waits for it (the first demo with it on: Pineal started 65 s after the last
+    specialist ended, and the prefill failed)."""
     from launcher.pipeline.supervisor import SupervisorSettings
 
-    return SupervisorSettings(coach_head_start_s=60.0, coach_head_start_until="first_token")
+    return SupervisorSettings(
+        coach_head_start_s=60.0, coach_head_start_until="first_token", pineal_prefill=False
+    )
 
 
 def demo_embedded_config(config: Any) -> Any:

@@ -84,7 +84,8 @@ class SupervisorSettings:
         sequential: benchmarks only: run the agents one after another (each deadline counted from its
             own start) to measure what parallel dispatch saves.
         pineal_prefill: send Pineal's shared context ahead while the specialists work
-            (:mod:`launcher.pipeline._pineal_prefill`); off only to measure what it saves.
+            (:mod:`launcher.pipeline._pineal_prefill`); off to measure what it saves, and for a
+            one-slot model server (``coach demo``), where it cannot overlap the specialists.
     """
 
     history_turns: int = 6

@@ -97,3 +97,11 @@ def test_the_demo_replays_the_example_transcript_of_the_checkout() -> None:
     # `make demo` failed after the layout moved the command a folder deeper: the path pointed into launcher/
     assert EXAMPLE == Path(__file__).resolve().parents[2] / "examples" / "annomi_24.csv"
     assert EXAMPLE.is_file()
+
+
+def test_the_demo_sends_no_pineal_prefill_to_its_one_slot_server() -> None:
+    from launcher.cli.demo import demo_supervisor_settings
+
+    settings = demo_supervisor_settings()
+    assert settings.pineal_prefill is False
+    assert settings.coach_head_start_s > 0
