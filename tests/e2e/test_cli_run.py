@@ -9,27 +9,16 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.harness import REPO, agent_script
+from tests.e2e.harness import REPO
 from tests.launcher.fakes import OUTPUT_TOOLS
 from testsupport.script import Hang
 from testsupport.upstream import ScriptedUpstream
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
-
-
-@pytest.fixture
-def upstream() -> Iterator[ScriptedUpstream]:
-    up = ScriptedUpstream({a: agent_script(a) for a in OUTPUT_TOOLS})
-    up.start()
-    try:
-        yield up
-    finally:
-        up.stop()
 
 
 def _config(tmp_path: Path, up: ScriptedUpstream) -> Path:

@@ -6,30 +6,18 @@ from __future__ import annotations
 import json
 import subprocess
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from blackboard._pg_jobs import TurnJobs
-from tests.e2e.harness import REPO, agent_script
-from tests.launcher.fakes import OUTPUT_TOOLS
+from tests.e2e.harness import REPO
 from tests.scaleout.cluster import WorkerProc, coach, comparable, front, write_config
 from testsupport.postgres import fresh_schema
 from testsupport.rabbitmq import fresh_prefix
 from testsupport.upstream import ScriptedUpstream
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(420)]
-
-
-@pytest.fixture
-def upstream() -> Iterator[ScriptedUpstream]:
-    up = ScriptedUpstream({a: agent_script(a) for a in OUTPUT_TOOLS})
-    up.start()
-    try:
-        yield up
-    finally:
-        up.stop()
 
 
 def test_coach_run_broker_gives_the_in_process_document(tmp_path: Path, upstream: ScriptedUpstream) -> None:

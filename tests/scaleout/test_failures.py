@@ -27,7 +27,6 @@ from blackboard import Blackboard
 from blackboard._pg_jobs import TurnJobs
 from blackboard._pg_lease import Leases
 from tests.e2e.harness import agent_script
-from tests.launcher.fakes import OUTPUT_TOOLS
 from tests.scaleout.cluster import WorkerProc, front, write_config
 from testsupport.postgres import fresh_schema
 from testsupport.rabbitmq import fresh_prefix
@@ -41,16 +40,6 @@ SPECIALISTS = ("shadow", "persona", "plasticity", "stability")
 
 def slow(agent: str, seconds: float) -> Any:
     return agent_script(agent, lambda r: Delay(seconds, then=agent_script(agent)(r)))
-
-
-@pytest.fixture
-def upstream() -> Iterator[ScriptedUpstream]:
-    up = ScriptedUpstream({a: agent_script(a) for a in OUTPUT_TOOLS})
-    up.start()
-    try:
-        yield up
-    finally:
-        up.stop()
 
 
 @pytest.fixture

@@ -8,30 +8,18 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.e2e.harness import REPO, agent_script
-from tests.launcher.fakes import OUTPUT_TOOLS
+from tests.e2e.harness import REPO
 from tests.scaleout.cluster import WorkerProc, coach, write_config
 from testsupport.postgres import fresh_schema
 from testsupport.rabbitmq import fresh_prefix
 from testsupport.upstream import ScriptedUpstream
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(400)]
-
-
-@pytest.fixture
-def upstream() -> Iterator[ScriptedUpstream]:
-    up = ScriptedUpstream({a: agent_script(a) for a in OUTPUT_TOOLS})
-    up.start()
-    try:
-        yield up
-    finally:
-        up.stop()
 
 
 def _events(resp: httpx.Response) -> list[tuple[str, dict]]:
