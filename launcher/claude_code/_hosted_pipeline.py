@@ -26,7 +26,7 @@ from launcher.claude_code._turn_jobs import EarlyReply, TurnSummary
 
 __all__ = ["HostedPipeline", "message_turn"]
 
-log = logging.getLogger("mcp_server")
+log = logging.getLogger(__name__)
 
 
 def message_turn(store: Any, user: str, session: str, message: str) -> tuple[str, int] | None:

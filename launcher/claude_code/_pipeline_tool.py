@@ -60,7 +60,7 @@ __all__ = [
     "reply_text",
 ]
 
-log = logging.getLogger("mcp_server")
+log = logging.getLogger(__name__)
 
 COACH_TURN_TOOL = "coach_turn"
 COACH_SYNTHESIS_TOOL = "coach_synthesis"

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 __all__ = ["SessionIdleClose"]
 
-log = logging.getLogger("mcp_server")
+log = logging.getLogger(__name__)
 
 
 class _Turns(Protocol):

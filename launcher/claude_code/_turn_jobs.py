@@ -25,7 +25,7 @@ from anyio.abc import TaskGroup
 
 __all__ = ["KEEP_FINISHED", "EarlyReply", "PipelineRun", "TurnJob", "TurnJobs", "TurnSummary"]
 
-log = logging.getLogger("mcp_server")
+log = logging.getLogger(__name__)
 
 #: Finished turns kept in memory for ``coach_synthesis`` (older ones are read from the blackboard).
 KEEP_FINISHED = 32

@@ -92,7 +92,7 @@ __all__ = [
     "stored_summary",
 ]
 
-log = logging.getLogger("mcp_server")
+log = logging.getLogger(__name__)
 
 #: Set to 1 (by ``.claude-plugin/coach-mcp.sh``) to serve stdio in session mode.
 ENV_SESSION_MODE = "COACH_MCP_SESSION"
