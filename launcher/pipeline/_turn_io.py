@@ -29,8 +29,10 @@ from blackboard import (
     AGENT_ORDER,
     Blackboard,
     Entry,
+    Stage,
     TurnRecord,
     WaitResult,
+    agents_at,
     profile_key,
     session_key,
     turn_entry_key,
@@ -54,8 +56,11 @@ log = logging.getLogger(__name__)
 #: Author recorded on the entries the supervisor writes.
 SUPERVISOR_AUTHOR = "supervisor"
 
-#: Specialists whose latest entries go into the context packs, Stability (the gate) first.
-_RELEVANT = ("stability", "shadow", "persona", "plasticity")
+#: The gate whose blocks every later agent must respect: its entry leads the context packs.
+_GATE = "stability"
+#: Specialists whose latest entries go into the context packs: the gate first, then the others in roster
+#: order (a fixed order keeps the packs byte-identical across turns for the prefix cache).
+_RELEVANT = (_GATE, *(n for n in agents_at(Stage.SPECIALIST) if n != _GATE))
 
 
 def turn_order(turn: str) -> tuple[int, int, str]:
