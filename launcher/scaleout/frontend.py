@@ -24,7 +24,7 @@ import anyio.to_thread
 
 from blackboard._pg_jobs import Job, TurnJobs
 from launcher.errors import LauncherError
-from launcher.scaleout.broker import AmqpBroker, BrokerTopology
+from launcher.scaleout.broker import AmqpBroker, topology_of
 from launcher.scaleout.jobs import JobMessage
 
 __all__ = [
@@ -147,7 +147,7 @@ class BrokerFrontend:
         self.jobs: TurnJobs | None = None
         self.broker = AmqpBroker(
             broker_url,
-            BrokerTopology(prefix=config.broker.prefix, delivery_limit=config.broker.delivery_limit),
+            topology_of(config),
             name="coach front end",
         )
 
