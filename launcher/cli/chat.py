@@ -14,6 +14,9 @@ alias: ``Runtime.current_agents``); an invalid edit is reported with file, line 
 previous version keeps being used. With ``--proxy-url`` the external proxy keeps its own policies.
 The session's agent processes are started while the user types the first line (``Supervisor.prewarm``).
 
+With ``--broker URL`` (or ``[broker] url``) nothing runs here: each line is a turn job for ``coach worker``
+(``launcher.cli._chat_broker``; docs/scale-out.md).
+
 When stdout is not a terminal (pipes, tests) the status line is replaced by one plain line per agent
 result, so the output stays line-oriented. Exit codes: 0 closed normally, 2 bad configuration, agent
 files or ids, 130 interrupted (the session is left open; ``coach session close`` closes it later).
@@ -468,7 +471,7 @@ def chat_cmd(
 ) -> None:
     """Chat with the coach: the Coach's reply at once, the synthesis appended later.
 
-    With --broker (or [broker] url) every turn runs on a `coach worker` (docs/scale-out.md); a line
+    With --broker (or \\[broker] url) every turn runs on a `coach worker` (docs/scale-out.md); a line
     that could not be sent is kept and sent again with the next one (or /retry)."""
     from rich.console import Console
 
