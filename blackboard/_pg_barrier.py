@@ -18,15 +18,14 @@ and releases its row locks when the connection drops; waits for a row lock are b
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 from ._barrier import check_turn_id
 from ._keys import check_part
-from ._pg_conn import call_pooled, describe, open_pool, upgrade_schema
-from ._pg_schema import CHANNEL, DEFAULT_SCHEMA, check_schema_name
+from ._pg_conn import PooledTables, describe
+from ._pg_schema import CHANNEL, DEFAULT_SCHEMA
 from ._sequencer import WaitResult
 from .errors import (
     InvalidValueError,
@@ -36,10 +35,8 @@ from .errors import (
 
 __all__ = ["PgBarrier"]
 
-T = TypeVar("T")
 
-
-class PgBarrier:
+class PgBarrier(PooledTables):
     """Barrier rows in one PostgreSQL schema (see module docstring). Thread-safe.
 
     Args:
@@ -53,6 +50,8 @@ class PgBarrier:
         StoreUnavailableError: unreachable server, schema too new; InvalidValueError: bad URL/schema.
     """
 
+    what = "barrier"
+
     def __init__(
         self,
         url: str,
@@ -63,24 +62,14 @@ class PgBarrier:
         upgrade: bool = True,
         pool_size: int = 8,
     ) -> None:
-        self.url = url
-        self.schema = check_schema_name(schema)
+        super().__init__(url, schema, upgrade=upgrade, pool_size=pool_size, name="barrier")
         self.lock_timeout_s = lock_timeout_s
         self.recheck_s = recheck_s
-        self._q = f'"{self.schema}"'
-        if upgrade:
-            upgrade_schema(url, self.schema)
-        self._pool = open_pool(url, max_size=pool_size, name=f"barrier-{self.schema}")
-        self._closed = False
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"PgBarrier({describe(self.url)!r}, schema={self.schema!r})"
 
     # -- plumbing --------------------------------------------------------------------------------
-    def _call(self, fn: Callable[[Any], T]) -> T:
-        return call_pooled(self._pool, fn, url=self.url, what="barrier", closed=self._closed)
-
     def _required(self, conn: Any, turn_id: str) -> list[str]:
         row = conn.execute(
             f"SELECT required FROM {self._q}.barrier_turns WHERE turn_id = %s", (turn_id,)
@@ -224,10 +213,3 @@ class PgBarrier:
             return row is not None
 
         return self._call(op)
-
-    def close(self) -> None:
-        """Release the connections; further calls raise StoreUnavailableError. Idempotent."""
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._pool.close()

@@ -8,12 +8,22 @@ default isolation).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from .errors import InvalidValueError, LockTimeoutError, StoreUnavailableError
 
-__all__ = ["START_HINT", "call_pooled", "check_url", "describe", "open_pool", "unreachable", "upgrade_schema"]
+__all__ = [
+    "START_HINT",
+    "PooledTables",
+    "call_pooled",
+    "check_url",
+    "describe",
+    "open_pool",
+    "unreachable",
+    "upgrade_schema",
+]
 
 T = TypeVar("T")
 
@@ -143,3 +153,58 @@ def call_pooled(pool: Any, fn: Callable[[Any], T], *, url: str, what: str, close
         ) from None
     except psycopg.Error as exc:
         raise StoreUnavailableError(f"{what} database error: {exc}", retryable=False) from None
+
+
+class PooledTables:
+    """The plumbing every PostgreSQL class of the blackboard shares (the store, the barrier, the turn jobs,
+    the leases): one schema, its tables reached through a connection pool, errors as the blackboard's.
+
+    Args:
+        url / schema: the deployment; the schema name is checked (InvalidValueError).
+        pool: share an open ``psycopg_pool.ConnectionPool`` (then nothing is upgraded here and
+            :meth:`close` leaves the pool open); None: open one of ``pool_size`` connections named
+            ``{name}-{schema}``, after :func:`upgrade_schema` when ``upgrade``.
+
+    Raises StoreUnavailableError (``database_unreachable``: which server, how to start it). Subclasses
+    set :attr:`what` (the noun of "... is closed" errors) and run their statements with :meth:`_call`.
+    Thread-safe.
+    """
+
+    what: ClassVar[str] = "store"
+
+    def __init__(
+        self,
+        url: str,
+        schema: str,
+        *,
+        pool: Any = None,
+        upgrade: bool = True,
+        pool_size: int = 8,
+        name: str = "coachboard",
+    ) -> None:
+        from ._pg_schema import check_schema_name
+
+        self.url = url
+        self.schema = check_schema_name(schema)
+        self._q = f'"{self.schema}"'
+        self._own_pool = pool is None
+        if pool is None:
+            if upgrade:
+                upgrade_schema(url, self.schema)
+            pool = open_pool(url, max_size=pool_size, name=f"{name}-{self.schema}")
+        self._pool = pool
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def _call(self, fn: Callable[[Any], T]) -> T:
+        """``fn(conn)`` on a pooled connection (:func:`call_pooled`)."""
+        return call_pooled(self._pool, fn, url=self.url, what=self.what, closed=self._closed)
+
+    def close(self) -> None:
+        """Release the connections (a shared pool stays open); further calls raise
+        StoreUnavailableError. Idempotent."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                if self._own_pool:
+                    self._pool.close()

@@ -17,16 +17,15 @@ lost). The message text is never logged.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ._keys import check_part
-from ._pg_conn import call_pooled, describe, open_pool, upgrade_schema
+from ._pg_conn import PooledTables, describe
 from ._pg_lease import NOW_SQL, Lease, StaleLeaseError
-from ._pg_schema import DEFAULT_SCHEMA, JOBS_CHANNEL, check_schema_name
+from ._pg_schema import DEFAULT_SCHEMA, JOBS_CHANNEL
 from .errors import InvalidValueError
 
 __all__ = ["TERMINAL", "Job", "TurnJobs"]
@@ -89,7 +88,7 @@ def check_job_id(job_id: object) -> str:
     return check_part(job_id, "job id")
 
 
-class TurnJobs:
+class TurnJobs(PooledTables):
     """The ``turn_jobs`` table of one schema (see the module docstring).
 
     Args:
@@ -98,26 +97,16 @@ class TurnJobs:
         recheck_s: how often :meth:`wait` re-reads without a notification.
     """
 
+    what = "turn jobs"
+
     def __init__(
         self, url: str, *, schema: str = DEFAULT_SCHEMA, pool: Any = None, recheck_s: float = 0.5
     ) -> None:
-        self.url = url
-        self.schema = check_schema_name(schema)
-        self._q = f'"{self.schema}"'
+        super().__init__(url, schema, pool=pool, pool_size=6, name="jobs")
         self.recheck_s = recheck_s
-        self._own_pool = pool is None
-        if pool is None:
-            upgrade_schema(url, self.schema)
-            pool = open_pool(url, max_size=6, name=f"jobs-{self.schema}")
-        self._pool = pool
-        self._closed = False
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"TurnJobs({describe(self.url)!r}, schema={self.schema!r})"
-
-    def _call(self, fn: Any) -> Any:
-        return call_pooled(self._pool, fn, url=self.url, what="turn jobs", closed=self._closed)
 
     def _guard(self) -> str:
         return (
@@ -357,10 +346,3 @@ class TurnJobs:
                 (worker_id, host, pid, capacity),
             )
         )
-
-    def close(self) -> None:
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                if self._own_pool:
-                    self._pool.close()

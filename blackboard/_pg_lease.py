@@ -20,13 +20,12 @@ a stale holder's writes are refused by the database, not by luck; each refusal i
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from typing import Any
 
 from ._keys import check_part
-from ._pg_conn import call_pooled, describe, open_pool, upgrade_schema
-from ._pg_schema import DEFAULT_SCHEMA, check_schema_name
+from ._pg_conn import PooledTables, describe
+from ._pg_schema import DEFAULT_SCHEMA
 from .errors import BlackboardError, InvalidValueError
 
 __all__ = ["NOW_SQL", "Lease", "Leases", "StaleLeaseError"]
@@ -54,7 +53,7 @@ class Lease:
     expires_at: float
 
 
-class Leases:
+class Leases(PooledTables):
     """The session leases of one schema (see the module docstring).
 
     Args:
@@ -64,28 +63,18 @@ class Leases:
         pool: share an open ``psycopg_pool.ConnectionPool`` (then :meth:`close` leaves it open).
     """
 
+    what = "leases"
+
     def __init__(
         self, url: str, *, schema: str = DEFAULT_SCHEMA, ttl_s: float = 15.0, pool: Any = None
     ) -> None:
         if not isinstance(ttl_s, (int, float)) or isinstance(ttl_s, bool) or ttl_s <= 0:
             raise InvalidValueError(f"lease ttl_s must be a number > 0, got {ttl_s!r}")
-        self.url = url
-        self.schema = check_schema_name(schema)
+        super().__init__(url, schema, pool=pool, pool_size=4, name="leases")
         self.ttl_s = float(ttl_s)
-        self._q = f'"{self.schema}"'
-        self._own_pool = pool is None
-        if pool is None:
-            upgrade_schema(url, self.schema)
-            pool = open_pool(url, max_size=4, name=f"leases-{self.schema}")
-        self._pool = pool
-        self._closed = False
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"Leases({describe(self.url)!r}, schema={self.schema!r}, ttl_s={self.ttl_s})"
-
-    def _call(self, fn: Any) -> Any:
-        return call_pooled(self._pool, fn, url=self.url, what="leases", closed=self._closed)
 
     def acquire(self, user: str, session: str, worker_id: str) -> Lease | None:
         """Take or renew the session's lease for ``worker_id``; None when another worker holds it and it
@@ -192,10 +181,3 @@ class Leases:
         )
         keys = ("job_id", "user", "session", "worker_id", "epoch", "what", "at")
         return [dict(zip(keys, r, strict=True)) for r in rows]
-
-    def close(self) -> None:
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                if self._own_pool:
-                    self._pool.close()

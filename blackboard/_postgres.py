@@ -13,21 +13,18 @@ writer). Tables and triggers: ``blackboard._pg_schema``.
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from ._keys import check_prefix, parse_key
-from ._pg_conn import call_pooled, describe, open_pool, upgrade_schema
-from ._pg_schema import DEFAULT_SCHEMA, LATEST_VERSION, check_schema_name, refuse_newer, schema_version
+from ._pg_conn import PooledTables, describe
+from ._pg_schema import DEFAULT_SCHEMA, LATEST_VERSION, refuse_newer, schema_version
 from ._store import Entry, check_write_args, decode_value
 from .errors import StoreUnavailableError, VersionConflictError
 
 __all__ = ["PostgresStore"]
 
 _Entries = list[Entry]
-T = TypeVar("T")
 _COLS = "key, value, version, author, created_at, updated_at, seq"
 
 
@@ -38,7 +35,7 @@ class _Conflict(Exception):
         self.current = current
 
 
-class PostgresStore:
+class PostgresStore(PooledTables):
     """Store in one PostgreSQL schema, shared by every process that opens the same URL and schema.
 
     Args:
@@ -60,14 +57,7 @@ class PostgresStore:
     def __init__(
         self, url: str, *, schema: str = DEFAULT_SCHEMA, upgrade: bool = True, pool_size: int = 8
     ) -> None:
-        self.url = url
-        self.schema = check_schema_name(schema)
-        self._q = f'"{self.schema}"'
-        if upgrade:
-            upgrade_schema(url, self.schema)
-        self._pool = open_pool(url, max_size=pool_size, name=f"store-{self.schema}")
-        self._closed = False
-        self._lock = threading.Lock()
+        super().__init__(url, schema, upgrade=upgrade, pool_size=pool_size, name="store")
         if not upgrade:
             with self._pool.connection() as conn:
                 version = schema_version(conn, self.schema)
@@ -85,9 +75,6 @@ class PostgresStore:
         return f"PostgresStore({describe(self.url)!r}, schema={self.schema!r})"
 
     # -- plumbing --------------------------------------------------------------------------------
-    def _call(self, fn: Callable[[Any], T]) -> T:
-        return call_pooled(self._pool, fn, url=self.url, what="store", closed=self._closed)
-
     @staticmethod
     def _row(row: tuple[Any, ...]) -> Entry:
         return Entry(row[0], decode_value(row[1]), row[2], row[3], row[4], row[5], row[6])
@@ -166,9 +153,3 @@ class PostgresStore:
             return [self._row(r) for r in rows]
 
         return self._call(op)
-
-    def close(self) -> None:
-        with self._lock:
-            if not self._closed:
-                self._closed = True
-                self._pool.close()

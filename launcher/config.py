@@ -194,12 +194,15 @@ _BROKER_PREFIX = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 
 class BrokerConfig(BaseModel):
     """``[broker]``: RabbitMQ for turn jobs (docs/scale-out.md). ``url`` (or ``COACH_BROKER_URL``, which
-    wins; or ``--broker``) turns ``coach run`` and ``coach serve``'s turn endpoint into front ends that
-    publish jobs for ``coach worker`` processes; unset, turns run in-process.
+    wins; or ``--broker``) turns ``coach run``, ``coach chat``, the Claude Code session mode and ``coach
+    serve``'s turn endpoint into front ends that publish jobs for ``coach worker`` processes; unset,
+    turns run in-process.
 
     ``url``: ``amqp://user:password@host:port/vhost``; ``prefix``: the exchanges' and queues' names
-    start with it (one per deployment); ``delivery_limit``: deliveries of a job whose consumer died
-    before the broker dead-letters it (the job is then marked failed); ``lease_ttl_s``: how long a
+    start with it (one per deployment); ``delivery_limit``: the broker's ``x-delivery-limit``, and how
+    often a job may be started again after its first start before it is marked failed (starts counted
+    in PostgreSQL; a job dead-lettered with fewer, e.g. after dropped connections while it waited, is
+    queued again); ``lease_ttl_s``: how long a
     session stays with a worker that stopped renewing (a dead worker's sessions move after it);
     ``sessions``: warm sessions per worker (six ``claude`` processes each; also the broker prefetch);
     ``metrics_port``: ``coach worker``'s ``/metrics`` (0 = any free port); ``turns_port``: ``coach

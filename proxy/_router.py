@@ -1,5 +1,17 @@
-"""Routing: model name / agent alias -> pool; replica choice by least outstanding requests with session
-affinity; passive (connect failures) and active (``GET /health``) health tracking.
+"""Routing: model name / agent alias -> pool; replica choice; passive (connect failures) and active
+(``GET /health``) health tracking.
+
+Replica choice. A request with a session goes to the replica that ranks highest for that session by
+rendezvous (highest-random-weight) hashing (Thaler and Ravishankar, "Using name-based mappings to
+increase hit rates", IEEE/ACM ToN 1998): every replica URL gets the score ``blake2b(session, url)`` and
+the highest score wins. The choice is a pure function of the session id and the pool's replica URLs,
+with no per-process state, so every proxy (each ``coach worker`` has its own) sends a session to the
+same model-server replica and the replica's prefix cache stays warm after a worker takes the session
+over. The sessions spread evenly over the replicas. Fallback: when the top replica is unavailable
+(marked down, failing ``/health``) or was already tried for this request, the next replica in the same
+session's ranking is used, so only that replica's sessions move, and each to the same place on every
+proxy; they come back when it is up again. Requests without a session go to the available replica with
+the fewest outstanding requests (ties: fewest served).
 
 Resolution order for a request: the agent policy's ``model_alias``, then an exact pool name or alias,
 then an fnmatch alias pattern (``claude-*``), then ``default_model``; else ``not_found_error``.
@@ -8,8 +20,8 @@ then an fnmatch alias pattern (``claude-*``), then ``default_model``; else ``not
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import time
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import httpx
@@ -17,7 +29,17 @@ import httpx
 from .config import ModelPool, ProxyConfig
 from .errors import NotFoundError
 
-_AFFINITY_MAX = 10_000
+
+def rendezvous_score(session: str, url: str) -> int:
+    """The rendezvous-hashing weight of replica ``url`` for ``session``: the first 8 bytes of
+    ``blake2b(session NUL url)`` as an unsigned integer (the same on every machine and Python run)."""
+    digest = hashlib.blake2b(f"{session}\0{url}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+def rank_replicas(session: str, urls: list[str]) -> list[str]:
+    """``urls`` ordered by :func:`rendezvous_score` for ``session``, highest first (ties: by URL)."""
+    return sorted(urls, key=lambda u: (-rendezvous_score(session, u), u))
 
 
 @dataclass
@@ -44,8 +66,6 @@ class Router:
         self.replicas: dict[str, list[Replica]] = {
             p.name: [Replica(p.name, url) for url in p.replicas] for p in config.models
         }
-        self._affinity: OrderedDict[tuple[str, str], str] = OrderedDict()
-        self._rr = 0
 
     def resolve(self, model: str, alias: str | None = None) -> ModelPool:
         """The pool serving ``model`` (or the agent's ``alias``). Raises NotFoundError."""
@@ -70,27 +90,17 @@ class Router:
     def pick(
         self, pool: str, session: str | None, exclude: set[str] | frozenset[str] = frozenset()
     ) -> Replica:
-        """Choose a replica: the session's previous one while it is available, else the available one
-        with the fewest outstanding requests (ties: fewest served). Excluded and unavailable replicas
-        are used only when nothing else is left."""
+        """Choose a replica (see the module docstring): with a session, the highest-ranked available one
+        by rendezvous hashing; without, the available one with the fewest outstanding requests. Excluded
+        and unavailable replicas are used only when nothing else is left."""
         now = time.monotonic()
         reps = self.replicas[pool]
         candidates = [r for r in reps if r.url not in exclude and r.available(now)]
         if not candidates:
             candidates = [r for r in reps if r.url not in exclude] or list(reps)
         if session:
-            url = self._affinity.get((pool, session))
-            for r in candidates:
-                if r.url == url:
-                    self._affinity.move_to_end((pool, session))
-                    return r
-        best = min(candidates, key=lambda r: (r.outstanding, r.served))
-        if session:
-            self._affinity[(pool, session)] = best.url
-            self._affinity.move_to_end((pool, session))
-            while len(self._affinity) > _AFFINITY_MAX:
-                self._affinity.popitem(last=False)
-        return best
+            return min(candidates, key=lambda r: (-rendezvous_score(session, r.url), r.url))
+        return min(candidates, key=lambda r: (r.outstanding, r.served))
 
     def mark_down(self, replica: Replica) -> None:
         """Passive health: skip this replica for ``unhealthy_cooldown_s``."""

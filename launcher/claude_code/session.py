@@ -416,8 +416,14 @@ def run_session(
     config: Path | None = None,
     user: str | None = None,
     session: str | None = None,
+    broker_frontend: Callable[[Any, str], Any] | None = None,
 ) -> None:
     """Serve session mode over stdio until Claude Code closes the pipe (blocking).
+
+    With ``[broker] url`` (or ``COACH_BROKER_URL``) and ``broker_frontend`` (``coach mcp`` passes
+    ``launcher.scaleout.frontend.BrokerFrontend``), ``coach_turn`` publishes each turn as a job for
+    ``coach worker`` and follows it (``launcher.claude_code._broker_pipeline``) instead of running the
+    agents in this process.
 
     Raises:
         McpConfigError: the configuration file is invalid (the message lists each problem), or the data
@@ -446,7 +452,12 @@ def run_session(
     dropped = drop_parent_session_env(os.environ)
     if dropped:
         log.info("not passed to the pipeline's agents: %s", ", ".join(dropped))
-    pipeline = HostedPipeline(coach_config)
+    pipeline: Any = HostedPipeline(coach_config)
+    if coach_config.broker.url and broker_frontend is not None:
+        from launcher.claude_code._broker_pipeline import BrokerPipeline
+
+        pipeline = BrokerPipeline(board, broker_frontend(coach_config, coach_config.broker.url))
+        log.info("session mode: turns published as jobs for coach worker")
     server, _ = build_session_server(
         board,
         identity,

@@ -14,6 +14,9 @@ alias: ``Runtime.current_agents``); an invalid edit is reported with file, line 
 previous version keeps being used. With ``--proxy-url`` the external proxy keeps its own policies.
 The session's agent processes are started while the user types the first line (``Supervisor.prewarm``).
 
+With ``--broker URL`` (or ``[broker] url``) nothing runs here: each line is a turn job for ``coach worker``
+(``launcher.cli._chat_broker``; docs/scale-out.md).
+
 When stdout is not a terminal (pipes, tests) the status line is replaced by one plain line per agent
 result, so the output stays line-oriented. Exit codes: 0 closed normally, 2 bad configuration, agent
 files or ids, 130 interrupted (the session is left open; ``coach session close`` closes it later).
@@ -457,29 +460,56 @@ def chat_cmd(
     ] = None,
     proxy_url: Annotated[str | None, typer.Option("--proxy-url", help="use a running proxy")] = None,
     mcp_url: Annotated[str | None, typer.Option("--mcp-url", help="use a running MCP HTTP server")] = None,
+    broker: Annotated[
+        str | None,
+        typer.Option(
+            "--broker",
+            help="publish each turn as a job for `coach worker` and follow it (RabbitMQ URL; default "
+            "\\[broker] url; needs \\[data] url)",
+        ),
+    ] = None,
 ) -> None:
-    """Chat with the coach: the Coach's reply at once, the synthesis appended later."""
+    """Chat with the coach: the Coach's reply at once, the synthesis appended later.
+
+    With --broker (or \\[broker] url) every turn runs on a `coach worker` (docs/scale-out.md); a line
+    that could not be sent is kept and sent again with the next one (or /retry)."""
     from rich.console import Console
 
+    from blackboard import BlackboardError
     from launcher.agents import AgentSpecError
     from launcher.cli._common import (
         check_ids,
         check_service_urls,
         check_session_open,
+        fail,
         load_config_or_exit,
         run_async,
+        store_error,
     )
     from launcher.errors import LauncherError
 
     session = session or default_session_id()
     check_ids(user=user, session=session)
     config = load_config_or_exit(config_path)
+    broker_url = broker or config.broker.url
+    if broker_url and (proxy_url or mcp_url):
+        fail(
+            "error: --proxy-url/--mcp-url are for turns run in this process; with --broker (or [broker] url) "
+            "the turns run on `coach worker`, which has its own proxy and MCP server: drop one of them"
+        )
     check_session_open(config, user, session)  # before any process starts
     check_service_urls(proxy_url, mcp_url)
     console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
-    err = Console(file=sys.stderr, highlight=False)
+    err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
     try:
-        code = run_async(_chat, config, user, session, console, (proxy_url, mcp_url))
+        if broker_url:
+            from launcher.cli._chat_broker import chat_via_broker
+            from launcher.pipeline._data_dir import prepare_data_dir
+
+            _log_to_file(prepare_data_dir(config.data.dir))
+            code = run_async(chat_via_broker, config, broker_url, user, session, console)
+        else:
+            code = run_async(_chat, config, user, session, console, (proxy_url, mcp_url))
     except KeyboardInterrupt:
         err.print(
             f"interrupted: agent processes stopped; session {session} is still open "
@@ -489,4 +519,6 @@ def chat_cmd(
     except (AgentSpecError, LauncherError) as exc:
         err.print(f"error: {exc}", markup=False)
         raise typer.Exit(2) from None
+    except BlackboardError as exc:  # the store is unusable at start (PostgreSQL unreachable, ...)
+        store_error(exc, config.data.dir)
     raise typer.Exit(code)

@@ -62,7 +62,9 @@ def _session_mode(
 
     if not session_mode_requested():
         return False
-    run_session(data_dir=data_dir, config=config, user=user, session=session)
+    from launcher.scaleout.frontend import BrokerFrontend
+
+    run_session(data_dir=data_dir, config=config, user=user, session=session, broker_frontend=BrokerFrontend)
     return True
 
 

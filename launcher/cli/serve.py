@@ -31,11 +31,9 @@ Exit codes: 0 stopped by a signal, 2 bad configuration or agent files, 1 a serve
 from __future__ import annotations
 
 import contextlib
-import errno
 import signal
 import socket
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -51,53 +49,19 @@ GRACE_S = 2
 READY_PREFIX = "coach serve: ready"
 
 
-def _bind_fix(exc: OSError, section: str) -> str:
-    """The fix for a failed bind, by its cause: the port is taken (EADDRINUSE), needs privileges
-    (EACCES: ports below 1024), or the host is not an address of this machine (EADDRNOTAVAIL, or a name
-    that does not resolve: ``socket.gaierror``)."""
-    option = f"--{section}-port"
-    if exc.errno == errno.EADDRINUSE:
-        return (
-            f"stop whatever uses that port (ss -ltnp shows it) or pass another {option} / set [{section}] port "
-            "(0 = any free port)"
-        )
-    if exc.errno == errno.EACCES:
-        return f"ports below 1024 need privileges: pass {option} 1024 or higher / set [{section}] port"
-    return (
-        f"set [{section}] host to an address of this machine (127.0.0.1 for local agents only, 0.0.0.0 for "
-        "all interfaces)"
-    )
-
-
 def _bind(host: str, port: int, what: str) -> socket.socket:
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    """Bind for ``coach serve`` or exit 1 with the cause and the fix (``launcher.cli._listen.bind``)."""
+    from launcher.cli._listen import Setting, bind
+    from launcher.errors import StackError
+
+    where = {
+        "proxy": Setting("--proxy-port", "[proxy] port", "[proxy] host"),
+        "mcp server": Setting("--mcp-port", "[mcp] port", "[mcp] host"),
+    }.get(what, Setting("[broker] turns_port", "[broker] turns_port", "[proxy] host"))
     try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        fail(
-            f"coach serve: cannot listen on {host}:{port} for the {what}: {exc.strerror or exc}. Fix: "
-            f"{_bind_fix(exc, what.split()[0].lower())}",
-            1,
-        )
-    sock.listen(2048)
-    return sock
-
-
-def _uvicorn_server(app: Any) -> Any:
-    import uvicorn
-
-    class _Server(uvicorn.Server):
-        @contextlib.contextmanager
-        def capture_signals(self) -> Iterator[None]:  # this command handles SIGINT/SIGTERM itself
-            yield
-
-    return _Server(
-        uvicorn.Config(
-            app, log_level="warning", lifespan="on", access_log=False, timeout_graceful_shutdown=GRACE_S
-        )
-    )
+        return bind(host, port, f"the {what}", where)
+    except StackError as exc:
+        fail(f"coach serve: {exc}", 1)
 
 
 async def check_upstreams(client: Any, pools: list[Any]) -> dict[str, str]:
@@ -175,6 +139,7 @@ async def _serve(
     import anyio
 
     from launcher.agents.policies import policies_from_agents
+    from launcher.cli._listen import uvicorn_server, wait_started
     from launcher.pipeline.sessions import idle_check_interval
     from mcp_server import HeaderScope, build_server, mcp_secret
     from proxy import create_app
@@ -192,7 +157,7 @@ async def _serve(
     mcp_app = mcp.streamable_http_app(streamable_http_path=mcfg.path, stateless_http=True, host=mcfg.host)
     proxy_app = create_app(pcfg, turn_secret=secret)  # POST /coach/turns: the turns of warm agents
     sync.attach(proxy_app.state.proxy.set_agent_policies, written)  # edited agent files reach the proxy
-    servers = [_uvicorn_server(proxy_app), _uvicorn_server(mcp_app)]
+    servers = [uvicorn_server(proxy_app, grace_s=GRACE_S), uvicorn_server(mcp_app, grace_s=GRACE_S)]
     socks = [proxy_sock, mcp_sock]
     proxy_url = f"http://{pcfg.host}:{proxy_sock.getsockname()[1]}"
     mcp_url = f"http://{mcfg.host}:{mcp_sock.getsockname()[1]}{mcfg.path}"
@@ -200,7 +165,7 @@ async def _serve(
 
     turns = open_turns_endpoint(config, str(secret), _bind, typer.echo)  # [broker] url: POST /v1/turns (SSE)
     if turns is not None:
-        servers.append(_uvicorn_server(turns[0]))
+        servers.append(uvicorn_server(turns[0], grace_s=GRACE_S))
         socks.append(turns[1])
     try:
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -208,9 +173,7 @@ async def _serve(
                 async with anyio.create_task_group() as inner:
                     for server, sock in zip(servers, socks, strict=True):
                         inner.start_soon(_run_server, server, sock)
-                    with anyio.fail_after(30):
-                        while not all(s.started for s in servers):  # noqa: ASYNC110 (uvicorn has no started event)
-                            await anyio.sleep(0.02)
+                    await wait_started(servers, "proxy and MCP server")
                     typer.echo(
                         f"{READY_PREFIX}: proxy {proxy_url}  mcp {mcp_url}  data {data_dir}"
                         "  (MCP scope tokens required)" + (f"  turns {turns[3]}" if turns else "")

@@ -123,15 +123,15 @@ async def _main(config: Any, url: str, sessions: int, ttl: float, port: int, wor
 
     from blackboard._pg_jobs import TurnJobs
     from blackboard._pg_lease import Leases
+    from launcher.cli._listen import Setting, bind, serve_app
     from launcher.pipeline._runtime import coach_runtime
-    from launcher.pipeline.stack import _start
-    from launcher.scaleout.broker import AmqpBroker, BrokerTopology, describe_url
+    from launcher.scaleout.broker import AmqpBroker, describe_url, topology_of
     from launcher.scaleout.metrics import metrics_app
     from launcher.scaleout.worker import Worker, new_worker_id
 
     worker_id = worker_id or new_worker_id()
     bcfg = config.broker
-    topology = BrokerTopology(prefix=bcfg.prefix, delivery_limit=bcfg.delivery_limit)
+    topology = topology_of(config)
     amqp = AmqpBroker(url, topology, name=f"coach worker {worker_id}")
     await amqp.check()  # BrokerError: which URL, how to start RabbitMQ
     jobs = await anyio.to_thread.run_sync(lambda: TurnJobs(config.data.url, schema=config.data.db_schema))
@@ -151,12 +151,13 @@ async def _main(config: Any, url: str, sessions: int, ttl: float, port: int, wor
             )
             metrics_url = "off"
             if port >= 0:
-                app = metrics_app(worker, rt.runner, amqp)
                 host = bcfg.metrics_host
-                if port == 0:
-                    _server, bound = await _start(tg, app, host, "metrics server")
-                else:
-                    bound = await _serve_on(tg, app, host, port)
+                where = Setting("--metrics-port", "[broker] metrics_port", "[broker] metrics_host")
+                sock = bind(host, port, "/metrics", where, backlog=128)
+                bound = sock.getsockname()[1]
+                await serve_app(
+                    tg, metrics_app(worker, rt.runner, amqp), sock, "metrics server", lifespan="off"
+                )
                 metrics_url = f"http://{host}:{bound}/metrics"
 
             def ready() -> None:
@@ -177,39 +178,3 @@ async def _main(config: Any, url: str, sessions: int, ttl: float, port: int, wor
         leases.close()
         with anyio.CancelScope(shield=True), anyio.move_on_after(3):
             await amqp.close()
-
-
-async def _serve_on(tg: Any, app: Any, host: str, port: int) -> int:
-    import socket
-    import time
-
-    import anyio
-    import uvicorn
-
-    from launcher.errors import StackError
-    from launcher.pipeline.stack import _EmbeddedServer
-
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise StackError(
-            f"cannot listen on {host}:{port} for /metrics: {exc.strerror or exc}. Fix: pass another "
-            "--metrics-port (0 = any free port) or set [broker] metrics_port"
-        ) from None
-    sock.listen(128)
-    server = _EmbeddedServer(uvicorn.Config(app, log_level="warning", lifespan="off", access_log=False))
-
-    async def serve() -> None:
-        try:
-            await server.serve(sockets=[sock])
-        finally:
-            sock.close()
-
-    tg.start_soon(serve)
-    deadline = time.monotonic() + 15
-    while not server.started and time.monotonic() < deadline:  # noqa: ASYNC110 (uvicorn has no started event)
-        await anyio.sleep(0.01)
-    return int(sock.getsockname()[1])

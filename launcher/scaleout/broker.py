@@ -32,7 +32,7 @@ from typing import Any, Protocol
 from launcher.errors import LauncherError
 from launcher.scaleout.jobs import JobMessage, decode, encode
 
-__all__ = ["AmqpBroker", "Broker", "BrokerError", "BrokerTopology", "describe_url"]
+__all__ = ["AmqpBroker", "Broker", "BrokerError", "BrokerTopology", "describe_url", "topology_of"]
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +87,12 @@ class BrokerTopology:
 
     def worker_queue(self, worker_id: str) -> str:
         return f"{self.prefix}.w.{worker_id}"
+
+
+def topology_of(config: Any) -> BrokerTopology:
+    """The topology ``[broker] prefix`` / ``delivery_limit`` of a ``CoachConfig`` name (every front end and
+    worker of a deployment must use the same)."""
+    return BrokerTopology(prefix=config.broker.prefix, delivery_limit=config.broker.delivery_limit)
 
 
 class Broker(Protocol):

@@ -24,10 +24,18 @@ import anyio.to_thread
 
 from blackboard._pg_jobs import Job, TurnJobs
 from launcher.errors import LauncherError
-from launcher.scaleout.broker import AmqpBroker, BrokerTopology
+from launcher.scaleout.broker import AmqpBroker, topology_of
 from launcher.scaleout.jobs import JobMessage
 
-__all__ = ["TurnJobFailed", "follow", "new_job_id", "run_turn_via_broker", "submit", "turn_result_from_doc"]
+__all__ = [
+    "BrokerFrontend",
+    "TurnJobFailed",
+    "follow",
+    "new_job_id",
+    "run_turn_via_broker",
+    "submit",
+    "turn_result_from_doc",
+]
 
 #: Seconds after which a still-queued job prints a line saying no worker has taken it.
 WAITING_NOTE_S = 30.0
@@ -59,9 +67,11 @@ async def follow(
     on_reply: Callable[[str], None] | None = None,
     timeout_s: float = 1800.0,
     on_note: Callable[[str], None] | None = None,
+    on_reply_job: Callable[[Job], None] | None = None,
 ) -> dict[str, Any]:
-    """Wait for the job's result document; ``on_reply(text)`` once, when the Coach's reply is recorded.
-    Raises TurnJobFailed (failed, or not done within ``timeout_s``)."""
+    """Wait for the job's result document; ``on_reply(text)`` (and ``on_reply_job(job)``, the row with its
+    turn id) once, when the Coach's reply is recorded. Raises TurnJobFailed (failed, or not done within
+    ``timeout_s``) and the store's StoreUnavailableError (PostgreSQL lost: the job runs on regardless)."""
     end = time.monotonic() + timeout_s
     start = time.monotonic()
     shown = False
@@ -76,6 +86,8 @@ async def follow(
             shown = True
             if on_reply is not None:
                 on_reply(job.coach_reply)
+            if on_reply_job is not None:
+                on_reply_job(job)
         if job.state == "done":
             doc: dict[str, Any] = json.loads(job.result or "{}")
             return doc
@@ -119,6 +131,79 @@ def turn_result_from_doc(doc: dict[str, Any]) -> Any:
     )
 
 
+class BrokerFrontend:
+    """A front end's connection to scale-out: the job rows (PostgreSQL) and the broker (RabbitMQ), opened
+    once and used for many turns (``coach chat --broker``, the Claude Code session mode, ``coach run
+    --broker``).
+
+    Args:
+        config: the ``CoachConfig`` (``[data] url`` / ``schema``, ``[broker] prefix`` / ``delivery_limit``).
+        broker_url: the RabbitMQ URL (``--broker`` or ``[broker] url``).
+    """
+
+    def __init__(self, config: Any, broker_url: str) -> None:
+        self.config = config
+        self.broker_url = broker_url
+        self.jobs: TurnJobs | None = None
+        self.broker = AmqpBroker(
+            broker_url,
+            topology_of(config),
+            name="coach front end",
+        )
+
+    async def open(self, *, check_broker: bool = True) -> BrokerFrontend:
+        """Open the job rows and (``check_broker``) connect to RabbitMQ now. Raises StackError (no
+        ``[data] url``), the store's StoreUnavailableError (PostgreSQL unreachable: which server, how to
+        start it) and BrokerError (RabbitMQ unreachable: which URL, how to start it)."""
+        from launcher.errors import StackError
+
+        if not self.config.data.url:
+            raise StackError(
+                "--broker needs the PostgreSQL blackboard the workers use: set [data] url or "
+                "COACH_DATABASE_URL (docs/postgresql.md)"
+            )
+        if self.jobs is None:
+            url, schema = self.config.data.url, self.config.data.db_schema
+            self.jobs = await anyio.to_thread.run_sync(lambda: TurnJobs(url, schema=schema))
+        if check_broker:
+            await self.broker.check()
+        return self
+
+    def _rows(self) -> TurnJobs:
+        if self.jobs is None:
+            raise RuntimeError("BrokerFrontend.open() first")
+        return self.jobs
+
+    async def submit(self, user: str, session: str, text: str, job_id: str | None = None) -> Job:
+        """:func:`submit` on this front end's rows and broker (the same ``job_id`` again: no second job)."""
+        return await submit(self._rows(), self.broker, user, session, text, job_id)
+
+    async def follow(
+        self,
+        job_id: str,
+        *,
+        on_reply: Callable[[str], None] | None = None,
+        on_reply_job: Callable[[Job], None] | None = None,
+        on_note: Callable[[str], None] | None = None,
+        timeout_s: float = 1800.0,
+    ) -> dict[str, Any]:
+        """:func:`follow` on this front end's rows."""
+        return await follow(
+            self._rows(),
+            job_id,
+            on_reply=on_reply,
+            on_reply_job=on_reply_job,
+            on_note=on_note,
+            timeout_s=timeout_s,
+        )
+
+    async def close(self) -> None:
+        await self.broker.close()
+        if self.jobs is not None:
+            self.jobs.close()
+            self.jobs = None
+
+
 async def run_turn_via_broker(
     config: Any,
     broker_url: str,
@@ -132,22 +217,12 @@ async def run_turn_via_broker(
     timeout_s: float = 1800.0,
 ) -> Any:
     """``coach run --broker``: submit, follow, and return the ``TurnResult`` (from the job's document)."""
-    from launcher.errors import StackError
-
-    if not config.data.url:
-        raise StackError(
-            "--broker needs the PostgreSQL blackboard the workers use: set [data] url or "
-            "COACH_DATABASE_URL (docs/postgresql.md)"
-        )
-    jobs = await anyio.to_thread.run_sync(lambda: TurnJobs(config.data.url, schema=config.data.db_schema))
-    broker = AmqpBroker(
-        broker_url, BrokerTopology(prefix=config.broker.prefix, delivery_limit=config.broker.delivery_limit)
-    )
+    front = BrokerFrontend(config, broker_url)
     try:
-        job = await submit(jobs, broker, user, session, text, job_id)
-        await broker.close()
-        doc = await follow(jobs, job.job_id, on_reply=on_reply, on_note=on_note, timeout_s=timeout_s)
+        await front.open(check_broker=False)
+        job = await front.submit(user, session, text, job_id)
+        await front.broker.close()
+        doc = await front.follow(job.job_id, on_reply=on_reply, on_note=on_note, timeout_s=timeout_s)
         return turn_result_from_doc(doc)
     finally:
-        await broker.close()
-        jobs.close()
+        await front.close()

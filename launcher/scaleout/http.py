@@ -139,12 +139,12 @@ def open_turns_endpoint(config: Any, secret: str, bind: Any, echo: Any) -> tuple
         )
         return None
     from blackboard._pg_jobs import TurnJobs
-    from launcher.scaleout.broker import AmqpBroker, BrokerTopology
+    from launcher.scaleout.broker import AmqpBroker, topology_of
 
     jobs = TurnJobs(config.data.url, schema=config.data.db_schema)
     broker = AmqpBroker(
         config.broker.url,
-        BrokerTopology(prefix=config.broker.prefix, delivery_limit=config.broker.delivery_limit),
+        topology_of(config),
         name="coach serve",
     )
     host = config.proxy.host

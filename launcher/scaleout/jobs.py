@@ -3,7 +3,9 @@
 The user's message text lives in the job row in PostgreSQL (``blackboard._pg_jobs``); a broker message
 only says "there is work": which job (its id is the pointer to the row), for which user and session,
 and the job's ``seq`` (its place in the session's order). Hints (``kind="hint"``) tell the worker that
-holds a session's lease that a job of that session is waiting.
+holds a session's lease that a job of that session is waiting. ``requeues`` (written only when above 0)
+counts how often a worker put a dead-lettered job back on the queue because it had not really been
+attempted that often (``launcher.scaleout.worker.Worker.on_dead``).
 """
 
 from __future__ import annotations
@@ -26,10 +28,14 @@ class JobMessage:
     session: str
     seq: int
     kind: Literal["job", "hint"] = "job"
+    requeues: int = 0
 
 
 def encode(msg: JobMessage) -> bytes:
-    return json.dumps({"v": VERSION, **asdict(msg)}, separators=(",", ":")).encode()
+    d = asdict(msg)
+    if not msg.requeues:
+        del d["requeues"]
+    return json.dumps({"v": VERSION, **d}, separators=(",", ":")).encode()
 
 
 def decode(body: bytes) -> JobMessage:
@@ -47,6 +53,7 @@ def decode(body: bytes) -> JobMessage:
             str(d["session"]),
             int(d["seq"]),
             "hint" if d.get("kind") == "hint" else "job",
+            max(0, int(d.get("requeues") or 0)),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"turn-job message lacks a field: {exc}") from None

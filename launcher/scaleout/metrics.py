@@ -53,6 +53,11 @@ def render(worker: Any, runner: Any, queue_depth: int | None) -> str:
         ("duplicates_acked", st.duplicates_acked, "Messages of jobs already finished, acknowledged."),
         ("stale_refused", st.stale_refused, "Turns stopped because this worker's lease went stale."),
         ("hints_sent", st.hints_sent, "Hints sent to a session's lease holder."),
+        (
+            "requeued",
+            st.requeued,
+            "Dead-lettered jobs put back on the queue: fewer real attempts than the delivery limit.",
+        ),
     ):
         lines += [
             f"# HELP coach_worker_{name}_total {help_}",

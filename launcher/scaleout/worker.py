@@ -17,9 +17,17 @@ How one job message is handled (:meth:`Worker.on_job`):
    stale, and the lease is checked before each agent's dispatch.
 4. Acknowledge only then: the turn's state is durable before the broker forgets the message.
 
-A hint (:meth:`Worker.on_hint`) runs step 3 for its session when this worker holds the lease. A
-dead-lettered message (:meth:`Worker.on_dead`) marks its job ``failed`` once nobody holds its session
-(the broker gave up after ``x-delivery-limit`` deliveries: every worker that took it died).
+A hint (:meth:`Worker.on_hint`) runs step 3 for its session when this worker holds the lease.
+
+Attempts, not deliveries, decide when a turn is given up. RabbitMQ counts a delivery every time a
+message goes back to the queue, also when a connection dropped while the job was only *waiting* for its
+session's holder (step 2), so its ``x-delivery-limit`` alone would dead-letter a job no worker ever
+crashed on. The job row counts real attempts instead (``attempts``: one per claim, i.e. per start of
+the turn). A dead-lettered message (:meth:`Worker.on_dead`) whose job was started at most
+``delivery_limit`` times is published again (``requeues`` + 1, at most :data:`MAX_REQUEUES` times); one
+started more often is marked ``failed`` once nobody holds its session. A job already started more than
+``delivery_limit`` times is failed instead of started again, whichever message or hint led to it
+(:meth:`Worker.run_job`; a session's older job can be run on a younger job's delivery).
 
 Leases are renewed every ``ttl/3`` while this worker keeps the session's processes warm (at most
 ``capacity`` sessions; the least recently used beyond that is released), so a session's next turns
@@ -63,6 +71,10 @@ CRASH_ENV = "COACH_WORKER_CRASH_ON"
 HINT_EVERY_S = 5.0
 #: A dead-lettered job whose row has not changed for this long is failed even if its session is held.
 STUCK_S = 600.0
+#: Times a dead-lettered job that was not really attempted often is put back on the queue before it is
+#: failed anyway (a bound on a job that keeps being dead-lettered without being started, e.g. a worker
+#: that dies before it claims the job).
+MAX_REQUEUES = 10
 
 
 def new_worker_id() -> str:
@@ -80,6 +92,7 @@ class WorkerStats:
     duplicates_acked: int = 0
     stale_refused: int = 0
     hints_sent: int = 0
+    requeued: int = 0
     running: int = 0
     latencies: list[float] = field(default_factory=list)
 
@@ -271,16 +284,28 @@ class Worker:
             await self.drain(msg.user, msg.session, msg.seq, lease)
 
     async def on_dead(self, msg: JobMessage, incoming: Any) -> None:
-        """A dead-lettered job: mark it failed once nobody is working on it."""
-        deaths = 0
-        for d in (getattr(incoming, "headers", None) or {}).get("x-death", []) or []:
-            with contextlib.suppress(Exception):
-                deaths = max(deaths, int(d.get("count", 0)))
-        delivery_count = (getattr(incoming, "headers", None) or {}).get("x-delivery-count")
+        """A dead-lettered job (see the module docstring): put back on the queue when it was started at
+        most ``delivery_limit`` times, else marked failed once nobody is working on it."""
+        limit = self.broker.topology.delivery_limit
         last_change: tuple[float, float] | None = None
         while True:
             job = await self._db(self.jobs.get, msg.job_id)
             if job is None or job.terminal:
+                await ack(incoming)
+                return
+            if job.attempts <= limit and msg.requeues < MAX_REQUEUES:
+                again = JobMessage(job.job_id, job.user, job.session, job.seq, requeues=msg.requeues + 1)
+                await self.broker.publish(again)  # before the ack: a lost ack only duplicates the message
+                self.stats.requeued += 1
+                log.warning(
+                    "job %s was dead-lettered after %d real attempts (limit %d: the other deliveries were "
+                    "returned without a start, e.g. dropped connections); queued again (%d of %d)",
+                    job.job_id,
+                    job.attempts,
+                    limit,
+                    again.requeues,
+                    MAX_REQUEUES,
+                )
                 await ack(incoming)
                 return
             if last_change is None or last_change[0] != job.updated_at:
@@ -288,19 +313,16 @@ class Worker:
             stuck = time.monotonic() - last_change[1] > STUCK_S  # held, but nothing happens to it
             holder = await self._db(self.leases.holder, job.user, job.session)
             if holder is None or stuck or job.state == "queued" or holder.worker_id != job.worker_id:
-                why = (
-                    f"dead-lettered by RabbitMQ after {self.broker.topology.delivery_limit + 1} deliveries "
-                    f"(x-delivery-limit {self.broker.topology.delivery_limit}): every worker that took it "
-                    "stopped before finishing it"
-                )
-                if await self._db(self.jobs.fail, job.job_id, why):
-                    self.stats.turns_failed += 1
-                    log.error("job %s of session %s/%s failed: %s", job.job_id, job.user, job.session, why)
+                await self._fail(job, _dead_reason(job.attempts, limit, msg.requeues))
                 await ack(incoming)
                 return
             # its session is held by a live worker that may still finish it: look again later
             await self._db(self.jobs.wait, job.job_id, min(2.0, self.leases.ttl_s / 2), seen=job.updated_at)
-        _ = deaths, delivery_count
+
+    async def _fail(self, job: Job, why: str) -> None:
+        if await self._db(self.jobs.fail, job.job_id, why):
+            self.stats.turns_failed += 1
+            log.error("job %s of session %s/%s failed: %s", job.job_id, job.user, job.session, why)
 
     # -- running -----------------------------------------------------------------------------------------
     async def drain(self, user: str, session: str, upto_seq: int, lease: Lease) -> None:
@@ -329,6 +351,10 @@ class Worker:
                     raise
 
     async def run_job(self, job: Job, lease: Lease) -> None:
+        limit = self.broker.topology.delivery_limit
+        if job.attempts > limit:  # started that often and never finished: not started again
+            await self._fail(job, _dead_reason(job.attempts, limit, 0))
+            return
         claimed = await self._db(self.jobs.claim, job.job_id, lease)
         if claimed.terminal:
             return
@@ -433,6 +459,18 @@ class Worker:
             if ready is not None:
                 await self.broker.connected.wait()
                 ready()
+
+
+def _dead_reason(attempts: int, limit: int, requeues: int) -> str:
+    if attempts <= limit:
+        return (
+            f"dead-lettered by RabbitMQ {requeues + 1} times without being started more than {limit} times "
+            f"(started {attempts}); given up after {MAX_REQUEUES} requeues"
+        )
+    return (
+        f"dead-lettered after {attempts} attempts ([broker] delivery_limit {limit}): every worker that "
+        "started it stopped before finishing it"
+    )
 
 
 def _find(exc: BaseException, kind: type[BaseException]) -> Any:

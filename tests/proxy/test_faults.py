@@ -93,8 +93,11 @@ async def test_one_replica_down_other_serves_and_is_preferred_after() -> None:
     up = FakeUpstream()
     up.script(A, ConnectFail())
     cfg = make_config([A, B], unhealthy_cooldown_s=60)
+    from proxy._router import rank_replicas
+
+    session = next(s for s in (f"s{i}" for i in range(100)) if rank_replicas(s, [A, B])[0] == A)  # A first
     async with proxy_client(up, cfg) as c:
-        r = await c.post("/v1/messages", json=msg_body(stream=True), headers={"x-coach-session": "s"})
+        r = await c.post("/v1/messages", json=msg_body(stream=True), headers={"x-coach-session": session})
         assert r.status_code == 200 and check_events(parse_sse(r.text)) == []
         for _ in range(3):
             assert (await c.post("/v1/messages", json=msg_body())).status_code == 200

@@ -189,11 +189,16 @@ def test_least_outstanding_with_session_affinity() -> None:
     ra = r.pick("qwen3", "s1")
     ra.outstanding += 5
     assert r.pick("qwen3", "s1") is ra  # affinity beats load while healthy
-    rb = r.pick("qwen3", "s2")
-    assert rb is not ra
+    other = next(s for s in (f"s{i}" for i in range(2, 100)) if r.pick("qwen3", s) is not ra)
+    rb = r.pick("qwen3", other)
+    assert rb is not ra, "another session may go to the other replica (rendezvous hashing spreads them)"
     r.mark_down(ra)
     assert r.pick("qwen3", "s1") is rb  # failover when the affine replica is down
     assert r.pick("qwen3", None) is rb
+    r.mark_up(ra)
+    assert r.pick("qwen3", "s1") is ra, "back on its replica once that is up again"
+    rb.outstanding += 10
+    assert r.pick("qwen3", None) is ra, "no session: the least busy replica"
 
 
 async def test_active_health_check_marks_replica_down() -> None:

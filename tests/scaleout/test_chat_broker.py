@@ -1,0 +1,156 @@
+"""``coach chat --broker``: each line a turn job, followed until a worker finishes it, the Coach's reply
+first, then the synthesis; nothing typed lost when RabbitMQ goes away; clear errors at start.
+
+The in-process tests use the real RabbitMQ and PostgreSQL with a stand-in worker (``fake_worker``: real
+job rows, no agents); ``test_chat_broker_e2e.py`` runs the real ``coach worker``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from typer.testing import CliRunner
+
+from blackboard._pg_jobs import TurnJobs
+from launcher.cli import app
+from tests.scaleout.fake_worker import FakeWorker, reply_of, synthesis_of
+from tests.scaleout.tcp_relay import TcpRelay
+from testsupport.postgres import fresh_schema
+from testsupport.rabbitmq import fresh_prefix
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _config(tmp: Path, pg: Any, broker_url: str, prefix: str) -> Path:
+    cfg = tmp / "coach.toml"
+    cfg.write_text(
+        f'[data]\ndir = "{tmp / "data"}"\nurl = "{pg.url}"\nschema = "{pg.schema}"\n'
+        f'[broker]\nurl = "{broker_url}"\nprefix = "{prefix}"\n'
+    )
+    return cfg
+
+
+class _Lines:
+    """The chat's stdin: each line after running the action given with it (None: end of input)."""
+
+    script: ClassVar[list[tuple[Any, str | None]]] = []
+
+    def __init__(self) -> None:
+        self.items = list(type(self).script)
+
+    async def read(self) -> str | None:
+        action, line = self.items.pop(0)
+        if action is not None:
+            action()
+        return line
+
+
+def _chat(
+    cfg: Path, monkeypatch: pytest.MonkeyPatch, script: list[tuple[Any, str | None]], *extra: str
+) -> Any:
+    monkeypatch.setattr(_Lines, "script", script)
+    monkeypatch.setattr("launcher.cli.chat._READER", _Lines)
+    return CliRunner().invoke(
+        app, ["chat", "-u", "u1", "-s", "s1", "--config", str(cfg), *extra], env={"COLUMNS": "400"}
+    )
+
+
+def test_each_line_is_a_job_shown_reply_first_then_synthesis_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with fresh_schema("cb") as pg, fresh_prefix("chat") as (url, prefix):
+        cfg = _config(tmp_path, pg, url, prefix)
+        with FakeWorker(pg, url, prefix) as worker:
+            res = _chat(
+                cfg, monkeypatch, [(None, "first line"), (None, ""), (None, "second line"), (None, None)]
+            )
+        jobs = TurnJobs(pg.url, schema=pg.schema)
+        try:
+            rows = jobs.all()
+        finally:
+            jobs.close()
+    assert res.exit_code == 0, (res.output, res.exception)
+    assert [(r.state, r.attempts, r.turn_id) for r in rows] == [
+        ("done", 1, "t000001"),
+        ("done", 1, "t000002"),
+    ]
+    assert worker.turns == 2
+    out = res.output
+    for r in rows:
+        assert out.count(reply_of(r.job_id)) == 1 and out.count(synthesis_of(r.job_id)) == 1
+        assert out.index(reply_of(r.job_id)) < out.index(synthesis_of(r.job_id))
+        assert out.count(f"turn {r.turn_id} done") == 1
+    assert out.index(synthesis_of(rows[0].job_id)) < out.index(reply_of(rows[1].job_id))
+
+
+def test_a_line_the_broker_could_not_take_is_kept_and_sent_once_it_is_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with (
+        fresh_schema("cb") as pg,
+        fresh_prefix("chat") as (url, prefix),
+        TcpRelay("127.0.0.1", 5672) as relay,
+    ):
+        cfg = _config(tmp_path, pg, url, prefix)
+        relayed = url.replace(":5672", f":{relay.port}")
+        assert relayed != url
+        with FakeWorker(pg, url, prefix) as worker:
+            res = _chat(
+                cfg,
+                monkeypatch,
+                [(relay.down, "while the broker is away"), (relay.up, "/retry"), (None, None)],
+                "--broker",
+                relayed,
+            )
+        jobs = TurnJobs(pg.url, schema=pg.schema)
+        try:
+            rows = jobs.all()
+        finally:
+            jobs.close()
+    assert res.exit_code == 0, (res.output, res.exception)
+    out = " ".join(res.output.split())
+    assert (
+        "this turn could not be sent (cannot reach RabbitMQ at" in out and "rabbitmq-server -detached" in out
+    )
+    assert "Nothing typed is lost" in out and f"kept as job {rows[0].job_id}" in out
+    assert [(r.state, r.attempts) for r in rows] == [("done", 1)], "one job, run once, after /retry"
+    assert worker.turns == 1 and out.count(synthesis_of(rows[0].job_id)) == 1
+
+
+def test_an_unreachable_broker_at_start_says_which_and_how_to_start_it(tmp_path: Path) -> None:
+    with fresh_schema("cb") as pg:
+        cfg = _config(tmp_path, pg, "amqp://guest:guest@127.0.0.1:1/", "coach")
+        res = CliRunner().invoke(
+            app, ["chat", "-u", "u1", "-s", "s1", "--config", str(cfg)], env={"COLUMNS": "400"}, input=""
+        )
+    out = " ".join(res.output.split())
+    assert res.exit_code == 2, res.output
+    assert "cannot reach RabbitMQ at amqp://guest@127.0.0.1:1/" in out and "rabbitmq-server -detached" in out
+
+
+def test_an_unreachable_database_at_start_says_which_and_how_to_start_it(tmp_path: Path) -> None:
+    class _Pg:
+        url = "postgresql://postgres@127.0.0.1:1/coachboard"
+        schema = "coachboard"
+
+    cfg = _config(tmp_path, _Pg(), "amqp://guest:guest@127.0.0.1:5672/", "coach")
+    res = CliRunner().invoke(
+        app, ["chat", "-u", "u1", "-s", "s1", "--config", str(cfg)], env={"COLUMNS": "400"}
+    )
+    out = " ".join(res.output.split())
+    assert res.exit_code == 2, res.output
+    assert "cannot reach PostgreSQL at 127.0.0.1:1/coachboard" in out and "pg_ctlcluster" in out
+
+
+def test_proxy_urls_with_broker_are_refused_with_the_fix(tmp_path: Path) -> None:
+    cfg = tmp_path / "coach.toml"
+    cfg.write_text('[broker]\nurl = "amqp://guest:guest@127.0.0.1:5672/"\n')
+    res = CliRunner().invoke(
+        app,
+        ["chat", "-u", "u1", "-s", "s1", "--config", str(cfg), "--proxy-url", "http://127.0.0.1:1"],
+        env={"COLUMNS": "400"},
+    )
+    assert (
+        res.exit_code == 2 and "with --broker (or [broker] url) the turns run on `coach worker`" in res.output
+    )
