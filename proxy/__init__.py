@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._app import create_app
-    from ._prefill import PREFILL_MARKER
+    from ._prefill import PREFILL_HEADER, PREFILL_MARKER
     from ._tool_tap import ToolArgsEvent
     from ._turns import CONTROL_TOKEN_HEADER, TURNS_PATH, turn_control_token
     from .config import AgentPolicy, ModelPool, ProxyConfig, load_config
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 _WHERE = {
     "create_app": "._app",
     "ToolArgsEvent": "._tool_tap",
-    "PREFILL_MARKER": "._prefill",
+    **dict.fromkeys(("PREFILL_HEADER", "PREFILL_MARKER"), "._prefill"),
     **dict.fromkeys(("AgentPolicy", "ModelPool", "ProxyConfig", "load_config"), ".config"),
     **dict.fromkeys(
         (
@@ -70,6 +70,7 @@ _WHERE = {
 
 __all__ = [
     "CONTROL_TOKEN_HEADER",
+    "PREFILL_HEADER",
     "PREFILL_MARKER",
     "TURNS_PATH",
     "AgentPolicy",

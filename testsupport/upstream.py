@@ -36,6 +36,8 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from proxy import PREFILL_HEADER
+
 from . import _anthropic, _openai
 from ._lifecycle import StartStop
 from ._playback import PlaybackContext, build_plan, wait_threading_event
@@ -229,7 +231,14 @@ class ScriptedUpstream(StartStop):
         record.step_index = mreq.step_index
         script = self.scripts.get(mreq.agent) if mreq.agent else None
         try:
-            step: Step = pick_step(script, mreq, Text(self.default_text))
+            # A prefill (the proxy's x-coach-prefill request, max_tokens 1) is answered as a model server
+            # would: its prompt is processed and one token comes back, whatever the agent's script says
+            # (scripts are written for the agent's real requests).
+            step: Step = (
+                Text("OK")
+                if record.headers.get(PREFILL_HEADER)
+                else pick_step(script, mreq, Text(self.default_text))
+            )
         except ScriptError as exc:
             return self._error(protocol, record, 500, f"bad script for agent {mreq.agent!r}: {exc}")
         while isinstance(step, Delay):

@@ -30,6 +30,28 @@ def test_start_stop_and_context_manager() -> None:
     up.stop()  # idempotent
 
 
+def test_a_prefill_gets_one_token_whatever_the_agents_script_says() -> None:
+    """The proxy's prefill (x-coach-prefill, max_tokens 1) is answered as a model server would, without
+    the agent's script, which is written for its real requests (one that raises must not be consulted)."""
+
+    def pineal(request: object) -> Text:
+        raise AssertionError("the script must not see a prefill")
+
+    with ScriptedUpstream({"pineal": pineal}) as up:
+        body = {"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "shared context"}]}
+        r = httpx.post(
+            up.base_url + "/v1/messages",
+            headers={"x-coach-agent": "pineal", "x-coach-prefill": "1"},
+            json=body,
+        )
+        assert r.status_code == 200 and r.json()["content"][0]["text"] == "OK"
+        (rec,) = up.model_calls("pineal")
+        assert rec.headers["x-coach-prefill"] == "1" and rec.status == 200
+        # Without the header the script is consulted (and here it fails: a 500 from the upstream).
+        r = httpx.post(up.base_url + "/v1/messages", headers={"x-coach-agent": "pineal"}, json=body)
+        assert r.status_code == 500
+
+
 def test_base_url_before_start_is_an_error() -> None:
     with pytest.raises(UpstreamStartError):
         _ = ThreadedServer(app=None).base_url
