@@ -116,6 +116,8 @@ class ClaudeAgentRunner:
         self._lock = anyio.Lock()
         self._background: set[asyncio.Task[None]] = set()
         self.started_processes = 0
+        self.reset_processes = 0  # warm processes reset and returned to the pool (launcher.runner._reset)
+        self.reset_failures = 0  # resets not confirmed (those processes were stopped)
         from launcher.runner._process_pool import ProcessPool
 
         self.pool = ProcessPool(self, bindings)
@@ -452,11 +454,17 @@ class ClaudeAgentRunner:
         return out, last_input
 
     async def close_session(self, user: str, session: str) -> None:
-        """Stop the warm processes of one session (its conversations end)."""
+        """End the warm processes of one session (its conversations end): each is stopped, or, with
+        ``RunnerConfig.reuse_processes``, a pooled one is reset and returned to the pool
+        (``launcher.runner._reset.recycle``; stopped when that is not confirmed)."""
+        from launcher.runner._reset import recycle
+
         async with self._lock:
             keys = [k for k, w in self._warm.items() if k[0] == user and k[1] == session and not w.busy]
             entries = [self._warm.pop(k) for k in keys]
         for e in entries:
+            if self.config.reuse_processes and e.pool_session is not None and await recycle(self, e):
+                continue
             self.pool.revoke(e.client)
             await disconnect(e.client)
 
