@@ -263,7 +263,6 @@ class ClaudeAgentRunner:
         ``evict`` is False (or every process is busy). A failed start is logged and discarded (the run
         then starts its own process); cancellation stops the process and propagates.
         """
-        from claude_agent_sdk import ClaudeSDKClient
 
         inv = invocation
         key = (inv.user, inv.session, inv.agent)
@@ -290,7 +289,7 @@ class ClaudeAgentRunner:
             if self.pool.hand_out(inv, entry):  # a started, never-used process of the pool
                 ok = True
                 return True
-            client = ClaudeSDKClient(self.options(inv, one_shot=False, stderr=entry.stderr.append))
+            client = self._new_warm_client(inv, entry)
             entry.client = client
             self.started_processes += 1
             await client.connect()
@@ -314,6 +313,17 @@ class ClaudeAgentRunner:
                     entry.starting.set()
                     entry.starting = None
         return ok
+
+    def _new_warm_client(self, inv: AgentInvocation, entry: _Warm) -> Any:
+        """A new client for a warm entry: under a pool identity bound to the session when processes are
+        started for reuse (``launcher.runner._reset.start_bound``), else under the session's own."""
+        from claude_agent_sdk import ClaudeSDKClient
+
+        from launcher.runner._reset import reusable, start_bound
+
+        if reusable(self):
+            return start_bound(self, inv, entry)
+        return ClaudeSDKClient(self.options(inv, one_shot=False, stderr=entry.stderr.append))
 
     async def prefill(self, invocation: AgentInvocation, text: str) -> bool:
         """Send ``text`` as the first message of the idle, never-used warm process of the invocation's
@@ -360,10 +370,10 @@ class ClaudeAgentRunner:
             if client is None and entry is not None and self.pool.hand_out(inv, entry):
                 client = entry.client
             if client is None:
-                opts = self.options(inv, one_shot=one_shot, stderr=stderr_lines.append)
-                client = ClaudeSDKClient(opts)
                 if entry is not None:
-                    entry.client = client
+                    client = entry.client = self._new_warm_client(inv, entry)
+                else:
+                    client = ClaudeSDKClient(self.options(inv, one_shot=True, stderr=stderr_lines.append))
                 self.started_processes += 1
                 await client.connect()
             prompt = inv.followup if reuse else inv.prompt

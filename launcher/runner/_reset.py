@@ -8,7 +8,8 @@ turns; the next model request carries only the next user message (no earlier tur
 and the same system prompt. Nothing of the conversation is on disk (``--no-session-persistence``) and
 the agents have no built-in tools (no file or shell access), so no tool reaches a previous transcript.
 
-Only a process that started with a pool identity (``launcher.runner._process_pool``) can serve another
+Only a process that started with a pool identity (``launcher.runner._process_pool``; with
+``RunnerConfig.reuse_processes`` every warm process does, :func:`start_bound`) can serve another
 session: its headers name the pool user and its own pool session, which the in-process MCP server and
 proxy translate to whatever session it is bound to. :func:`recycle` therefore, in this order:
 
@@ -30,7 +31,7 @@ from typing import Any
 
 import anyio
 
-__all__ = ["RESET_COMMAND", "RESET_LIMIT_S", "recycle", "reset_conversation"]
+__all__ = ["RESET_COMMAND", "RESET_LIMIT_S", "recycle", "reset_conversation", "reusable", "start_bound"]
 
 log = logging.getLogger(__name__)
 
@@ -101,3 +102,29 @@ async def recycle(runner: Any, entry: Any) -> bool:
     )
     runner.reset_processes += 1
     return True
+
+
+def reusable(runner: Any) -> bool:
+    """Whether the runner's warm processes are started for reuse: ``reuse_processes`` on and a pool
+    that can translate identities (``ProcessPool.size`` > 0: the in-process proxy and MCP server)."""
+    return bool(runner.config.reuse_processes) and runner.pool.size > 0
+
+
+def start_bound(runner: Any, inv: Any, entry: Any) -> Any:
+    """A new (not yet connected) ``ClaudeSDKClient`` for the warm ``entry`` of ``inv``'s session, started
+    under a fresh pool identity that is bound to that session before the process makes any request (so
+    it can later be reset and bound to another session by :func:`recycle`); sets ``entry.pool_session``.
+    Only when :func:`reusable`."""
+    import dataclasses
+
+    from claude_agent_sdk import ClaudeSDKClient
+
+    from launcher.runner._process_pool import POOL_USER, new_pool_session
+
+    pool = runner.pool
+    pooled = dataclasses.replace(inv, user=POOL_USER, session=new_pool_session())
+    client = ClaudeSDKClient(runner.options(pooled, one_shot=False, stderr=entry.stderr.append))
+    pool._bindings.bind(pooled.session, inv.user, inv.session)
+    pool._bound[id(client)] = pooled.session
+    entry.pool_session = pooled.session
+    return client
