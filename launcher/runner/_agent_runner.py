@@ -472,11 +472,16 @@ class ClaudeAgentRunner:
         async with self._lock:
             keys = [k for k, w in self._warm.items() if k[0] == user and k[1] == session and not w.busy]
             entries = [self._warm.pop(k) for k in keys]
-        for e in entries:
+
+        async def end(e: _Warm) -> None:
             if self.config.reuse_processes and e.pool_session is not None and await recycle(self, e):
-                continue
+                return
             self.pool.revoke(e.client)
             await disconnect(e.client)
+
+        async with anyio.create_task_group() as tg:  # each reset or stop on its own (about 0.05 s / 1 s)
+            for e in entries:
+                tg.start_soon(end, e)
 
     def pid_of(self, user: str, session: str, agent: str) -> int | None:
         """The OS pid of the warm process of (user, session, agent), if one is running."""

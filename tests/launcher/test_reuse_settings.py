@@ -1,0 +1,95 @@
+"""``[agents] reuse_processes`` and the pieces of ``launcher.runner._reset`` without a real process: where
+reuse is turned on, what counts as a confirmed reset, and that a bound pool session cannot be released."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from claude_agent_sdk.types import ConversationResetMessage, ResultMessage
+
+from launcher.config import CoachConfig
+from launcher.pipeline._runtime import _reuse_settings
+from launcher.pipeline._turn_scope import TurnDirectory
+from launcher.runner._process_pool import Bindings
+from launcher.runner._protocol import RunnerConfig
+from launcher.runner._reset import reset_conversation
+
+
+def _config(reuse: bool) -> Any:
+    c = CoachConfig()
+    return c.model_copy(update={"agents": c.agents.model_copy(update={"reuse_processes": reuse})})
+
+
+def test_reuse_is_off_by_default_and_on_only_with_the_in_process_proxy_and_mcp_server(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    base = RunnerConfig(proxy_url="http://p", mcp_url="http://m/mcp")
+    assert CoachConfig().agents.reuse_processes is False
+    assert _reuse_settings(_config(False), base, TurnDirectory(), in_process=True) == (base, None)
+    cfg, bindings = _reuse_settings(_config(True), base, TurnDirectory(), in_process=True)
+    assert cfg.reuse_processes and cfg.pool_size == 6 and isinstance(bindings, Bindings)
+    with caplog.at_level(logging.WARNING):
+        assert _reuse_settings(_config(True), base, TurnDirectory(), in_process=False) == (base, None)
+    assert "reuse_processes is off" in caplog.text
+
+
+def _result(session: str, *, turns: int = 0, error: bool = False) -> ResultMessage:
+    return ResultMessage(
+        subtype="success",
+        duration_ms=1,
+        duration_api_ms=0,
+        is_error=error,
+        num_turns=turns,
+        session_id=session,
+    )
+
+
+class _Client:
+    def __init__(self, messages: list[Any]) -> None:
+        self.messages = messages
+        self.sent: list[str] = []
+
+    async def query(self, text: str) -> None:
+        self.sent.append(text)
+
+    async def receive_response(self) -> Any:
+        for m in self.messages:
+            yield m
+
+
+_RESET = ConversationResetMessage(new_conversation_id="c2", uuid="c2", session_id="old")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("messages", "confirmed"),
+    [
+        ([_RESET, _result("new")], True),
+        ([_result("new")], False),  # no reset message
+        ([_RESET, _result("old")], False),  # the same conversation
+        ([_RESET, _result("new", turns=1)], False),  # a model turn: the command was taken as a prompt
+        ([_RESET, _result("new", error=True)], False),
+        ([_RESET], False),  # no result
+    ],
+)
+async def test_a_reset_is_confirmed_only_by_a_reset_message_and_a_zero_turn_result_in_a_new_session(
+    messages: list[Any], confirmed: bool
+) -> None:
+    client = _Client(messages)
+    assert await reset_conversation(client) is confirmed
+    assert client.sent == ["/clear"]
+
+
+def test_a_bound_pool_session_cannot_be_released_only_a_revoked_one() -> None:
+    b = Bindings()
+    b.bind("p1", "alice", "s1")
+    with pytest.raises(ValueError):
+        b.release("p1")
+    b.revoke("p1")
+    with pytest.raises(ValueError):
+        b.bind("p1", "bob", "s2")  # revoked is not released
+    b.release("p1")
+    b.bind("p1", "bob", "s2")
+    assert b.resolve("_pool", "p1") == ("bob", "s2")
