@@ -27,18 +27,39 @@ session id, the time limit) is killed, never reused; so is one the pool has no r
 from __future__ import annotations
 
 import logging
+import weakref
 from typing import Any
 
 import anyio
 
-__all__ = ["RESET_COMMAND", "RESET_LIMIT_S", "recycle", "reset_conversation", "reusable", "start_bound"]
+__all__ = [
+    "MAX_RESETS",
+    "RESET_COMMAND",
+    "RESET_LIMIT_S",
+    "recycle",
+    "reset_conversation",
+    "resets_of",
+    "reusable",
+    "start_bound",
+]
 
 log = logging.getLogger(__name__)
 
 RESET_COMMAND = "/clear"
 """Claude Code's slash command that starts a fresh conversation in the same process."""
 RESET_LIMIT_S = 5.0
-"""Seconds a reset may take before the process is stopped instead (measured here: about 0.05 s)."""
+"""Seconds a reset may take before the process is stopped instead (measured here: 0.05-0.25 s)."""
+MAX_RESETS = 10
+"""Sessions a process may serve after its first: a reset process keeps its heap, and the RSS of six grew
+from 1,381 to 1,623 MiB over 9 resets, flattening (``bench/warm_memory.py --reuse 10 --chain``); beyond
+10 is unmeasured, so the process is stopped then and a new one starts."""
+
+_RESETS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
+def resets_of(client: Any) -> int:
+    """How many confirmed resets the process of ``client`` has had."""
+    return _RESETS.get(client, 0)
 
 
 async def reset_conversation(client: Any, *, limit_s: float = RESET_LIMIT_S) -> bool:
@@ -77,7 +98,7 @@ async def recycle(runner: Any, entry: Any) -> bool:
     processes) and return it to the runner's pool for the next session (module docstring for the
     order: revoke, reset, confirm, release). Returns True when it is back in the pool; False when the
     caller must stop it (its binding is revoked either way): not a pooled process, no room in the
-    pool, or the reset not confirmed (then it was SIGKILLed already)."""
+    pool, :data:`MAX_RESETS` reached, or the reset not confirmed (then it was SIGKILLed already)."""
     from launcher.runner._claude_process import kill_process
     from launcher.runner._process_pool import PooledProcess
 
@@ -91,11 +112,14 @@ async def recycle(runner: Any, entry: Any) -> bool:
         return False
     if pool.size <= 0 or pool._idle.get(entry.fingerprint) or pool._room() <= 0:
         return False  # no room: the pool holds one idle process per agent at most
+    if resets_of(client) >= MAX_RESETS:
+        return False
     if not await reset_conversation(client):
         runner.reset_failures += 1
         log.warning("a warm process's reset was not confirmed: killed, not reused")
         kill_process(client)
         return False
+    _RESETS[client] = resets_of(client) + 1
     bindings.release(pool_session)
     pool._idle.setdefault(entry.fingerprint, []).append(
         PooledProcess(client, entry.fingerprint, pool_session, entry.stderr)

@@ -93,3 +93,31 @@ def test_a_bound_pool_session_cannot_be_released_only_a_revoked_one() -> None:
     b.release("p1")
     b.bind("p1", "bob", "s2")
     assert b.resolve("_pool", "p1") == ("bob", "s2")
+
+
+@pytest.mark.anyio
+async def test_a_process_past_max_resets_is_not_reused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from launcher.runner import _reset
+    from launcher.runner._agent_runner import ClaudeAgentRunner, _Warm
+
+    cfg = RunnerConfig(proxy_url="http://p", mcp_url="http://m/mcp", pool_size=6, reuse_processes=True)
+    runner = ClaudeAgentRunner(cfg, bindings=Bindings())
+    monkeypatch.setattr("launcher.runner._process_pool.memory_room", lambda *a: 100)
+    client = _Client([_RESET, _result("new")])
+    runner.pool._bindings.bind("p1", "alice", "s1")  # type: ignore[union-attr]
+    runner.pool._bound[id(client)] = "p1"
+    entry = _Warm(client=client, fingerprint="f", pool_session="p1")
+    monkeypatch.setitem(_reset._RESETS, client, _reset.MAX_RESETS)
+    assert not await _reset.recycle(runner, entry)
+    assert client.sent == [] and runner.pool.idle() == 0
+    assert runner.pool._bindings.resolve("_pool", "p1") == ("_pool", "p1")  # type: ignore[union-attr]
+    _reset._RESETS[client] = _reset.MAX_RESETS - 1
+    runner.pool._bindings.release("p1")  # type: ignore[union-attr]
+    runner.pool._bindings.bind("p1", "bob", "s2")  # type: ignore[union-attr]
+    runner.pool._bound[id(client)] = "p1"
+    assert await _reset.recycle(runner, entry)
+    assert (
+        client.sent == ["/clear"]
+        and runner.pool.idle() == 1
+        and _reset.resets_of(client) == _reset.MAX_RESETS
+    )
