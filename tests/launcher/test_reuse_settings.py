@@ -121,3 +121,25 @@ async def test_a_process_past_max_resets_is_not_reused(monkeypatch: pytest.Monke
         and runner.pool.idle() == 1
         and _reset.resets_of(client) == _reset.MAX_RESETS
     )
+
+
+def test_sessions_that_fit_follow_the_measured_rss_and_keep_a_reserve() -> None:
+    from launcher.scaleout.capacity import RESERVE_MIB, sessions_that_fit
+
+    assert sessions_that_fit(24 * 1024, reuse=False) == 16  # (24,576 - 1,024) // 1,403
+    assert sessions_that_fit(24 * 1024, reuse=True) == 14  # (24,576 - 1,024) // 1,623
+    assert sessions_that_fit(RESERVE_MIB, reuse=False) == 0 and sessions_that_fit(0, reuse=True) == 0
+
+
+def test_coach_worker_warns_when_its_sessions_do_not_fit(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from launcher.cli import worker
+    from launcher.scaleout import capacity
+
+    monkeypatch.setattr(capacity, "mem_available_mib", lambda: 4096)
+    worker._warn_if_too_many(2, reuse=False)
+    assert capsys.readouterr().err == ""
+    worker._warn_if_too_many(3, reuse=True)
+    err = capsys.readouterr().err
+    assert "--sessions 3 may not fit" in err and "about 1 warm sessions" in err
