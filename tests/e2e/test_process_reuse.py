@@ -63,3 +63,28 @@ async def test_a_closed_sessions_processes_serve_the_next_session_in_its_own_nam
             assert ps is not None
             s = scopes.scope_for(_headers(g, ps))
             assert (s.user, s.session) == ("bob", "sB"), "a reused process acts for its old session"
+
+
+async def test_a_reset_that_did_not_clear_is_caught_by_the_proxy_and_the_processes_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from launcher.runner import _reset
+
+    async def claims_but_keeps(client: object, **_: float) -> bool:
+        return True  # a Claude Code whose reset reports success but keeps the conversation
+
+    async with harness(tmp_path, reuse_processes=True) as h:
+        a = await h.supervisor.run_turn("alice", "sA", f"My code word is {TOKEN}. I keep skipping my runs.")
+        assert a.synthesis_source == "model", a.to_json()
+        started = h.runner.started_processes
+        monkeypatch.setattr(_reset, "reset_conversation", claims_but_keeps)
+        await h.runner.close_session("alice", "sA")
+        assert h.runner.reset_processes == 6
+        before = len(h.upstream.model_calls())
+        b = await h.supervisor.run_turn("bob", "sB", "I ran once this week, on Sunday.")
+        calls = h.upstream.model_calls()[before:]
+        assert calls and not [r.agent for r in calls if TOKEN in json.dumps(r.body)], (
+            "A's turns reached the model"
+        )
+        assert h.runner.started_processes > started, "no process was replaced"
+        assert b.agents["coach"].status == "ok", b.to_json()
