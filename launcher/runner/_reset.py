@@ -23,7 +23,8 @@ proxy translate to whatever session it is bound to. :func:`recycle` therefore, i
    the wire: a process that sends earlier turns fails that run and is replaced).
 
 A process whose reset is not confirmed (no reset message, an error result, a model turn, the same
-session id, the time limit) is killed, never reused; so is one the pool has no room for.
+session id, the time limit) is killed, never reused; one the pool has no room for, or one past
+:data:`MAX_RESETS`, is stopped.
 """
 
 from __future__ import annotations
