@@ -161,7 +161,11 @@ class AgentsConfig(BaseModel):
     into the profile; issue 5's idle timeout); 0 turns it off. ``keep_claude_transcripts``: let the
     agents' Claude Code processes save their conversations (the user's messages) under
     ``<data dir>/claude-home/.claude/projects/``, never pruned: for debugging only (default off:
-    ``--no-session-persistence``; see ``launcher.runner._agent_runner.RunnerConfig``). ``dir`` defaults to
+    ``--no-session-persistence``; see ``launcher.runner._agent_runner.RunnerConfig``). ``reuse_processes``:
+    when a session closes (``coach worker`` evicting it, ``coach chat`` ending it), reset each of its warm
+    processes with Claude Code's ``/clear`` and hand it to the next session instead of stopping it
+    (``launcher.runner._reset``; a reset that is not confirmed stops the process; needs the in-process
+    proxy and MCP server; docs/scale-out.md, "Capacity per node"). ``dir`` defaults to
     ``./agents``, or, when the current folder has none, to the checkout's ``agents/`` (:meth:`resolved_dir`).
     """
 
@@ -179,6 +183,7 @@ class AgentsConfig(BaseModel):
     watch: bool = True
     idle_close_s: float = Field(default=1800.0, ge=0, le=7 * 86400)
     keep_claude_transcripts: bool = False
+    reuse_processes: bool = False
 
     def resolved_dir(self) -> Path:
         """``dir``, except when it was not set and the current folder has no ``agents/``: then the agent files

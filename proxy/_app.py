@@ -42,7 +42,14 @@ from ._tool_tap import ToolDeltaObserver, tool_tap
 from ._toolnames import map_tool_names
 from ._turns import TURNS_PATH, TurnTable, turn_control_token, turns_route
 from .config import AgentPolicy, ModelPool, ProxyConfig
-from .errors import AuthenticationError, InvalidRequestError, NotFoundError, ProxyError, RequestTooLargeError
+from .errors import (
+    AuthenticationError,
+    InvalidRequestError,
+    NotFoundError,
+    PermissionDeniedError,
+    ProxyError,
+    RequestTooLargeError,
+)
 from .wellformed import accumulate, encode_sse
 
 log = logging.getLogger("proxy")
@@ -72,6 +79,7 @@ class ProxyState:
     on_tool_delta: ToolDeltaObserver | None = None  # in-process observer of forced tool calls (_tool_tap)
     prefills: Prefills = field(default_factory=Prefills)  # prefill calls running upstream (_prefill)
     identity_for: Callable[[str, str], tuple[str, str] | None] | None = None  # pooled processes' identity
+    fresh_start: Callable[[str, str], bool] | None = None  # a reset process's next request: one message
 
     def set_agent_policies(self, policies: Mapping[str, AgentPolicy | Mapping[str, Any]]) -> None:
         """Replace the per-agent policy table (``ProxyConfig.agents``) of the running app, e.g. after the
@@ -111,6 +119,29 @@ def _who(request: Request) -> Who:
         session=h.get("x-coach-session", "").strip(),
         turn=h.get("x-coach-turn", "").strip(),
     )
+
+
+def _check_fresh_start(state: ProxyState, request: Request, body: Any) -> None:
+    """A reused agent process's first request after its conversation was reset (``fresh_start`` True
+    for its identity headers) must carry one message only; one carrying earlier turns is refused with
+    409 ``conversation_not_reset`` (retryable: the caller replaces the process)."""
+    if state.fresh_start is None:
+        return
+    raw = _who(request)
+    if not raw.user or not state.fresh_start(raw.user, raw.session):
+        return
+    msgs = body.get("messages") if isinstance(body, dict) else None
+    if not (isinstance(msgs, list) and len(msgs) == 1):
+        log.warning(
+            "refused a reused agent process's request: its conversation was not reset (agent %s)", raw.agent
+        )
+        raise PermissionDeniedError(
+            "this agent process was reset for another session, but its request carries earlier turns: "
+            "refused; stop the process and start a new one",
+            code="conversation_not_reset",
+            status=409,
+            retryable=True,
+        )
 
 
 def _check_auth(state: ProxyState, request: Request) -> None:
@@ -183,6 +214,7 @@ async def messages(request: Request) -> Response:
     t0 = time.monotonic()
     _check_auth(state, request)
     body = await _read_json(state, request)
+    _check_fresh_start(state, request, body)
     who = state.who(request)
     policy = state.config.agents.get(who.agent) if who.agent else None  # read once: a swap cannot tear it
     model = body.get("model") if isinstance(body, dict) else None
@@ -491,6 +523,7 @@ def create_app(
     turn_secret: str | None = None,
     on_tool_delta: ToolDeltaObserver | None = None,
     identity_for: Callable[[str, str], tuple[str, str] | None] | None = None,
+    fresh_start: Callable[[str, str], bool] | None = None,
 ) -> Starlette:
     """Build the proxy ASGI app for ``config``. ``transport`` replaces the upstream HTTP transport (tests);
     ``health_checks`` runs the active health loop while the app's lifespan is running; ``turn_for``
@@ -501,7 +534,9 @@ def create_app(
     the per-agent policies. ``on_tool_delta`` (in-process callers) is called with a
     ``proxy._tool_tap.ToolArgsEvent`` as a forced tool call's arguments stream in (the call itself is
     still delivered whole, after validation). ``identity_for(user, session)`` maps the identity headers of
-    a pooled agent process to the session it was handed to (None: unchanged)."""
+    a pooled agent process to the session it was handed to (None: unchanged). ``fresh_start(user,
+    session)``, called with the identity headers of each ``/v1/messages`` request, says when the request
+    must carry one message only (a reused process's first after its reset); otherwise 409."""
     client = httpx.AsyncClient(
         transport=transport,
         limits=httpx.Limits(max_connections=1000, max_keepalive_connections=200),
@@ -515,6 +550,7 @@ def create_app(
         turn_for=turn_for,
         on_tool_delta=on_tool_delta,
         identity_for=identity_for,
+        fresh_start=fresh_start,
     )
     routes = [
         Route("/v1/messages", messages, methods=["POST"]),

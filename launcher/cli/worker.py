@@ -78,7 +78,24 @@ def worker_cmd(
     ttl = lease_ttl if lease_ttl is not None else bcfg.lease_ttl_s
     port = metrics_port if metrics_port is not None else bcfg.metrics_port
     _quiet_logging()
+    _warn_if_too_many(n, reuse=config.agents.reuse_processes)
     _run(config, url, n, ttl, port, worker_id)
+
+
+def _warn_if_too_many(sessions: int, *, reuse: bool) -> None:
+    """A warning on stderr when ``sessions`` warm sessions would not fit in the memory available now."""
+    from launcher.scaleout.capacity import mem_available_mib, sessions_that_fit
+
+    avail = mem_available_mib()
+    if avail is None:
+        return
+    fit = sessions_that_fit(avail, reuse=reuse)
+    if sessions > fit:
+        typer.echo(
+            f"coach worker: warning: --sessions {sessions} may not fit: {avail} MiB available holds about "
+            f"{fit} warm sessions (docs/scale-out.md, 'Capacity per node'); lower --sessions or add memory",
+            err=True,
+        )
 
 
 def _quiet_logging() -> None:

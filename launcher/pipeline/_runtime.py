@@ -134,7 +134,10 @@ async def coach_runtime(
                 },
                 keep_claude_transcripts=config.agents.keep_claude_transcripts,
             )
-            async with ClaudeAgentRunner(runner_cfg) as runner:
+            runner_cfg, bindings = _reuse_settings(
+                config, runner_cfg, directory, in_process=proxy_url is None
+            )
+            async with ClaudeAgentRunner(runner_cfg, bindings=bindings) as runner:
                 holder: list[Runtime] = []
                 supervisor = Supervisor(
                     board,
@@ -147,3 +150,21 @@ async def coach_runtime(
                 yield holder[0]
     finally:
         board.close()
+
+
+def _reuse_settings(
+    config: Any, cfg: RunnerConfig, directory: TurnDirectory, *, in_process: bool
+) -> tuple[Any, Any]:
+    """``[agents] reuse_processes``: the runner's pool (for reset processes) and process reuse, with the
+    directory's identity bindings (``launcher.runner._reset``). Only with the in-process proxy and MCP
+    server, which translate a pooled process's identity; otherwise reuse stays off, with a warning."""
+    if not config.agents.reuse_processes:
+        return cfg, None
+    if not (in_process and not cfg.mcp_turn_header):
+        log.warning("[agents] reuse_processes is off: it needs the in-process proxy and MCP server")
+        return cfg, None
+    import dataclasses
+
+    from launcher.runner._process_pool import bindings_for
+
+    return dataclasses.replace(cfg, pool_size=6, reuse_processes=True), bindings_for(directory)

@@ -116,6 +116,8 @@ class ClaudeAgentRunner:
         self._lock = anyio.Lock()
         self._background: set[asyncio.Task[None]] = set()
         self.started_processes = 0
+        self.reset_processes = 0  # warm processes reset and returned to the pool (launcher.runner._reset)
+        self.reset_failures = 0  # resets not confirmed (those processes were stopped)
         from launcher.runner._process_pool import ProcessPool
 
         self.pool = ProcessPool(self, bindings)
@@ -261,7 +263,6 @@ class ClaudeAgentRunner:
         ``evict`` is False (or every process is busy). A failed start is logged and discarded (the run
         then starts its own process); cancellation stops the process and propagates.
         """
-        from claude_agent_sdk import ClaudeSDKClient
 
         inv = invocation
         key = (inv.user, inv.session, inv.agent)
@@ -288,7 +289,7 @@ class ClaudeAgentRunner:
             if self.pool.hand_out(inv, entry):  # a started, never-used process of the pool
                 ok = True
                 return True
-            client = ClaudeSDKClient(self.options(inv, one_shot=False, stderr=entry.stderr.append))
+            client = self._new_warm_client(inv, entry)
             entry.client = client
             self.started_processes += 1
             await client.connect()
@@ -312,6 +313,17 @@ class ClaudeAgentRunner:
                     entry.starting.set()
                     entry.starting = None
         return ok
+
+    def _new_warm_client(self, inv: AgentInvocation, entry: _Warm) -> Any:
+        """A new client for a warm entry: under a pool identity bound to the session when processes are
+        started for reuse (``launcher.runner._reset.start_bound``), else under the session's own."""
+        from claude_agent_sdk import ClaudeSDKClient
+
+        from launcher.runner._reset import reusable, start_bound
+
+        if reusable(self):
+            return start_bound(self, inv, entry)
+        return ClaudeSDKClient(self.options(inv, one_shot=False, stderr=entry.stderr.append))
 
     async def prefill(self, invocation: AgentInvocation, text: str) -> bool:
         """Send ``text`` as the first message of the idle, never-used warm process of the invocation's
@@ -358,10 +370,10 @@ class ClaudeAgentRunner:
             if client is None and entry is not None and self.pool.hand_out(inv, entry):
                 client = entry.client
             if client is None:
-                opts = self.options(inv, one_shot=one_shot, stderr=stderr_lines.append)
-                client = ClaudeSDKClient(opts)
                 if entry is not None:
-                    entry.client = client
+                    client = entry.client = self._new_warm_client(inv, entry)
+                else:
+                    client = ClaudeSDKClient(self.options(inv, one_shot=True, stderr=stderr_lines.append))
                 self.started_processes += 1
                 await client.connect()
             prompt = inv.followup if reuse else inv.prompt
@@ -452,13 +464,24 @@ class ClaudeAgentRunner:
         return out, last_input
 
     async def close_session(self, user: str, session: str) -> None:
-        """Stop the warm processes of one session (its conversations end)."""
+        """End the warm processes of one session (its conversations end): each is stopped, or, with
+        ``RunnerConfig.reuse_processes``, a pooled one is reset and returned to the pool
+        (``launcher.runner._reset.recycle``; stopped when that is not confirmed)."""
+        from launcher.runner._reset import recycle
+
         async with self._lock:
             keys = [k for k, w in self._warm.items() if k[0] == user and k[1] == session and not w.busy]
             entries = [self._warm.pop(k) for k in keys]
-        for e in entries:
+
+        async def end(e: _Warm) -> None:
+            if self.config.reuse_processes and e.pool_session is not None and await recycle(self, e):
+                return
             self.pool.revoke(e.client)
             await disconnect(e.client)
+
+        async with anyio.create_task_group() as tg:  # each reset or stop on its own (about 0.05 s / 1 s)
+            for e in entries:
+                tg.start_soon(end, e)
 
     def pid_of(self, user: str, session: str, agent: str) -> int | None:
         """The OS pid of the warm process of (user, session, agent), if one is running."""

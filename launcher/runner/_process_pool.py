@@ -14,10 +14,12 @@ when it is handed out (:class:`Bindings`, shared through the :class:`~launcher.p
 TurnDirectory` like the turn itself): the in-process MCP server (``DirectoryScope``) and the in-process
 proxy (``create_app(identity_for=...)``) translate the pool identity to the bound one. So:
 
-* a process is handed out only if it was never used: it made no model call and no tool call before
-  (it only connected), so it carries no one's context;
+* a process is handed out only if it was never used (it only connected) or its conversation was reset
+  and the reset confirmed (``launcher.runner._reset``), so it carries no one's context;
 * it is bound once, to one (user, session), and never rebound: when its session ends or it is replaced,
-  it is stopped and its binding *revoked* (a late call from it acts as the pool user again);
+  it is stopped and its binding *revoked* (a late call from it acts as the pool user again) -- unless
+  ``RunnerConfig.reuse_processes``: then ``launcher.runner._reset`` revokes the binding, resets the
+  conversation (``/clear``), and only once that is confirmed releases it and returns the process here;
 * an unbound pool identity can act for nobody: its scope is the pool user's, which owns no data and is
   never given a turn, so it can neither read nor write anyone's entries.
 
@@ -96,6 +98,14 @@ class Bindings:
         with self._lock:
             if pool_session in self._bound:
                 self._bound[pool_session] = None
+
+    def release(self, pool_session: str) -> None:
+        """Forget a *revoked* pool session, so it can be bound again: only after its process's
+        conversation was reset (``launcher.runner._reset``). Raises ValueError while it is bound."""
+        with self._lock:
+            if self._bound.get(pool_session) is not None:
+                raise ValueError("revoke a pooled process's binding before releasing it")
+            self._bound.pop(pool_session, None)
 
     def resolve(self, user: str, session: str) -> tuple[str, str]:
         """The identity a request with these headers acts for: the bound session of a pooled process,

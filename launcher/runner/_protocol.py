@@ -57,6 +57,10 @@ class RunnerConfig:
     pool_size: int = 0
     """Started idle processes kept for new sessions, at most one per agent (``launcher.runner._process_pool``;
     needs the in-process proxy and MCP server, which translate a pooled process's identity)."""
+    reuse_processes: bool = False
+    """When a session is closed, reset each of its pooled warm processes (``/clear``) and return it to
+    the pool for another session instead of stopping it (``launcher.runner._reset``: the binding is
+    revoked first; a reset not confirmed stops the process). Needs ``pool_size`` > 0."""
 
 
 @dataclass(frozen=True)

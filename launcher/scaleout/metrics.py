@@ -64,6 +64,24 @@ def render(worker: Any, runner: Any, queue_depth: int | None) -> str:
             f"# TYPE coach_worker_{name}_total counter",
             f'coach_worker_{name}_total{{worker="{worker.worker_id}"}} {value}',
         ]
+    for name, attr, help_ in (
+        ("processes_started", "started_processes", "claude processes this worker started."),
+        (
+            "processes_reset",
+            "reset_processes",
+            "Warm processes reset for another session ([agents] reuse_processes).",
+        ),
+        (
+            "resets_failed",
+            "reset_failures",
+            "Resets not confirmed (those processes were stopped, not reused).",
+        ),
+    ):
+        lines += [
+            f"# HELP coach_worker_{name}_total {help_}",
+            f"# TYPE coach_worker_{name}_total counter",
+            f'coach_worker_{name}_total{{worker="{worker.worker_id}"}} {int(getattr(runner, attr, 0) or 0)}',
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -118,9 +118,12 @@ async def harness(
     time_scale: float = 0.02,
     latency: str = "instant",
     board: Blackboard | None = None,
+    reuse_processes: bool = False,
 ) -> AsyncIterator[Harness]:
     """Everything started; stopped on exit (processes, servers, store). ``board``: the blackboard to use
-    (e.g. on PostgreSQL); default a SQLite one in ``tmp_path / "data"``."""
+    (e.g. on PostgreSQL); default a SQLite one in ``tmp_path / "data"``. ``reuse_processes``: warm
+    processes start under pool identities and a closed session's are reset for the next
+    (``RunnerConfig.reuse_processes``, with the pool on)."""
     specs = specs or e2e_specs()
     scripts = scripts if scripts is not None else {a: agent_script(a) for a in OUTPUT_TOOLS}
     data_dir = tmp_path / "data"
@@ -144,8 +147,13 @@ async def harness(
                 max_warm=max_warm,
                 cwd=str(tmp_path),
                 extra_env={"HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude")},
+                pool_size=6 if reuse_processes else 0,
+                reuse_processes=reuse_processes,
             )
-            async with ClaudeAgentRunner(cfg) as runner:
+            from launcher.runner._process_pool import bindings_for
+
+            bindings = bindings_for(directory) if reuse_processes else None
+            async with ClaudeAgentRunner(cfg, bindings=bindings) as runner:
                 sup = Supervisor(board, runner, lambda: specs, directory=directory)
                 yield Harness(upstream, board, sup, runner, specs, data_dir)
     finally:
