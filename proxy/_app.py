@@ -196,6 +196,10 @@ async def messages(request: Request) -> Response:
             "(system text goes in the top-level 'system' field)"
         )
     outcome = apply_policy(p, policy, agent=who.agent, over_cap=state.config.max_tokens_over_cap)
+    # read before the narrowing below, which ends the messages with an assistant text: a prefill seen
+    # after it went upstream as a real call on such a pool (the embedded server), wrote the agent's
+    # output from the context alone and ended its conversation in an error
+    prefill = is_prefill(p)  # the agent's context sent ahead: computed upstream, answered here (_prefill)
     if outcome.forced_tool and pool.forced_tool_prefill:
         narrow_forced_tool(
             p,
@@ -228,7 +232,6 @@ async def messages(request: Request) -> Response:
             )
         return JSONResponse(accumulate(events))
 
-    prefill = is_prefill(p)  # the agent's context sent ahead: computed upstream, answered here (_prefill)
     key = (who.agent, who.user, who.session)
     if not prefill:
         await state.prefills.wait(key)
