@@ -36,6 +36,7 @@ from ._policy import apply_policy, narrow_forced_tool
 from ._prefill import PREFILL_HEADER, PREFILL_REPLY, Prefills, is_prefill
 from ._router import Router
 from ._shared_budget import SharedBudgetHook
+from ._slots import FreeSlots
 from ._stream import Event, StreamBuilder
 from ._tokens import count_tokens
 from ._tool_tap import ToolDeltaObserver, tool_tap
@@ -71,6 +72,7 @@ class ProxyState:
     budgets: SharedBudgetHook | None = None  # shared_budgets_url set: budgets shared across instances
     on_tool_delta: ToolDeltaObserver | None = None  # in-process observer of forced tool calls (_tool_tap)
     prefills: Prefills = field(default_factory=Prefills)  # prefill calls running upstream (_prefill)
+    slots: FreeSlots = field(default_factory=FreeSlots)  # whether a replica has a free slot (_slots)
     identity_for: Callable[[str, str], tuple[str, str] | None] | None = None  # pooled processes' identity
 
     def set_agent_policies(self, policies: Mapping[str, AgentPolicy | Mapping[str, Any]]) -> None:
@@ -238,6 +240,12 @@ async def messages(request: Request) -> Response:
     names = map_tool_names(p)
     est = estimate_request_tokens(p)
     headers = _upstream_headers(pool, who)
+    if prefill and not await _slot_free(state, pool, who, headers):
+        record.id, record.status = "msg_local_" + uuid.uuid4().hex[:24], "local"  # it would only queue
+        record.stop_reason = "prefill_skipped"
+        state.meter.record(record)
+        log.info("agent=%s: prefill skipped, no free slot upstream", who.agent or "-")
+        return _local_response(state, p, PREFILL_REPLY)
     if prefill:
         headers[PREFILL_HEADER] = "1"
     try:
@@ -301,6 +309,12 @@ async def messages(request: Request) -> Response:
         state.prefills.start(key, run.collect())
         return _local_response(state, p, PREFILL_REPLY)
     return await _respond(request, state, run, p.stream, record)
+
+
+async def _slot_free(state: ProxyState, pool: ModelPool, who: Who, headers: dict[str, str]) -> bool:
+    """Whether the replica this session's requests go to has a free slot (unknown counts as free)."""
+    replica = state.router.pick(pool.name, who.session or None)
+    return await state.slots.free(state.client, replica.url, headers) is not False
 
 
 def _upstream_request(
