@@ -447,7 +447,7 @@ def run_session(
     if dropped:
         log.info("not passed to the pipeline's agents: %s", ", ".join(dropped))
     pipeline = HostedPipeline(coach_config)
-    server, _ = build_session_server(
+    server, turns = build_session_server(
         board,
         identity,
         pipeline,
@@ -456,6 +456,8 @@ def run_session(
         idle_close_s=coach_config.agents.idle_close_s,
         close_session=partial(pipeline.close_session, board),
     )
+    # the session's agent processes start with the server, so the first /coach turn skips start-up
+    pipeline.prewarm_for = lambda: (turns.user, turns.open_session())
     log.info("session mode: user=%s session=%s data=%s", identity.user, identity.session, directory)
     try:
         server.run("stdio")

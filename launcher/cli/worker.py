@@ -139,7 +139,8 @@ async def _main(config: Any, url: str, sessions: int, ttl: float, port: int, wor
     warm = config.agents.model_copy(update={"warm_process_limit": min(64, 6 * sessions)})
     cfg = config.model_copy(update={"agents": warm})
     try:
-        async with coach_runtime(cfg) as rt, anyio.create_task_group() as tg:
+        # new sessions keep coming: started idle processes wait for them (the process pool)
+        async with coach_runtime(cfg, pool=True) as rt, anyio.create_task_group() as tg:
             worker = Worker(
                 rt.supervisor,
                 jobs,

@@ -224,6 +224,18 @@ class ProcessPool:
                 tg.start_soon(one, template)
         return started
 
+    async def fill_when_idle(self, invocations: list[Any]) -> int:
+        """Like :meth:`fill`, but off every turn's critical path: one process at a time, each only after
+        no agent has run for :data:`REFILL_IDLE_S` (the refill's rule), for a command whose first
+        session may come at once (``launcher.pipeline._runtime.fill_pool``). Returns how many were
+        started."""
+        self._templates = list(invocations)[: self.size]
+        before = self.started
+        self._schedule_refill()
+        if self._refill is not None:
+            await self._refill
+        return self.started - before
+
     async def _start(self, template: Any) -> bool:
         import dataclasses
         from collections import deque

@@ -79,3 +79,32 @@ async def test_a_pooled_process_starts_its_session_with_an_empty_conversation(tm
     assert WARM_UP_TEXT.strip() not in text and PREFILL_MARKER not in text
     assert [m["role"] for m in messages_of(first) if m["role"] != "system"] == ["user"]
     assert PREFILL_REPLY not in [str(m.get("content")) for m in messages_of(first)]
+
+
+async def test_a_pooled_runtime_fills_its_pool_in_the_background(tmp_path: Path) -> None:
+    # what coach worker runs: coach_runtime(pool=True), sized by [agents] warm_process_limit
+    import anyio
+
+    from launcher.config import AgentsConfig, CoachConfig, DataConfig, UpstreamConfig
+    from launcher.pipeline._runtime import coach_runtime
+
+    upstream = ScriptedUpstream({}, latency="instant", default_text="Done.")
+    upstream.start()
+    try:
+        config = CoachConfig(
+            data=DataConfig(dir=tmp_path / "data"),
+            upstream=UpstreamConfig(url=upstream.base_url),
+            agents=AgentsConfig(warm_process_limit=1, watch=False),
+        )
+        async with coach_runtime(config, pool=True) as rt:
+            assert rt.runner.config.pool_size == 1 and rt.runner.pool.size == 1
+            with anyio.fail_after(120):
+                while rt.runner.pool.idle() < 1:  # noqa: ASYNC110 - the pool has no event to wait on
+                    await anyio.sleep(0.1)
+            assert rt.runner.started_processes == 0, "the pool's, not a turn's"
+        calls = upstream.model_calls()
+    finally:
+        upstream.stop()
+    assert [(r.agent, r.headers["x-coach-user"], r.body["max_tokens"]) for r in calls] == [
+        ("coach", POOL_USER, 1)
+    ]
