@@ -28,6 +28,7 @@ from starlette.routing import Route
 from ._adapters import AnthropicAdapter, feed_openai
 from ._anthropic_request import to_anthropic
 from ._limits import ServedLimits, cap_max_tokens
+from ._local_commands import strip_clear_records
 from ._messages import UpstreamRun
 from ._metering import Meter, UsageRecord, Who, now_ms
 from ._normalize import Prepared, estimate_request_tokens, prepare
@@ -180,6 +181,15 @@ def _local_response(state: ProxyState, p: Prepared, text: str | None = None) -> 
     return JSONResponse(accumulate(events))
 
 
+def _prepare(body: Any, pool: ModelPool, who: Who) -> Prepared:
+    """The request normalised (``prepare``); an agent's also without Claude Code's record of a pooled
+    process's ``/clear`` (``_local_commands``: not for the model)."""
+    p = prepare(body, system_mode=pool.system_in_messages if pool.kind == "openai" else "fold")
+    if who.agent:
+        strip_clear_records(p.messages)
+    return p
+
+
 async def messages(request: Request) -> Response:
     state: ProxyState = request.app.state.proxy
     t0 = time.monotonic()
@@ -191,7 +201,7 @@ async def messages(request: Request) -> Response:
     pool = state.router.resolve(
         model if isinstance(model, str) else "", policy.model_alias if policy else None
     )
-    p = prepare(body, system_mode=pool.system_in_messages if pool.kind == "openai" else "fold")
+    p = _prepare(body, pool, who)
     if not any(m["role"] != "system" for m in p.messages):
         raise InvalidRequestError(
             "messages: at least one user or assistant message is required "

@@ -16,8 +16,9 @@ proxy (``create_app(identity_for=...)``) translate the pool identity to the boun
 
 * a process is handed out only if no one used it: before it is pooled it connected, sent one fixed
   text with no user's data, as the pool user (:func:`warm_up`: answered by the proxy, so no model
-  output and no tool call), and cleared its conversation (``/clear``), so its first request for the
-  session repeats nothing of that (``tests/e2e/test_pool_warm_up.py`` shows it with the real
+  output and no tool call), and cleared its conversation (``/clear``; the proxy drops Claude Code's
+  record of that command, ``proxy._local_commands``), so its first request for the session repeats
+  nothing of that (``tests/e2e/test_pool_warm_up.py`` shows it with the real
   ``claude``); it carries no one's context;
 * it is bound once, to one (user, session), and never rebound: when its session ends or it is replaced,
   it is stopped and its binding *revoked* (a late call from it acts as the pool user again);

@@ -77,6 +77,7 @@ async def test_a_pooled_process_starts_its_session_with_an_empty_conversation(tm
     text = all_text(first)
     assert "alice's own message" in text
     assert WARM_UP_TEXT.strip() not in text and PREFILL_MARKER not in text
+    assert "local-command" not in text and "/clear" not in text  # the proxy drops Claude Code's record
     assert [m["role"] for m in messages_of(first) if m["role"] != "system"] == ["user"]
     assert PREFILL_REPLY not in [str(m.get("content")) for m in messages_of(first)]
 
