@@ -28,6 +28,7 @@ from starlette.routing import Route
 from ._adapters import AnthropicAdapter, feed_openai
 from ._anthropic_request import to_anthropic
 from ._limits import ServedLimits, cap_max_tokens
+from ._local_commands import strip_clear_records
 from ._messages import UpstreamRun
 from ._metering import Meter, UsageRecord, Who, now_ms
 from ._normalize import Prepared, estimate_request_tokens, prepare
@@ -36,6 +37,7 @@ from ._policy import apply_policy, narrow_forced_tool
 from ._prefill import PREFILL_HEADER, PREFILL_REPLY, Prefills, is_prefill
 from ._router import Router
 from ._shared_budget import SharedBudgetHook
+from ._slots import FreeSlots
 from ._stream import Event, StreamBuilder
 from ._tokens import count_tokens
 from ._tool_tap import ToolDeltaObserver, tool_tap
@@ -78,6 +80,7 @@ class ProxyState:
     budgets: SharedBudgetHook | None = None  # shared_budgets_url set: budgets shared across instances
     on_tool_delta: ToolDeltaObserver | None = None  # in-process observer of forced tool calls (_tool_tap)
     prefills: Prefills = field(default_factory=Prefills)  # prefill calls running upstream (_prefill)
+    slots: FreeSlots = field(default_factory=FreeSlots)  # whether a replica has a free slot (_slots)
     identity_for: Callable[[str, str], tuple[str, str] | None] | None = None  # pooled processes' identity
     fresh_start: Callable[[str, str], bool] | None = None  # a reset process's next request: one message
 
@@ -209,6 +212,15 @@ def _local_response(state: ProxyState, p: Prepared, text: str | None = None) -> 
     return JSONResponse(accumulate(events))
 
 
+def _prepare(body: Any, pool: ModelPool, who: Who) -> Prepared:
+    """The request normalised (``prepare``); an agent's also without Claude Code's record of a pooled
+    process's ``/clear`` (``_local_commands``: not for the model)."""
+    p = prepare(body, system_mode=pool.system_in_messages if pool.kind == "openai" else "fold")
+    if who.agent:
+        strip_clear_records(p.messages)
+    return p
+
+
 async def messages(request: Request) -> Response:
     state: ProxyState = request.app.state.proxy
     t0 = time.monotonic()
@@ -221,13 +233,17 @@ async def messages(request: Request) -> Response:
     pool = state.router.resolve(
         model if isinstance(model, str) else "", policy.model_alias if policy else None
     )
-    p = prepare(body, system_mode=pool.system_in_messages if pool.kind == "openai" else "fold")
+    p = _prepare(body, pool, who)
     if not any(m["role"] != "system" for m in p.messages):
         raise InvalidRequestError(
             "messages: at least one user or assistant message is required "
             "(system text goes in the top-level 'system' field)"
         )
     outcome = apply_policy(p, policy, agent=who.agent, over_cap=state.config.max_tokens_over_cap)
+    # read before the narrowing below, which ends the messages with an assistant text: a prefill seen
+    # after it went upstream as a real call on such a pool (the embedded server), wrote the agent's
+    # output from the context alone and ended its conversation in an error
+    prefill = is_prefill(p)  # the agent's context sent ahead: computed upstream, answered here (_prefill)
     if outcome.forced_tool and pool.forced_tool_prefill:
         narrow_forced_tool(
             p,
@@ -260,13 +276,18 @@ async def messages(request: Request) -> Response:
             )
         return JSONResponse(accumulate(events))
 
-    prefill = is_prefill(p)  # the agent's context sent ahead: computed upstream, answered here (_prefill)
     key = (who.agent, who.user, who.session)
     if not prefill:
         await state.prefills.wait(key)
     names = map_tool_names(p)
     est = estimate_request_tokens(p)
     headers = _upstream_headers(pool, who)
+    if prefill and not await _slot_free(state, pool, who, headers):
+        record.id, record.status = "msg_local_" + uuid.uuid4().hex[:24], "local"  # it would only queue
+        record.stop_reason = "prefill_skipped"
+        state.meter.record(record)
+        log.info("agent=%s: prefill skipped, no free slot upstream", who.agent or "-")
+        return _local_response(state, p, PREFILL_REPLY)
     if prefill:
         headers[PREFILL_HEADER] = "1"
     try:
@@ -330,6 +351,12 @@ async def messages(request: Request) -> Response:
         state.prefills.start(key, run.collect())
         return _local_response(state, p, PREFILL_REPLY)
     return await _respond(request, state, run, p.stream, record)
+
+
+async def _slot_free(state: ProxyState, pool: ModelPool, who: Who, headers: dict[str, str]) -> bool:
+    """Whether the replica this session's requests go to has a free slot (unknown counts as free)."""
+    replica = state.router.pick(pool.name, who.session or None)
+    return await state.slots.free(state.client, replica.url, headers) is not False
 
 
 def _upstream_request(

@@ -5,7 +5,9 @@ are validated before Claude Code sees them), so an agent whose output *is* a too
 ``write_coach``) shows nothing until it is complete. An in-process caller can pass
 ``create_app(on_tool_delta=observer)``: for every request that forces a tool, a :class:`ToolTap` reads
 that call's argument fragments as they arrive (:class:`proxy._partial_json.PartialObject`) and calls
-``observer(ToolArgsEvent)`` whenever the decoded view changed. Nothing about what the client receives
+``observer(ToolArgsEvent)`` on the call's first fragment (the model is writing it, so its prompt is
+in: the supervisor sends Pineal's prefill once every agent is there) and whenever the decoded view
+changed. Nothing about what the client receives
 changes: the call is still delivered whole, after validation, or refused.
 
 The event says who asked (the request's ``x-coach-*`` tags, the turn filled in as for metering), which
@@ -78,6 +80,7 @@ class ToolTap:
         self._index: Any = None
         self._reader = PartialObject()
         self._stopped = False
+        self._announced = False
 
     def feed(self, index: Any, name: str | None, fragment: str | None) -> None:
         """One upstream fragment of tool call ``index`` (``name`` as known so far, upstream spelling)."""
@@ -89,8 +92,11 @@ class ToolTap:
             self._index = index
         elif index != self._index:
             return
-        if not self._reader.feed(fragment):
+        # a view on the call's first fragment (the model is writing it: its prompt is in), then on
+        # each change the reader reports
+        if not self._reader.feed(fragment) and self._announced:
             return
+        self._announced = True
         r = self._reader
         who = self._who
         event = ToolArgsEvent(

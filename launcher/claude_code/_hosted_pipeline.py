@@ -80,17 +80,36 @@ class HostedPipeline:
         self._runtime: Any = None
         self._stop = anyio.Event()
         self._starting = anyio.Lock()
+        #: ``() -> (user, session)`` of the session to prewarm when the server starts (None: none)
+        self.prewarm_for: Callable[[], tuple[str, str]] | None = None
 
     @contextlib.asynccontextmanager
     async def lifespan(self, server: Any = None) -> AsyncIterator[None]:
         """Host the runtime while the server runs (``MCPServer(lifespan=pipeline.lifespan)``)."""
         async with anyio.create_task_group() as tg:
             self._tg = tg
+            if self.prewarm_for is not None:
+                tg.start_soon(self._prewarm, self.prewarm_for)
             try:
                 yield
             finally:
                 self._tg = None
                 self._stop.set()
+
+    async def _prewarm(self, target: Callable[[], tuple[str, str]]) -> None:
+        """Start the runtime and the session's agent processes now, while the person works on in Claude
+        Code, so the first ``/coach`` turn starts like a warm one (``Supervisor.prewarm``: only free warm
+        slots, at most two starting at once, the safety screen's one-time cost paid first). Never
+        raises: a runtime that cannot start is started again, and its error reported, by the first turn."""
+        try:
+            runtime = await self._ensure()
+            if runtime is None:
+                return
+            user, session = await anyio.to_thread.run_sync(target)
+            started = await runtime.supervisor.prewarm(user, session)
+            log.info("session mode: %d agent processes prewarmed", len(started))
+        except Exception as exc:  # the first turn tries again and reports it
+            log.warning("session mode: prewarm failed (%s)", type(exc).__name__)
 
     def _open_runtime(self) -> AbstractAsyncContextManager[Any]:
         if self._factory is not None:

@@ -452,13 +452,14 @@ def run_session(
     dropped = drop_parent_session_env(os.environ)
     if dropped:
         log.info("not passed to the pipeline's agents: %s", ", ".join(dropped))
-    pipeline: Any = HostedPipeline(coach_config)
+    hosted = HostedPipeline(coach_config)
+    pipeline: Any = hosted
     if coach_config.broker.url and broker_frontend is not None:
         from launcher.claude_code._broker_pipeline import BrokerPipeline
 
         pipeline = BrokerPipeline(board, broker_frontend(coach_config, coach_config.broker.url))
         log.info("session mode: turns published as jobs for coach worker")
-    server, _ = build_session_server(
+    server, turns = build_session_server(
         board,
         identity,
         pipeline,
@@ -467,6 +468,10 @@ def run_session(
         idle_close_s=coach_config.agents.idle_close_s,
         close_session=partial(pipeline.close_session, board),
     )
+    if pipeline is hosted:
+        # the session's agent processes start with the server, so the first /coach turn skips start-up
+        # (on the broker they live in the workers)
+        hosted.prewarm_for = lambda: (turns.user, turns.open_session())
     log.info("session mode: user=%s session=%s data=%s", identity.user, identity.session, directory)
     try:
         server.run("stdio")

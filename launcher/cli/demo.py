@@ -105,14 +105,13 @@ def demo_supervisor_settings() -> Any:
     own prefill instead of behind the specialists' (measured: 137 s in a warm turn when all started
     together). The server serves one request at a time, so this costs the turn nothing.
 
-    Pineal's prefill is off: on one slot it cannot overlap the specialists, it queues behind them and
-    Pineal's real request then waits for it (the first demo with it on: Pineal started 65 s after the last
-    specialist ended, and the prefill failed)."""
+    Pineal's prefill needs no setting here: the proxy sends it upstream only when the server has a free
+    slot (``proxy._slots``), which a one-slot server serving a specialist has not, so it never queues
+    behind them (the first demo with prefills, before that check: Pineal started 65 s after the last
+    specialist ended)."""
     from launcher.pipeline.supervisor import SupervisorSettings
 
-    return SupervisorSettings(
-        coach_head_start_s=60.0, coach_head_start_until="first_token", pineal_prefill=False
-    )
+    return SupervisorSettings(coach_head_start_s=60.0, coach_head_start_until="first_token")
 
 
 def demo_embedded_config(config: Any) -> Any:

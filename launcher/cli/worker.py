@@ -3,8 +3,10 @@
 It starts the same stack as ``coach run`` (the proxy and the MCP server in-process, real ``claude``
 agents, the Supervisor) against the PostgreSQL blackboard (``[data] url`` is required), then consumes
 the shared turn queue with a prefetch of ``--sessions`` (its warm-session capacity; six warm ``claude``
-processes per session), runs each job (``launcher.scaleout.worker``) and acknowledges it only once the
-job's row in PostgreSQL says ``done``. Several workers, on one or many machines, share the queue.
+processes per session, and a pool of started, warmed-up idle ones for the next new session:
+``launcher.pipeline._runtime.coach_runtime(pool=True)``), runs each job (``launcher.scaleout.worker``)
+and acknowledges it only once the job's row in PostgreSQL says ``done``. Several workers, on one or many
+machines, share the queue.
 
 ``GET /metrics`` (``--metrics-port``, default ``[broker] metrics_port``) reports sessions held, warm
 processes, queue depth and turn latency. SIGTERM or Ctrl-C stops it: its sessions' leases are released
@@ -58,7 +60,8 @@ def worker_cmd(
         str | None, typer.Option("--worker-id", help="this worker's id (default host-pid-random)")
     ] = None,
 ) -> None:
-    """Run turn jobs from RabbitMQ with the six agents (PostgreSQL holds the state)."""
+    """Run turn jobs from RabbitMQ with the six agents (PostgreSQL holds the state; idle agent processes
+    wait ready for new sessions)."""
     config = load_config_or_exit(config_path)
     bcfg = config.broker
     url = broker or bcfg.url
@@ -156,7 +159,8 @@ async def _main(config: Any, url: str, sessions: int, ttl: float, port: int, wor
     warm = config.agents.model_copy(update={"warm_process_limit": min(64, 6 * sessions)})
     cfg = config.model_copy(update={"agents": warm})
     try:
-        async with coach_runtime(cfg) as rt, anyio.create_task_group() as tg:
+        # new sessions keep coming: started idle processes wait for them (the process pool)
+        async with coach_runtime(cfg, pool=True) as rt, anyio.create_task_group() as tg:
             worker = Worker(
                 rt.supervisor,
                 jobs,

@@ -8,20 +8,29 @@ conversation; the proxy has the model server compute it with a ``max_tokens: 1``
 locally. Pineal's real request then repeats that prefix byte for byte (same process, same
 conversation) and only its task and brief are new to the server.
 
-It never delays the others: it is sent only after the Coach and every specialist have their first
-token (their prompts are in, so it competes with none of their prefills) or have ended, and not at all
-when every specialist has already ended (nothing left to overlap with).
+It never delays the others: it is sent only after the Coach and every specialist have their prompt in
+at the model (so it competes with none of their prefills) or have ended, and not at all when every
+specialist has already ended (nothing left to overlap with). "Prompt in" is the first text of the
+agent's forced tool call reaching the in-process proxy (``ReplyTaps.watch``), else its first token as
+Claude Code reports it. The latter alone comes late: the proxy hands a tool call to Claude Code only
+once it is whole, so for an agent whose output is a tool call "first token" is nearly its end (measured
+in ``bench/turn.py``'s cold turn: the prefill went out after the last specialist's whole call, 3.96 s
+into the turn, and Pineal's real request then waited 0.17 s for it; with the proxy's signal it goes out
+at about 0.4 s and is done long before Pineal starts).
+
+Whether the model server has room for it is the proxy's call (``proxy._slots``): no free slot, and
+nothing is sent upstream.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import anyio
 
-__all__ = ["POLL_S", "prefill_pineal", "prefill_text"]
+__all__ = ["POLL_S", "prefill_pineal", "prefill_text", "prestart_synthesis"]
 
 log = logging.getLogger(__name__)
 
@@ -43,15 +52,17 @@ async def prefill_pineal(
     statuses: Mapping[str, Any],
     waited_for: Sequence[str],
     specialists: Sequence[str],
+    at_model: Collection[str] = (),
 ) -> bool:
-    """Wait until every agent of ``waited_for`` has its first token or has ended, then have ``runner``
-    send Pineal's shared context (``runner.prefill``: ``launcher.runner._warm_prefill.send_context``; a
-    runner without it sends nothing). Returns whether it was sent."""
+    """Wait until every agent of ``waited_for`` is writing at the model (named in ``at_model``, a live
+    set: ``ReplyTaps.watch``), has its first token or has ended, then have ``runner`` send Pineal's
+    shared context (``runner.prefill``: ``launcher.runner._warm_prefill.send_context``; a runner without
+    it sends nothing). Returns whether it was sent."""
     send = getattr(runner, "prefill", None)
     if send is None or not shared:
         return False
     # polled (every 50 ms) rather than signalled: the statuses are the supervisor's, updated in place
-    while _before_first_token(statuses, waited_for):  # noqa: ASYNC110
+    while _before_first_token(statuses, [n for n in waited_for if n not in at_model]):  # noqa: ASYNC110
         await anyio.sleep(POLL_S)
     if not any(statuses[n].status in _LIVE for n in specialists if n in statuses):
         return False
@@ -63,3 +74,42 @@ def _before_first_token(statuses: Mapping[str, Any], names: Sequence[str]) -> bo
     return any(
         statuses[n].status in _LIVE and statuses[n].first_token_s is None for n in names if n in statuses
     )
+
+
+async def prestart_synthesis(turn: Any) -> None:
+    """For ``turn`` (a ``launcher.pipeline.turn.Turn``): Pineal's process is started once every
+    specialist is up and prompted (not competing with their start-up for the CPU), while they wait on
+    the model, so after the barrier only its query remains; then, with ``settings.pineal_prefill``, its
+    shared context is sent ahead (:func:`prefill_pineal`, once per turn), watching the proxy's taps for
+    the agents already writing at the model."""
+    from blackboard import Stage, agents_at
+    from launcher.pipeline._agent_task import prestart_agent
+    from launcher.pipeline._reply_stream import taps_for
+
+    (synthesis,) = agents_at(Stage.SYNTHESIS)
+    taps = taps_for(turn.directory)
+    at_model = taps.watch(turn.user, turn.session, turn.turn)
+    try:
+        with turn.stop.scope(synthesis):
+            await turn._specialists_up.wait()
+            v = turn.views[synthesis]
+            # bounded: a stuck start must not hold up the join for long (the run would start its own)
+            await prestart_agent(
+                turn.sup.runner,
+                turn._invocation(synthesis, "", ""),
+                evict=True,
+                limit_s=min(v.deadline_s, 30.0),
+            )
+            if turn.settings.pineal_prefill:
+                shared = next(iter(turn.packs.values())).shared if turn.packs else ""
+                await prefill_pineal(
+                    turn.sup.runner,
+                    turn._invocation(synthesis, "", ""),
+                    shared,
+                    turn.statuses,
+                    turn.launch,
+                    agents_at(Stage.SPECIALIST),
+                    at_model,
+                )
+    finally:
+        taps.unwatch(turn.user, turn.session, turn.turn)

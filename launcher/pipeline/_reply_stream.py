@@ -73,6 +73,18 @@ class ReplyTaps:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._streams: dict[tuple[str, str, str, str], Callable[[Any], None]] = {}
+        self._watched: dict[tuple[str, str, str], set[str]] = {}
+
+    def watch(self, user: str, session: str, turn: str) -> set[str]:
+        """Start recording which agents of this turn the model is writing a tool call for (their prompt is
+        in: its first argument text has arrived at the proxy). Returns the live set of their names,
+        filled from the proxy's event loop; :meth:`unwatch` ends it."""
+        with self._lock:
+            return self._watched.setdefault((user, session, turn), set())
+
+    def unwatch(self, user: str, session: str, turn: str) -> None:
+        with self._lock:
+            self._watched.pop((user, session, turn), None)
 
     def register(
         self, user: str, session: str, turn: str, agent: str, listener: Callable[[Any], None]
@@ -85,9 +97,13 @@ class ReplyTaps:
             self._streams.pop((user, session, turn, agent), None)
 
     def observe(self, event: Any) -> None:
-        """``proxy.ToolArgsEvent`` -> the registered listener (none: ignored)."""
+        """``proxy.ToolArgsEvent`` -> the registered listener (none: ignored); its agent is recorded
+        in a watched turn's set (:meth:`watch`)."""
         with self._lock:
             listener = self._streams.get((event.user, event.session, event.turn, event.agent))
+            watched = self._watched.get((event.user, event.session, event.turn))
+            if watched is not None:
+                watched.add(event.agent)
         if listener is not None:
             listener(event)
 

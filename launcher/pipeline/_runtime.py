@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from blackboard import Blackboard
 from launcher.errors import StackError
 from launcher.pipeline._data_dir import open_board, prepare_data_dir
@@ -23,7 +25,7 @@ from launcher.pipeline.stack import StackUrls, running_stack
 from launcher.pipeline.supervisor import Supervisor
 from launcher.runner._agent_runner import ClaudeAgentRunner, RunnerConfig
 
-__all__ = ["Runtime", "coach_runtime"]
+__all__ = ["Runtime", "coach_runtime", "fill_pool"]
 
 log = logging.getLogger(__name__)
 
@@ -88,8 +90,14 @@ async def coach_runtime(
     proxy_url: str | None = None,
     mcp_url: str | None = None,
     agents_dir: Path | None = None,
+    pool: bool = False,
 ) -> AsyncIterator[Runtime]:
     """Build and start everything for ``config`` (a ``CoachConfig``).
+
+    ``pool``: for a command that serves new sessions as they come (``coach worker``, the Claude Code
+    session mode): keep started, idle agent processes for them (:func:`fill_pool`, in the background
+    from the start; ``launcher.runner._process_pool``). Only with the in-process proxy and MCP server,
+    which translate a pooled process's identity; ignored with ``proxy_url`` or ``mcp_url``.
 
     Raises:
         launcher.agents.AgentSpecError: invalid agent files (each problem with file, line and fix).
@@ -120,6 +128,7 @@ async def coach_runtime(
             mcp_secret=secret,
             data_dir=data_dir,
         ) as urls:
+            pooled = pool and proxy_url is None and urls.in_process_mcp
             runner_cfg = RunnerConfig(
                 proxy_url=urls.proxy_url,
                 mcp_url=urls.mcp_url,
@@ -133,11 +142,17 @@ async def coach_runtime(
                     "XDG_CACHE_HOME": str(home / ".cache"),
                 },
                 keep_claude_transcripts=config.agents.keep_claude_transcripts,
+                pool_size=config.agents.warm_process_limit if pooled else 0,
             )
-            runner_cfg, bindings = _reuse_settings(
-                config, runner_cfg, directory, in_process=proxy_url is None
-            )
-            async with ClaudeAgentRunner(runner_cfg, bindings=bindings) as runner:
+            runner_cfg = _reuse_settings(config, runner_cfg, in_process=proxy_url is None)
+            from launcher.runner._process_pool import bindings_for
+
+            # One set of identity bindings for the pool's processes, fresh or reset (launcher.runner._reset).
+            bindings = bindings_for(directory) if runner_cfg.pool_size else None
+            async with (
+                ClaudeAgentRunner(runner_cfg, bindings=bindings) as runner,
+                anyio.create_task_group() as tg,
+            ):
                 holder: list[Runtime] = []
                 supervisor = Supervisor(
                     board,
@@ -147,24 +162,45 @@ async def coach_runtime(
                     directory=directory,
                 )
                 holder.append(Runtime(config, board, registry, urls, runner, supervisor, registry.version))
-                yield holder[0]
+                if pooled:
+                    tg.start_soon(fill_pool, holder[0])
+                try:
+                    yield holder[0]
+                finally:
+                    tg.cancel_scope.cancel()
     finally:
         board.close()
 
 
-def _reuse_settings(
-    config: Any, cfg: RunnerConfig, directory: TurnDirectory, *, in_process: bool
-) -> tuple[Any, Any]:
-    """``[agents] reuse_processes``: the runner's pool (for reset processes) and process reuse, with the
-    directory's identity bindings (``launcher.runner._reset``). Only with the in-process proxy and MCP
-    server, which translate a pooled process's identity; otherwise reuse stays off, with a warning."""
+def _reuse_settings(config: Any, cfg: RunnerConfig, *, in_process: bool) -> RunnerConfig:
+    """``[agents] reuse_processes``: the runner's pool (for reset processes) and process reuse (the caller binds
+    the pool's identities: ``launcher.runner._reset``). Only with the in-process proxy and MCP
+    server, which translate a pooled process's identity; otherwise reuse stays off, with a warning. The
+    pool holds at least one process per agent (six) then; a larger pool (``coach worker``) is kept."""
     if not config.agents.reuse_processes:
-        return cfg, None
+        return cfg
     if not (in_process and not cfg.mcp_turn_header):
         log.warning("[agents] reuse_processes is off: it needs the in-process proxy and MCP server")
-        return cfg, None
+        return cfg
     import dataclasses
 
-    from launcher.runner._process_pool import bindings_for
+    return dataclasses.replace(cfg, pool_size=max(cfg.pool_size, 6), reuse_processes=True)
 
-    return dataclasses.replace(cfg, pool_size=6, reuse_processes=True), bindings_for(directory)
+
+async def fill_pool(rt: Runtime) -> int:
+    """Pay the safety screen's one-time cost, then start the runner's pool of idle processes, one per
+    agent (at most the free warm slots and what the memory allows; one at a time, only while no agent
+    runs: ``launcher.runner._process_pool``), each warmed up (its prompt head cached on the model server):
+    what a new session's first turn would otherwise pay on its critical path. Returns how many processes
+    were started. Never raises for agent processes (a failed start is logged; that agent's first turn
+    starts its own process)."""
+    from launcher.pipeline.supervisor import pool_invocations
+
+    await rt.supervisor.warm_up()
+    try:
+        started = await rt.runner.pool.fill_when_idle(pool_invocations(rt.current_agents()))
+    except Exception:  # agent files unreadable now: the turns report that themselves
+        log.exception("the process pool could not be filled")
+        return 0
+    log.info("process pool: %d idle agent processes started", started)
+    return started

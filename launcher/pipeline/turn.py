@@ -40,7 +40,7 @@ from blackboard import (
     turn_entry_key,
 )
 from launcher.agents._spec_view import AgentView, view_of
-from launcher.pipeline._agent_task import prestart_agent, run_agent
+from launcher.pipeline._agent_task import run_agent
 from launcher.pipeline._context_pack import (
     AgentPackSpec,
     ContextPack,
@@ -54,7 +54,7 @@ from launcher.pipeline._fallbacks import (
     degraded_note,
 )
 from launcher.pipeline._model_raise import StopCoaching, TurnSafety, raise_fn_of, risk_of
-from launcher.pipeline._pineal_prefill import prefill_pineal
+from launcher.pipeline._pineal_prefill import prestart_synthesis
 from launcher.pipeline._reply_stream import (
     ReplyEvent,
     ReplyStream,
@@ -326,30 +326,9 @@ class Turn:
             self._specialists_up.set()
 
     async def _prestart_synthesis(self) -> None:
-        """Pineal's process is started once every specialist is up and prompted (not competing with
-        their start-up for the CPU), while they wait on the model: after the barrier only its query
-        remains."""
-        with self.stop.scope(SYNTHESIS):
-            await self._specialists_up.wait()
-            v = self.views[SYNTHESIS]
-            # bounded: a stuck start must not hold up the join for long (the run would start its own)
-            await prestart_agent(
-                self.sup.runner,
-                self._invocation(SYNTHESIS, "", ""),
-                evict=True,
-                limit_s=min(v.deadline_s, 30.0),
-            )
-            # its shared context computed by the model server while the specialists work (once per turn)
-            if self.settings.pineal_prefill:
-                shared = next(iter(self.packs.values())).shared if self.packs else ""
-                await prefill_pineal(
-                    self.sup.runner,
-                    self._invocation(SYNTHESIS, "", ""),
-                    shared,
-                    self.statuses,
-                    self.launch,
-                    SPECIALISTS,
-                )
+        """Pineal's process started once the specialists are up, then its shared context sent ahead
+        (:func:`launcher.pipeline._pineal_prefill.prestart_synthesis`)."""
+        await prestart_synthesis(self)
 
     async def _run_one(self, name: str) -> None:
         if name in EARLY:

@@ -501,9 +501,7 @@ class ClaudeAgentRunner:
 
     async def fill_pool(self, invocations: list[AgentInvocation]) -> int:
         """Start the pool's idle processes now (``launcher.runner._process_pool``; ``pool_invocations``)."""
-        started = await self.pool.fill(invocations)
-        await self.pool.warm_server(invocations)  # each agent's prompt head cached on the model server
-        return started
+        return await self.pool.fill(invocations)  # each warmed up (its prompt head cached upstream)
 
     async def aclose(self) -> None:
         """Stop every warm process and wait for the background stops."""

@@ -14,8 +14,12 @@ when it is handed out (:class:`Bindings`, shared through the :class:`~launcher.p
 TurnDirectory` like the turn itself): the in-process MCP server (``DirectoryScope``) and the in-process
 proxy (``create_app(identity_for=...)``) translate the pool identity to the bound one. So:
 
-* a process is handed out only if it was never used (it only connected) or its conversation was reset
-  and the reset confirmed (``launcher.runner._reset``), so it carries no one's context;
+* a process is handed out only if no one used it or its conversation was reset and the reset
+  confirmed (``launcher.runner._reset``). Before it is pooled it connected, sent one fixed text with no
+  user's data, as the pool user (:func:`warm_up`: answered by the proxy, so no model output and no tool
+  call), and cleared its conversation (``/clear``; the proxy drops Claude Code's record of that command,
+  ``proxy._local_commands``), so its first request for the session repeats nothing of that
+  (``tests/e2e/test_pool_warm_up.py`` shows it with the real ``claude``); it carries no one's context;
 * it is bound once, to one (user, session), and never rebound: when its session ends or it is replaced,
   it is stopped and its binding *revoked* (a late call from it acts as the pool user again) -- unless
   ``RunnerConfig.reuse_processes``: then ``launcher.runner._reset`` revokes the binding, resets the
@@ -28,7 +32,8 @@ Size: at most one process per agent, and never more than the runner's free warm 
 (:data:`PROCESS_RSS_MIB` each, keeping :data:`MEMORY_RESERVE_MIB` free). Refill happens off the
 critical path: only while no agent of any turn is running, one process at a time.
 
-Only with the in-process stack (``coach chat``, the benchmarks): an external proxy or MCP server cannot
+Only with the in-process stack (``coach worker``, the Claude Code session mode, the benchmarks:
+``launcher.pipeline._runtime.coach_runtime(pool=True)``): an external proxy or MCP server cannot
 translate the pool identity, so the runner's pool stays off (``RunnerConfig.pool_size`` 0).
 """
 
@@ -144,6 +149,30 @@ IdentityFor = Callable[[str, str], tuple[str, str] | None]
 
 
 WARM_UP_TEXT = "# Warm-up\nNo user yet: this message only warms the model server's prompt cache.\n"
+"""The fixed first message of every pooled process (no user's data), sent before ``proxy.PREFILL_MARKER``."""
+CLEAR_COMMAND = "/clear"
+"""Claude Code's slash command that ends the conversation and starts an empty one in the same process."""
+
+
+async def warm_up(client: Any) -> None:
+    """Pay a started process's first-query cost now, as the pool user, and leave it with an empty
+    conversation: send :data:`WARM_UP_TEXT` ending with ``proxy.PREFILL_MARKER`` (the proxy sends it
+    upstream with ``max_tokens: 1``, which also caches the agent's prompt head on the model server, and
+    answers locally), then :data:`CLEAR_COMMAND`. Claude Code's first query of a process costs it more
+    CPU than any later one (measured here: 0.07-0.10 s against 0.03 s, and five pooled processes
+    querying at once on a 2-core machine put the cold turn's requests at the model 0.3 s later than a
+    warm turn's). Raises RuntimeError when either ends in an error result (the process is then not
+    pooled), or the SDK's errors."""
+    from claude_agent_sdk.types import ResultMessage
+
+    from proxy import PREFILL_MARKER
+
+    for text in (WARM_UP_TEXT + PREFILL_MARKER + "\n", CLEAR_COMMAND):
+        await client.query(text)
+        async for msg in client.receive_response():
+            if isinstance(msg, ResultMessage) and msg.is_error:
+                raise RuntimeError(f"warm-up ended with {msg.subtype}")
+
 
 #: Seconds without a running agent before the pool refills (a refill's start-up must not compete with a
 #: turn that follows at once).
@@ -206,54 +235,17 @@ class ProcessPool:
                 tg.start_soon(one, template)
         return started
 
-    async def warm_server(self, invocations: list[Any]) -> int:
-        """Have the model server cache each agent's prompt head (system prompt and tools: the same for
-        every user and session) before the first session: one throwaway process per agent sends a
-        fixed text ending with ``proxy.PREFILL_MARKER`` (no user's data: the proxy computes it with
-        ``max_tokens: 1`` and answers locally), then is stopped; it is never handed out. Returns how
-        many were sent. On a busy server other sessions keep these heads cached anyway; this makes it
-        true for the first session after a start or an idle spell too."""
-        import anyio
-
-        sent = 0
-        limiter = anyio.CapacityLimiter(2)
-
-        async def one(template: Any) -> None:
-            nonlocal sent
-            async with limiter:
-                if await self._warm_one(template):
-                    sent += 1
-
-        async with anyio.create_task_group() as tg:
-            for template in list(invocations)[: max(self.size, 0)]:
-                tg.start_soon(one, template)
-        return sent
-
-    async def _warm_one(self, template: Any) -> bool:
-        import dataclasses
-        from collections import deque
-
-        from claude_agent_sdk import ClaudeSDKClient
-
-        from launcher.runner._claude_process import mcp_ready
-        from proxy import PREFILL_MARKER
-
-        inv = dataclasses.replace(template, user=POOL_USER, session=new_pool_session())
-        stderr: deque[str] = deque(maxlen=20)
-        client = ClaudeSDKClient(self._runner.options(inv, one_shot=False, stderr=stderr.append))
-        try:
-            self.started += 1
-            await client.connect()
-            await mcp_ready(client)
-            await client.query(WARM_UP_TEXT + PREFILL_MARKER + "\n")
-            async for _ in client.receive_response():
-                pass
-            return True
-        except Exception as exc:  # the SDK's errors: the server is simply not warmed for this agent
-            log.warning("warm-up of agent %s failed (%s)", inv.agent, type(exc).__name__)
-            return False
-        finally:
-            self._runner._stop_in_background(client, kill=True)
+    async def fill_when_idle(self, invocations: list[Any]) -> int:
+        """Like :meth:`fill`, but off every turn's critical path: one process at a time, each only after
+        no agent has run for :data:`REFILL_IDLE_S` (the refill's rule), for a command whose first
+        session may come at once (``launcher.pipeline._runtime.fill_pool``). Returns how many were
+        started."""
+        self._templates = list(invocations)[: self.size]
+        before = self.started
+        self._schedule_refill()
+        if self._refill is not None:
+            await self._refill
+        return self.started - before
 
     async def _start(self, template: Any) -> bool:
         import dataclasses
@@ -272,8 +264,9 @@ class ProcessPool:
             self.started += 1
             await client.connect()
             await mcp_ready(client)
+            await warm_up(client)
             ok = True
-        except Exception as exc:  # the SDK's ProcessError / CLIConnectionError
+        except Exception as exc:  # the SDK's ProcessError / CLIConnectionError, a failed warm-up
             log.warning("pool process for agent %s failed to start (%s)", inv.agent, type(exc).__name__)
         finally:
             if not ok:

@@ -255,3 +255,28 @@ async def test_closed_session_at_start_moves_to_the_next_open_one(board: Blackbo
     async with Client(server) as client:
         data = _data(await client.call_tool("coach_turn", {"message": MESSAGE}))
     assert data["session"] == f"{SESSION}-3"
+
+
+class _PrestartRecorder(FakeRunner):
+    def __init__(self, board: Blackboard) -> None:
+        super().__init__(board)
+        self.prestarted: list[tuple[str, str, str]] = []
+        self.all_up = anyio.Event()
+
+    async def prestart(self, invocation: AgentInvocation, *, evict: bool = True) -> bool:
+        self.prestarted.append((invocation.user, invocation.session, invocation.agent))
+        if len(self.prestarted) == 6:
+            self.all_up.set()
+        return True
+
+
+async def test_the_sessions_agent_processes_start_with_the_server_before_any_turn(board: Blackboard) -> None:
+    runner = _PrestartRecorder(board)
+    pipeline = _pipeline(board, runner)
+    server, turns = _server(board, pipeline)
+    pipeline.prewarm_for = lambda: (turns.user, turns.open_session())  # as session.main wires it
+    async with Client(server):
+        with anyio.fail_after(20):
+            await runner.all_up.wait()
+    assert {(u, s) for u, s, _ in runner.prestarted} == {(USER, SESSION)}
+    assert runner.prestarted[0][2] == "coach" and runner.calls == [], "no turn ran"

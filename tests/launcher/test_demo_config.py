@@ -99,9 +99,18 @@ def test_the_demo_replays_the_example_transcript_of_the_checkout() -> None:
     assert EXAMPLE.is_file()
 
 
-def test_the_demo_sends_no_pineal_prefill_to_its_one_slot_server() -> None:
+def test_the_demo_leaves_pineal_prefill_to_the_proxys_free_slot_check() -> None:
+    # no setting turns it off: on the one-slot server the proxy finds no free slot and sends nothing
+    # upstream (tests/proxy/test_prefill_slots.py); the embedded server answers /slots and /metrics
     from launcher.cli.demo import demo_supervisor_settings
+    from launcher.embedded import EmbeddedModelServer
 
     settings = demo_supervisor_settings()
-    assert settings.pineal_prefill is False
+    assert settings.pineal_prefill is True
     assert settings.coach_head_start_s > 0
+    emb = demo_embedded_config(CoachConfig()).model_copy(
+        update={"binary": Path("/x/llama-server"), "model": Path("/x/model.gguf")}
+    )
+    assert emb.parallel == 1
+    command = EmbeddedModelServer(emb).command(8080)
+    assert "--metrics" in command and "--no-slots" not in command

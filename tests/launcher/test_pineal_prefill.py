@@ -97,3 +97,46 @@ async def test_no_prefill_when_the_specialists_are_already_done() -> None:
     statuses["persona"].status = "running"
     assert await prefill_pineal(runner, None, "context", statuses, ["coach", *SPECIALISTS], SPECIALISTS)
     assert sent == ["context" + PREFILL_MARKER + "\n"]
+
+
+async def test_the_prefill_goes_out_once_every_agent_writes_at_the_model_before_claude_code_sees_it() -> None:
+    # a forced tool call reaches Claude Code only whole, so "first token" there is nearly the agent's
+    # end; the proxy's tap sees the call's first text at the model (ReplyTaps.watch) much earlier
+    from launcher.pipeline._pineal_prefill import prefill_pineal
+    from launcher.pipeline._turn_status import AgentStatus
+
+    sent: list[str] = []
+
+    async def prefill(inv: Any, text: str) -> bool:
+        sent.append(text)
+        return True
+
+    names = ["coach", *SPECIALISTS]
+    statuses = {n: AgentStatus(n, status="running") for n in names}  # no first token yet
+    runner = type("R", (), {"prefill": staticmethod(prefill)})()
+    at_model: set[str] = set(names[:-1])
+    with anyio.move_on_after(0.3):
+        await prefill_pineal(runner, None, "context", statuses, names, SPECIALISTS, at_model)
+    assert sent == [], "one agent's prompt is not in yet"
+    at_model.add(names[-1])
+    assert await prefill_pineal(runner, None, "context", statuses, names, SPECIALISTS, at_model)
+    assert len(sent) == 1
+
+
+def test_the_taps_record_which_agents_of_a_watched_turn_write_at_the_model() -> None:
+    from types import SimpleNamespace
+
+    from launcher.pipeline._reply_stream import ReplyTaps
+
+    taps = ReplyTaps()
+    seen = taps.watch("u1", "s1", "t000001")
+    for who in (
+        ("u1", "s1", "t000001", "shadow"),
+        ("u1", "s1", "t000002", "persona"),
+        ("u2", "s1", "t000001", "coach"),
+    ):
+        taps.observe(SimpleNamespace(user=who[0], session=who[1], turn=who[2], agent=who[3]))
+    assert seen == {"shadow"}, "only the watched turn's agents"
+    taps.unwatch("u1", "s1", "t000001")
+    taps.observe(SimpleNamespace(user="u1", session="s1", turn="t000001", agent="stability"))
+    assert seen == {"shadow"} and taps.watch("u1", "s1", "t000001") == set()

@@ -116,3 +116,42 @@ def test_pool_invocations_are_one_per_agent_with_no_user_and_no_prompt() -> None
     assert [i.agent for i in invs] == ["coach", "shadow", "persona", "plasticity", "stability", "pineal"]
     assert all(i.user == POOL_USER and i.prompt == "" and i.followup == "" for i in invs)
     assert len({i.session for i in invs}) == 6
+
+
+@pytest.mark.anyio
+async def test_the_pool_fills_one_process_at_a_time_only_while_no_agent_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import anyio
+
+    import launcher.runner._process_pool as pp
+    from launcher.agents import load_agents
+
+    monkeypatch.setattr(pp, "REFILL_IDLE_S", 0.05)
+    monkeypatch.setattr(pp, "_POLL_S", 0.01)
+    cfg = RunnerConfig(proxy_url="http://proxy", mcp_url="http://mcp/mcp", pool_size=6, max_warm=12)
+    runner = ClaudeAgentRunner(cfg, bindings=bindings_for(TurnDirectory()))
+    busy = [1]
+    runner.busy_count = lambda: busy[0]  # type: ignore[method-assign]
+    started: list[tuple[str, int]] = []
+    running = [0]
+
+    async def start(template: AgentInvocation) -> bool:
+        running[0] += 1
+        started.append((template.agent, running[0]))
+        await anyio.sleep(0.01)
+        fp = _fingerprint(template)
+        runner.pool._idle.setdefault(fp, []).append(PooledProcess(object(), fp, "p" + "0" * 24, None))
+        runner.pool.started += 1
+        running[0] -= 1
+        return True
+
+    monkeypatch.setattr(runner.pool, "_start", start)
+    invs = pool_invocations(load_agents("agents"))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(runner.pool.fill_when_idle, invs)
+        await anyio.sleep(0.3)
+        assert started == [], "a turn's agent runs: nothing starts"
+        busy[0] = 0
+    assert [a for a, _ in started] == [i.agent for i in invs] and all(n == 1 for _, n in started)
+    assert runner.pool.idle() == 6

@@ -11,7 +11,6 @@ from claude_agent_sdk.types import ConversationResetMessage, ResultMessage
 
 from launcher.config import CoachConfig
 from launcher.pipeline._runtime import _reuse_settings
-from launcher.pipeline._turn_scope import TurnDirectory
 from launcher.runner._process_pool import Bindings
 from launcher.runner._protocol import RunnerConfig
 from launcher.runner._reset import reset_conversation
@@ -27,11 +26,14 @@ def test_reuse_is_off_by_default_and_on_only_with_the_in_process_proxy_and_mcp_s
 ) -> None:
     base = RunnerConfig(proxy_url="http://p", mcp_url="http://m/mcp")
     assert CoachConfig().agents.reuse_processes is False
-    assert _reuse_settings(_config(False), base, TurnDirectory(), in_process=True) == (base, None)
-    cfg, bindings = _reuse_settings(_config(True), base, TurnDirectory(), in_process=True)
-    assert cfg.reuse_processes and cfg.pool_size == 6 and isinstance(bindings, Bindings)
+    assert _reuse_settings(_config(False), base, in_process=True) == base
+    cfg = _reuse_settings(_config(True), base, in_process=True)
+    assert cfg.reuse_processes and cfg.pool_size == 6
+    # A larger pool (coach worker's, sized by warm_process_limit) is kept.
+    bigger = RunnerConfig(proxy_url="http://p", mcp_url="http://m/mcp", pool_size=12)
+    assert _reuse_settings(_config(True), bigger, in_process=True).pool_size == 12
     with caplog.at_level(logging.WARNING):
-        assert _reuse_settings(_config(True), base, TurnDirectory(), in_process=False) == (base, None)
+        assert _reuse_settings(_config(True), base, in_process=False) == base
     assert "reuse_processes is off" in caplog.text
 
 

@@ -102,6 +102,8 @@ class FakeUpstream:
         )
         self.props: Any = None  # GET /props body (None: 404), e.g. llama-server's default_generation_settings
         self.tokenize_count: int | None = None  # POST /tokenize "count" (None: len(json) // 5; -1: 404)
+        self.slots: Any = None  # GET /slots body (None: 404), e.g. llama-server's [{"is_processing": true}]
+        self.metrics: str | None = None  # GET /metrics text (None: 404), e.g. vLLM's gauges
 
     def script(self, url: str, *steps: Step) -> None:
         self.scripts.setdefault(url, []).extend(steps)
@@ -125,6 +127,14 @@ class FakeUpstream:
                 if doc is None
                 else httpx.Response(200, json=doc)
             )
+        if request.method == "GET" and request.url.path == "/slots":
+            if self.slots is None:
+                return httpx.Response(404, json={"error": "not found"})
+            return httpx.Response(200, json=self.slots)
+        if request.method == "GET" and request.url.path == "/metrics":
+            if self.metrics is None:
+                return httpx.Response(404, text="not found")
+            return httpx.Response(200, text=self.metrics)
         if request.url.path in ("/tokenize", "/apply-template") and self.tokenize_count == -1:
             return httpx.Response(404, json={"error": "not found"})
         if request.url.path == "/tokenize":

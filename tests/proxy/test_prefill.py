@@ -77,3 +77,24 @@ async def test_other_agents_never_wait_for_a_prefill() -> None:
         t = time.monotonic()
         await c.post("/v1/messages", json=msg_body("hello"), headers={**H, "x-coach-agent": "persona"})
         assert time.monotonic() - t < 0.8
+
+
+async def test_a_prefill_on_a_pool_that_narrows_the_forced_tool_is_still_answered_locally() -> None:
+    # coach demo's embedded server: the narrowing ends the messages with an assistant text, and a prefill
+    # recognised only after it went upstream as a real call (which wrote Pineal's output from the context
+    # alone and ended its conversation in an error: "prefill of agent pineal failed (RuntimeError)")
+    up = FakeUpstream(lambda b: Sse(text_chunks("O", finish="length")))
+    cfg = make_config(
+        agents={"pineal": AgentPolicy(force_tool="write_synthesis", stop_after_tool=True)},
+        pool={"forced_tool_prefill": '{"name": "write_synthesis", "arguments": '},
+    )
+    async with proxy_client(up, cfg) as c:
+        r = await c.post("/v1/messages", json=msg_body(CONTEXT, tools=[TOOL], stream=True), headers=H)
+        events = parse_sse(r.text)
+        for _ in range(100):
+            if up.calls():
+                break
+            await asyncio.sleep(0.01)
+    assert [e["delta"]["text"] for e in events if e["type"] == "content_block_delta"] == ["OK."]
+    (call,) = up.calls()
+    assert call.json["max_tokens"] == 1 and call.headers["x-coach-prefill"] == "1"

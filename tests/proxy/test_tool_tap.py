@@ -138,3 +138,13 @@ async def test_an_observer_that_raises_never_breaks_the_response() -> None:
             json=msg_body(tools=[{"name": TOOL, "description": "", "input_schema": SCHEMA}], stream=True),
         )
     assert check_events(parse_sse(r.text)) == [] and calls == [1]  # the tap stopped after the failure
+
+
+async def test_the_calls_first_fragment_is_observed_before_any_member_is_complete() -> None:
+    # the supervisor learns from it that the agent's prompt is in (it sends Pineal's prefill then)
+    args = json.dumps({"risk": {"tier": 0, "family": "none", "quote": ""}, "reply": "ok"})
+    up = FakeUpstream(lambda b: Sse(fragments(args, 2)))
+    observed: list[ToolArgsEvent] = []
+    await post(up, observed, msg_body(tools=[{"name": TOOL, "description": "", "input_schema": SCHEMA}]), H)
+    assert observed[0].members == {} and observed[0].partial_key is None and not observed[0].complete
+    assert observed[-1].complete
