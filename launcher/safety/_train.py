@@ -177,14 +177,37 @@ def _decide(head: Head, p: npt.NDArray[np.float64], risk: npt.NDArray[np.float64
     return float(risk[j]), bool(p[j, head.tiers == 3].sum() >= 0.5 * p[j, head.risk].sum())
 
 
-def _threshold(scores: list[npt.NDArray[np.float64]], rate: float, floor: float) -> float:
-    """Smallest threshold at or above ``floor`` passing at most ``rate`` of each score array."""
-    th = float(floor)
-    for s in scores:
-        allowed = int(np.floor(rate * len(s)))
-        if allowed < len(s):
-            th = max(th, float(np.sort(s)[::-1][allowed]) + 1e-9)
-    return th
+def _threshold(
+    scores: list[npt.NDArray[np.float64]], rate: float, floor: float
+) -> tuple[float, float, float]:
+    """``(threshold, low, high)``: a threshold at or above ``floor`` passing (``score >= threshold``) at
+    most ``rate`` of each score array, put in the middle of the gap ``(low, high)`` of the pooled scores.
+
+    ``low`` is the highest score that must not pass (per array, the score ranked just after its
+    ``floor(rate * n)`` allowed ones) and ``high`` the next score of any array above it (1.0, the
+    ceiling of a probability, when there is none). When ``floor`` is above every such score it is the
+    threshold, and ``(low, high)`` the gap of the pooled scores around it. Every score at or
+    below ``low`` fails and every score at or above ``high`` passes, so a score a rounding error away
+    from a calibration score (another CPU's BLAS kernel, about 1e-7) gets the same decision. Before
+    round 4 the threshold was ``low + 1e-9``, and a corpus turn scored ``low`` on one CPU flipped to
+    tier 3 on another (ESConv 12:5, AVX2 against AVX-512)."""
+    pooled = np.concatenate([np.asarray(x, dtype=np.float64) for x in scores] or [np.zeros(0)])
+    bars = [
+        float(np.sort(x)[::-1][int(np.floor(rate * len(x)))])
+        for x in scores
+        if int(np.floor(rate * len(x))) < len(x)
+    ]
+    low = max(bars, default=-np.inf)
+    if low < floor:  # the floor decides (0.5, or tier 2 for tier 3: itself mid-gap in the same scores)
+        below, above = pooled[pooled < floor], pooled[pooled >= floor]
+        return (
+            float(floor),
+            float(below.max()) if below.size else 0.0,
+            float(above.min()) if above.size else 1.0,
+        )
+    above = pooled[pooled > low]
+    high = float(above.min()) if above.size else 1.0
+    return (low + high) / 2, low, high
 
 
 def _corpus_turns(data: Path) -> dict[str, list[tuple[str, str, bool]]]:
@@ -281,14 +304,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: {len(rows)} user turns ({sum(r[2] for r in rows)} in the training half)")
     embed.save()
     held = [[r for r in scored_rows if not r[3]] for scored_rows in per.values()]
-    tier2 = _threshold([np.array([r[1] for r in part]) for part in held], FA_TIER2, 0.5)
-    tier3 = _threshold([np.array([r[1] if r[2] else 0.0 for r in part]) for part in held], FA_TIER3, tier2)
+    tier2, *gap2 = _threshold([np.array([r[1] for r in part]) for part in held], FA_TIER2, 0.5)
+    tier3, *gap3 = _threshold(
+        [np.array([r[1] if r[2] else 0.0 for r in part]) for part in held], FA_TIER3, tier2
+    )
     meta: dict[str, object] = {
         "l2": L2,
         "knn": KNN,
         "kappa": KAPPA,
         "tier2": tier2,
         "tier3": tier3,
+        "tier2_gap": gap2,
+        "tier3_gap": gap3,
         "examples": dict(Counter(fam_of)),
     }
     for name, scored_rows in per.items():
@@ -322,7 +349,9 @@ def main(argv: list[str] | None = None) -> int:
             f: float((oof[y == i] >= tier2).mean()) for i, f in enumerate(fams) if tiers[i] >= 2
         },
     }
-    print(f"thresholds: tier2 {tier2:.4f}, tier3 {tier3:.4f}")
+    print(
+        f"thresholds: tier2 {tier2:.4f} (gap {gap2[0]:.4f}-{gap2[1]:.4f}), tier3 {tier3:.4f} (gap {gap3[0]:.4f}-{gap3[1]:.4f})"
+    )
     print("cross-validation (out of fold): " + json.dumps(cv, indent=1))
     save_head(
         args.out,
