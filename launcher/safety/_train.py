@@ -17,6 +17,11 @@ examples; score every user turn of the held-out half of the corpora and set the 
 CV figures, rates per corpus and half, tier-3 hit locations, never text). Embedding the corpora takes
 several minutes on 2 cores (``--cache FILE`` keeps embeddings between runs).
 
+Fine-tuned top layer (round 4; docs/safety.md): ``--dump-states FILE --top 1`` writes the examples'
+hidden states below the top layer for ``launcher/safety/_finetune.py`` (torch, its own venv) and stops;
+``--overrides FILE`` embeds with the weights it wrote and stores them in the head file. Thresholds sit
+in the middle of a gap of the calibration scores (:func:`_threshold`).
+
 Exit status: 0 written; 2 bad anchors or missing corpora (the message says which).
 """
 
