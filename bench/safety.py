@@ -11,7 +11,9 @@ screened at tier 3 and at tier >= 2 (those corpora hold almost no real crises; s
 
 Last line, exactly: ``p95_ms=X recall_t3=X recall_t2plus=X false_alarms_per_1000=X`` (the ``all`` layer
 on the chosen set; recalls as shares 0-1). The default set, ``bench/data/safety_fresh2``, is the
-held-out set of round 3; ``bench/data/safety_fresh`` is its development set (docs/safety.md).
+held-out set of round 3 and a development set since round 4, like ``bench/data/safety_fresh``; pass the
+held-out set of the round with ``--set`` (docs/safety.md). The latency line also gives the CPU time per
+message (``time.thread_time``) and the load average, since the machine may be shared.
 
 Usage: .venv/bin/python bench/safety.py [--set bench/data/safety_fresh2] [--shared]
 (``--set PREFIX`` reads PREFIX.dialogs.jsonl and PREFIX.labels.jsonl.) About 20-60 s on 2 cores.
@@ -20,6 +22,7 @@ Usage: .venv/bin/python bench/safety.py [--set bench/data/safety_fresh2] [--shar
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -41,16 +44,20 @@ CORPORA = {
 }
 
 
-def latency_ms(dialogs: list[tuple[str, ...]], config: SafetyConfig) -> list[float]:
+def latency_ms(dialogs: list[tuple[str, ...]], config: SafetyConfig) -> tuple[list[float], list[float]]:
+    """``(wall, cpu)`` milliseconds per message: ``time.perf_counter`` and ``time.thread_time`` (the CPU
+    the call used, which a shared machine's load does not inflate)."""
     screen("warm-up", None, config)  # loads the semantic model once
-    out: list[float] = []
+    wall: list[float] = []
+    cpu: list[float] = []
     for turns in dialogs:
         state = SafetyState()
         for text in turns:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             screen(text, state, config)
-            out.append(1000.0 * (time.perf_counter() - t0))
-    return out
+            wall.append(1000.0 * (time.perf_counter() - t0))
+            cpu.append(1000.0 * (time.thread_time() - c0))
+    return wall, cpu
 
 
 def p95(values: list[float]) -> float:
@@ -84,10 +91,13 @@ def main() -> None:
     prefix = str(args.set)
     pairs = read_labelled(Path(prefix + ".dialogs.jsonl"), Path(prefix + ".labels.jsonl"))
     config = SafetyConfig()
-    times = latency_ms([d.turns for d, _ in pairs], config)
+    load0 = os.getloadavg()[0]
+    times, cpu = latency_ms([d.turns for d, _ in pairs], config)
     print(f"set: {prefix} ({len(pairs)} dialogs, {len(times)} messages screened)")
     print(
-        f"latency per message: p50={statistics.median(times):.2f} ms p95={p95(times):.2f} ms max={max(times):.1f} ms"
+        f"latency per message: p50={statistics.median(times):.2f} ms p95={p95(times):.2f} ms max={max(times):.1f} ms; "
+        f"CPU p50={statistics.median(cpu):.2f} ms p95={p95(cpu):.2f} ms; "
+        f"load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after"
     )
     print(f"{'layer':<10} {'recall_t3':>10} {'recall_t2plus':>14} {'false_alarms_per_1000':>22}")
     reports = {layer: evaluate_labelled(pairs, config, layer) for layer in LAYERS}

@@ -141,6 +141,23 @@ class Bert:
             self._local.ws = ws
         return ws
 
+    def _chunks(self, seqs: Sequence[Sequence[int]] | Sequence[int]) -> list[tuple[int, int, int]]:
+        """``(start, end, tokens)`` of consecutive groups of sequences (given as token lists, or as
+        lengths) of at most ``chunk_tokens`` tokens (a longer sequence alone). Raises ``ValueError`` on
+        an empty or too long sequence."""
+        lens = [s if isinstance(s, int) else len(s) for s in seqs]
+        out, start = [], 0
+        while start < len(lens):
+            end, total = start, 0
+            while end < len(lens) and (end == start or total + lens[end] <= self.chunk_tokens):
+                if not 0 < lens[end] <= self.max_len:
+                    raise ValueError(f"sequence of {lens[end]} tokens; expected 1..{self.max_len}")
+                total += lens[end]
+                end += 1
+            out.append((start, end, total))
+            start = end
+        return out
+
     def embed(self, seqs: Sequence[Sequence[int]], means: F32 | None = None) -> F32:
         """Unit-norm mean-pooled embeddings, float32 ``(len(seqs), 384)``, of token-id sequences (each
         1 to ``max_len`` ids, ``[CLS]``/``[SEP]`` included). Raises ``ValueError`` on an empty or too
@@ -149,21 +166,40 @@ class Bert:
         normalisation."""
         out = np.empty((len(seqs), DIM), dtype=np.float32)
         means = np.empty((len(seqs), DIM), dtype=np.float32) if means is None else means
-        start = 0
-        while start < len(seqs):
-            end, total = start, 0
-            while end < len(seqs) and (end == start or total + len(seqs[end]) <= self.chunk_tokens):
-                if not 0 < len(seqs[end]) <= self.max_len:
-                    raise ValueError(f"sequence of {len(seqs[end])} tokens; expected 1..{self.max_len}")
-                total += len(seqs[end])
-                end += 1
-            out[start:end] = self._forward(seqs[start:end], total, means[start:end])
-            start = end
+        for start, end, total in self._chunks(seqs):
+            lens = np.array([len(s) for s in seqs[start:end]], dtype=np.int64)
+            x = self._embeddings(seqs[start:end], total, lens)
+            out[start:end] = self._forward(x, lens, means[start:end], 0, len(self.layers))
         return out
 
-    def _forward(self, seqs: Sequence[Sequence[int]], n: int, means: F32) -> F32:
+    def token_states(self, seqs: Sequence[Sequence[int]], layers: int) -> tuple[F32, npt.NDArray[np.int64]]:
+        """The hidden states after the first ``layers`` layers: ``(states, lens)``, float32
+        ``(sum(lens), 384)`` rows of all sequences packed in order, and each sequence's length (the
+        training of the top layers caches these; :meth:`embed_states` finishes the pass)."""
+        lens_all = np.array([len(s) for s in seqs], dtype=np.int64)
+        out = np.empty((int(lens_all.sum()), DIM), dtype=np.float32)
+        pos = 0
+        for start, end, total in self._chunks(seqs):
+            lens = lens_all[start:end]
+            x = self._embeddings(seqs[start:end], total, lens)
+            out[pos : pos + total] = self._run(x, lens, 0, layers)
+            pos += total
+        return out, lens_all
+
+    def embed_states(self, states: F32, lens: npt.NDArray[np.int64], first: int) -> F32:
+        """:meth:`embed` of sequences whose states after ``first`` layers are ``states`` (as
+        :meth:`token_states` gives them): runs the remaining layers, pools and normalises."""
+        out = np.empty((len(lens), DIM), dtype=np.float32)
+        offs = np.concatenate([[0], np.cumsum(lens)])
+        for start, end, total in self._chunks([int(n) for n in lens]):
+            x = self._workspace(total).x[:total]
+            x[:] = states[offs[start] : offs[end]]
+            means = np.empty((end - start, DIM), dtype=np.float32)
+            out[start:end] = self._forward(x, lens[start:end], means, first, len(self.layers))
+        return out
+
+    def _embeddings(self, seqs: Sequence[Sequence[int]], n: int, lens: npt.NDArray[np.int64]) -> F32:
         ws = self._workspace(n)
-        lens = np.array([len(s) for s in seqs], dtype=np.int64)
         starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
         ids = np.fromiter((i for s in seqs for i in s), dtype=np.int64, count=n)
         pos = np.arange(n, dtype=np.int64) - np.repeat(starts, lens)
@@ -171,8 +207,16 @@ class Bert:
         np.add(self.word[ids], self.pos[pos], out=y)
         y += self.type0
         layer_norm_(y, *self.emb_ln, self.eps, out=x)
+        return x
+
+    def _run(self, x: F32, lens: npt.NDArray[np.int64], first: int, last: int) -> F32:
+        """Layers ``first..last-1`` over the packed states ``x`` (a view of the workspace's ``x``)."""
+        n = x.shape[0]
+        ws = self._workspace(n)
+        y = ws.y[:n]
+        starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
         bounds = list(zip(starts.tolist(), (starts + lens).tolist(), strict=True))
-        for L in self.layers:
+        for L in self.layers[first:last]:
             qkv = ws.qkv[:n]
             np.matmul(x, L.qkv_w, out=qkv)
             qkv += L.qkv_b
@@ -190,6 +234,11 @@ class Bert:
             y += L.down_b
             y += x
             layer_norm_(y, L.ln2_w, L.ln2_b, self.eps, out=x)
+        return x
+
+    def _forward(self, x: F32, lens: npt.NDArray[np.int64], means: F32, first: int, last: int) -> F32:
+        x = self._run(x, lens, first, last)
+        starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
         pooled = np.add.reduceat(x, starts, axis=0) / lens[:, None].astype(np.float32)
         means[:] = pooled
         norm = np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), np.float32(1e-12))

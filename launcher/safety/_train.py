@@ -17,6 +17,11 @@ examples; score every user turn of the held-out half of the corpora and set the 
 CV figures, rates per corpus and half, tier-3 hit locations, never text). Embedding the corpora takes
 several minutes on 2 cores (``--cache FILE`` keeps embeddings between runs).
 
+Fine-tuned top layer (round 4; docs/safety.md): ``--dump-states FILE --top 1`` writes the examples'
+hidden states below the top layer for ``launcher/safety/_finetune.py`` (torch, its own venv) and stops;
+``--overrides FILE`` embeds with the weights it wrote and stores them in the head file. Thresholds sit
+in the middle of a gap of the calibration scores (:func:`_threshold`).
+
 Exit status: 0 written; 2 bad anchors or missing corpora (the message says which).
 """
 
@@ -30,6 +35,7 @@ import zlib
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -144,6 +150,18 @@ def _head(x: F32, y: I64, fams: tuple[str, ...], tiers: I64, t: float = 1.0) -> 
     return Head(fams, tiers, w, b, t, x, tiers[y] >= 2, KNN, KAPPA)
 
 
+def cv_folds(y: I64, classes: int, origin: I64 | None = None) -> I64:
+    """The cross-validation fold (0 to :data:`FOLDS` - 1) of each example: stratified by family,
+    round-robin in file order; an augmented copy (``origin[i] != i``) is in its original's fold."""
+    origin = np.arange(len(y)) if origin is None else origin
+    folds = np.zeros(len(y), dtype=np.int64)
+    for c in range(classes):
+        members = np.flatnonzero((y == c) & (origin == np.arange(len(y))))
+        folds[members] = np.arange(len(members)) % FOLDS
+    out: I64 = folds[origin]
+    return out
+
+
 def cross_validate(
     x: F32, y: I64, fams: tuple[str, ...], tiers: I64, origin: I64 | None = None
 ) -> tuple[float, F32, F32, float, float]:
@@ -151,12 +169,7 @@ def cross_validate(
     ``origin[i]`` is the index of the example that row ``i`` was augmented from (itself for an
     original); a copy is kept in its original's fold, so no fold is scored on copies of its own
     training rows."""
-    origin = np.arange(len(y)) if origin is None else origin
-    folds = np.zeros(len(y), dtype=np.int64)
-    for c in range(len(fams)):
-        members = np.flatnonzero((y == c) & (origin == np.arange(len(y))))
-        folds[members] = np.arange(len(members)) % FOLDS
-    folds = folds[origin]
+    folds = cv_folds(y, len(fams), origin)
     heads = [_head(x[folds != f], y[folds != f], fams, tiers) for f in range(FOLDS)]
     logits = np.zeros((len(y), len(fams)))
     for f, h in enumerate(heads):
@@ -177,14 +190,37 @@ def _decide(head: Head, p: npt.NDArray[np.float64], risk: npt.NDArray[np.float64
     return float(risk[j]), bool(p[j, head.tiers == 3].sum() >= 0.5 * p[j, head.risk].sum())
 
 
-def _threshold(scores: list[npt.NDArray[np.float64]], rate: float, floor: float) -> float:
-    """Smallest threshold at or above ``floor`` passing at most ``rate`` of each score array."""
-    th = float(floor)
-    for s in scores:
-        allowed = int(np.floor(rate * len(s)))
-        if allowed < len(s):
-            th = max(th, float(np.sort(s)[::-1][allowed]) + 1e-9)
-    return th
+def _threshold(
+    scores: list[npt.NDArray[np.float64]], rate: float, floor: float
+) -> tuple[float, float, float]:
+    """``(threshold, low, high)``: a threshold at or above ``floor`` passing (``score >= threshold``) at
+    most ``rate`` of each score array, put in the middle of the gap ``(low, high)`` of the pooled scores.
+
+    ``low`` is the highest score that must not pass (per array, the score ranked just after its
+    ``floor(rate * n)`` allowed ones) and ``high`` the next score of any array above it (1.0, the
+    ceiling of a probability, when there is none). When ``floor`` is above every such score it is the
+    threshold, and ``(low, high)`` the gap of the pooled scores around it. Every score at or
+    below ``low`` fails and every score at or above ``high`` passes, so a score a rounding error away
+    from a calibration score (another CPU's BLAS kernel, about 1e-7) gets the same decision. Before
+    round 4 the threshold was ``low + 1e-9``, and a corpus turn scored ``low`` on one CPU flipped to
+    tier 3 on another (ESConv 12:5, AVX2 against AVX-512)."""
+    pooled = np.concatenate([np.asarray(x, dtype=np.float64) for x in scores] or [np.zeros(0)])
+    bars = [
+        float(np.sort(x)[::-1][int(np.floor(rate * len(x)))])
+        for x in scores
+        if int(np.floor(rate * len(x))) < len(x)
+    ]
+    low = max(bars, default=-np.inf)
+    if low < floor:  # the floor decides (0.5, or tier 2 for tier 3: itself mid-gap in the same scores)
+        below, above = pooled[pooled < floor], pooled[pooled >= floor]
+        return (
+            float(floor),
+            float(below.max()) if below.size else 0.0,
+            float(above.min()) if above.size else 1.0,
+        )
+    above = pooled[pooled > low]
+    high = float(above.min()) if above.size else 1.0
+    return (low + high) / 2, low, high
 
 
 def _corpus_turns(data: Path) -> dict[str, list[tuple[str, str, bool]]]:
@@ -214,30 +250,23 @@ def _chat_examples(corpora: dict[str, list[tuple[str, str, bool]]]) -> list[str]
     return sorted(chosen)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m launcher.safety._train", description=__doc__.split("\n")[0])
-    ap.add_argument("--anchors", type=Path, default=ANCHORS_PATH)
-    ap.add_argument("--labelled", type=Path, default=LABELLED_PATH)
-    ap.add_argument("--out", type=Path, default=HEAD_PATH)
-    ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "data")
-    ap.add_argument("--cache", type=Path, default=None, help="an .npz file keeping embeddings between runs")
-    args = ap.parse_args(argv)
-    try:
-        texts, fam_of = read_anchors(args.anchors)
-        more, more_fams = read_anchors(args.labelled)
-        missing = [str(args.data / p) for p in CORPORA.values() if not (args.data / p).exists()]
-        if missing:
-            raise TrainError(f"corpora not found: {', '.join(missing)}. Fix: pass --data DIR")
-    except TrainError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+def _examples(
+    texts: list[str],
+    fam_of: list[str],
+    more: list[str],
+    more_fams: list[str],
+    corpora: dict[str, list[tuple[str, str, bool]]],
+) -> tuple[list[str], list[str], list[int]]:
+    """``(texts, families, origin)`` of every training example: the anchors, the labelled messages not
+    already among them, the ordinary talk of the corpora's training half, then one misspelled copy of
+    each non-corpus example (``origin[i]``: the example row ``i`` was made from, itself for an original)."""
+    texts, fam_of = list(texts), list(fam_of)
     seen = {t.lower() for t in texts}
     for t, f in zip(more, more_fams, strict=True):
         if t.lower() not in seen:
             seen.add(t.lower())
             texts.append(t)
             fam_of.append(f)
-    corpora = _corpus_turns(args.data)
     chat = [t for t in _chat_examples(corpora) if t.lower() not in seen]
     texts += chat
     fam_of += ["chat"] * len(chat)
@@ -252,6 +281,91 @@ def main(argv: list[str] | None = None) -> int:
             texts.append(variant)
             fam_of.append(fam_of[i])
             origin.append(i)
+    return texts, fam_of, origin
+
+
+def _read_overrides(path: Path) -> dict[str, npt.NDArray[np.float16]]:
+    """The float16 weights by state-dict name in a ``_finetune`` output file."""
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k].astype(np.float16) for k in z.files if k != "report"}
+
+
+def _finetune_report(path: Path) -> object:
+    with np.load(path, allow_pickle=False) as z:
+        return json.loads(str(z["report"])) if "report" in z.files else None
+
+
+def dump_states(path: Path, encoder: MiniLMEncoder, texts: list[str], y: I64, folds: I64, top: int) -> None:
+    """Write what :mod:`launcher.safety._finetune` trains on: the hidden states of every example
+    below the top ``top`` layers (float16, packed; computed once, so its epochs only run the top),
+    their lengths, labels, folds, the families' tiers and the top layers' current weights."""
+    bert = encoder.bert
+    first = len(bert.layers) - top
+    states, lens = bert.token_states(encoder.token_ids(texts), first)
+    names = [
+        "attention.self.query", "attention.self.key", "attention.self.value", "attention.output.dense",
+        "attention.output.LayerNorm", "intermediate.dense", "output.dense", "output.LayerNorm",
+    ]  # fmt: skip
+    weights: dict[str, Any] = {}
+    for i in range(first, len(bert.layers)):
+        L, p = bert.layers[i], f"encoder.layer.{i}."
+        qw, kw, vw = np.split(L.qkv_w, 3, axis=1)
+        qb, kb, vb = np.split(L.qkv_b, 3)
+        parts = [(qw, qb), (kw, kb), (vw, vb), (L.out_w, L.out_b), (L.ln1_w, L.ln1_b), (L.up_w, L.up_b),
+                 (L.down_w, L.down_b), (L.ln2_w, L.ln2_b)]  # fmt: skip
+        for n, (w, b) in zip(names, parts, strict=True):
+            weights[f"w:{p}{n}.weight"] = np.ascontiguousarray(w.T) if w.ndim == 2 else w
+            weights[f"w:{p}{n}.bias"] = b
+    np.savez(
+        path,
+        states=states.astype(np.float16),
+        lens=lens,
+        parity_states=states[: int(lens[:64].sum())],  # float32, for the numpy-vs-torch check
+        y=y,
+        folds=folds,
+        tiers=np.array([FAMILIES[f] for f in FAMILIES], dtype=np.int64),
+        first=np.array(first),
+        heads=np.array(bert.heads),
+        eps=np.array(bert.eps),
+        **weights,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m launcher.safety._train", description=__doc__.split("\n")[0])
+    ap.add_argument("--anchors", type=Path, default=ANCHORS_PATH)
+    ap.add_argument("--labelled", type=Path, default=LABELLED_PATH)
+    ap.add_argument("--out", type=Path, default=HEAD_PATH)
+    ap.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[3] / "shared" / "data")
+    ap.add_argument("--cache", type=Path, default=None, help="an .npz file keeping embeddings between runs")
+    ap.add_argument(
+        "--overrides",
+        type=Path,
+        default=None,
+        help="encoder weights written by launcher.safety._finetune (float16 .npz): embed with them and ship them",
+    )
+    ap.add_argument(
+        "--dump-states",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write the examples' hidden states below the top --top layers for _finetune, then stop",
+    )
+    ap.add_argument(
+        "--top", type=int, default=1, help="with --dump-states: how many top layers are fine-tuned"
+    )
+    args = ap.parse_args(argv)
+    try:
+        texts, fam_of = read_anchors(args.anchors)
+        more, more_fams = read_anchors(args.labelled)
+        missing = [str(args.data / p) for p in CORPORA.values() if not (args.data / p).exists()]
+        if missing:
+            raise TrainError(f"corpora not found: {', '.join(missing)}. Fix: pass --data DIR")
+    except TrainError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    corpora = _corpus_turns(args.data)
+    texts, fam_of, origin = _examples(texts, fam_of, more, more_fams, corpora)
     short = [f for f in RISK_FAMILIES if fam_of.count(f) < 20]
     if short:
         print(f"error: fewer than 20 examples for {', '.join(short)}", file=sys.stderr)
@@ -259,7 +373,13 @@ def main(argv: list[str] | None = None) -> int:
     fams = tuple(FAMILIES)
     tiers = np.array([FAMILIES[f] for f in fams], dtype=np.int64)
     y = np.array([fams.index(f) for f in fam_of], dtype=np.int64)
-    embed = _Cache(MiniLMEncoder.load(), args.cache)
+    overrides = _read_overrides(args.overrides) if args.overrides else None
+    encoder = MiniLMEncoder.load(overrides=overrides)
+    if args.dump_states is not None:
+        dump_states(args.dump_states, encoder, texts, y, cv_folds(y, len(fams), np.array(origin)), args.top)
+        print(f"wrote {args.dump_states}")
+        return 0
+    embed = _Cache(encoder, args.cache)
     x = embed(texts)
     embed.save()
     temp, proba, raw, pa, pc = cross_validate(x, y, fams, tiers, np.array(origin, dtype=np.int64))
@@ -281,15 +401,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: {len(rows)} user turns ({sum(r[2] for r in rows)} in the training half)")
     embed.save()
     held = [[r for r in scored_rows if not r[3]] for scored_rows in per.values()]
-    tier2 = _threshold([np.array([r[1] for r in part]) for part in held], FA_TIER2, 0.5)
-    tier3 = _threshold([np.array([r[1] if r[2] else 0.0 for r in part]) for part in held], FA_TIER3, tier2)
+    tier2, *gap2 = _threshold([np.array([r[1] for r in part]) for part in held], FA_TIER2, 0.5)
+    tier3, *gap3 = _threshold(
+        [np.array([r[1] if r[2] else 0.0 for r in part]) for part in held], FA_TIER3, tier2
+    )
     meta: dict[str, object] = {
         "l2": L2,
         "knn": KNN,
         "kappa": KAPPA,
         "tier2": tier2,
         "tier3": tier3,
+        "tier2_gap": gap2,
+        "tier3_gap": gap3,
         "examples": dict(Counter(fam_of)),
+        "overrides": sorted(overrides or {}),
+        "finetune": _finetune_report(args.overrides) if args.overrides else None,
     }
     for name, scored_rows in per.items():
         for half, part in (
@@ -322,7 +448,9 @@ def main(argv: list[str] | None = None) -> int:
             f: float((oof[y == i] >= tier2).mean()) for i, f in enumerate(fams) if tiers[i] >= 2
         },
     }
-    print(f"thresholds: tier2 {tier2:.4f}, tier3 {tier3:.4f}")
+    print(
+        f"thresholds: tier2 {tier2:.4f} (gap {gap2[0]:.4f}-{gap2[1]:.4f}), tier3 {tier3:.4f} (gap {gap3[0]:.4f}-{gap3[1]:.4f})"
+    )
     print("cross-validation (out of fold): " + json.dumps(cv, indent=1))
     save_head(
         args.out,
@@ -331,6 +459,7 @@ def main(argv: list[str] | None = None) -> int:
         tier2=tier2,
         tier3=tier3,
         meta=meta,
+        overrides=overrides,
     )
     print(f"wrote {args.out}")
     return 0

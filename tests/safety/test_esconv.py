@@ -20,22 +20,21 @@ ESCONV = REPO.parent / "shared" / "data" / "esconv" / "ESConv-test.jsonl"
 
 # (dialog line index, turn index) -> verdict of the hand review ("real": a crisis statement)
 REVIEWED_TIER3 = {
+    (0, 10): "false: 'i have no car to escape it' (going home to a father they fell out with) after a turn "
+    "the semantic layer read as abuse, taken as a plan in that context (round 4, the fine-tuned layer)",
     (127, 7): "real: states a wish to jump over a bridge (intent with a means)",
-    (168, 39): "false: 'what if it doesn't pass?' about sadness, read by the semantic layer as a timeline",
-    (183, 34): "real risk: hopes for it ('cross my fingers') right after 'time for my heart to give out' "
-    "(over-tiered: a passive wish, not a plan)",
-    (183, 35): "real: wishes to die in their sleep, in the window after the turn above",
-    (183, 36): "real: goes on wishing for the heart to stop in a dream (passive wish, escalated by the "
-    "post-crisis window after the turns above)",
 }
+# Round 3 also had (168, 39) (false: 'what if it doesn't pass?' read as a timeline) and (183, 34-36)
+# (passive wishes to die in one's sleep, tier 3 only through the post-crisis window); round 4's head
+# puts 168:39 below tier 2 and 183:33-36 at tier 2 (passive ideation: coaching pauses, the user is asked).
 # dialogs with tier-2 hits, reviewed: passive ideation, abuse disclosed, self-harm mention, grief over an
-# overdose, the post-crisis floor after the tier-3 turns above, and the semantic layer's false pauses
-# (0, 3, 15, 85, 100, 107, 119, 137, 139: distress, a partner's behaviour or work talk it cannot tell
-# from risk; round 3 adds 12: a friend's husband shot dead, read as abuse; 101: "keep hope alive";
-# 140: anger at parents; 152: racing worried thoughts; and no longer pauses 43, 47, 58, 84, 102, 111,
-# 177; coaching pauses and the user is asked directly)
+# overdose, and the semantic layer's false pauses (0, 3, 15, 85, 100, 107, 119, 137: distress, a
+# partner's behaviour or work talk it cannot tell from risk; round 4 adds 13: friends who make plans
+# and bail, read as a plan; 19: the one-word answer "jumping"; 49: "my life was put on a pause"; 173: a
+# reading routine in "a room where I can do this", read as a method; and no longer pauses 12, 42, 101,
+# 139, 140, 168; coaching pauses and the user is asked directly)
 REVIEWED_TIER2_DIALOGS = {
-    0, 3, 12, 15, 42, 44, 66, 85, 92, 100, 101, 107, 119, 127, 137, 139, 140, 152, 161, 168, 183,
+    0, 3, 12, 13, 15, 19, 42, 44, 49, 66, 85, 92, 100, 101, 107, 119, 127, 137, 139, 140, 152, 161, 168, 173, 183,
 }  # fmt: skip
 
 

