@@ -40,6 +40,28 @@ _COLS = (
 _MAX_MESSAGE = 64_000
 
 
+def _check_message(message: Any) -> None:
+    """Raise InvalidValueError (not retryable: the same text fails again) unless ``message`` is text a
+    PostgreSQL ``TEXT`` column holds: non-empty, at most ``_MAX_MESSAGE`` characters, valid Unicode (no lone
+    surrogate, which Python makes of bytes that are not UTF-8 on stdin) and no NUL character. The error
+    names the problem and the fix, never the text."""
+    if not isinstance(message, str) or not message.strip():
+        raise InvalidValueError("a turn message must be non-empty text: type something")
+    if len(message) > _MAX_MESSAGE:
+        raise InvalidValueError(
+            f"a turn message is at most {_MAX_MESSAGE} characters (this one has {len(message)}): shorten it"
+        )
+    try:
+        message.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidValueError(
+            f"a turn message must be UTF-8 text (character {exc.start + 1} is a byte that is not UTF-8): "
+            "set a UTF-8 locale in the terminal (e.g. LANG=C.UTF-8) or convert the input with iconv"
+        ) from None
+    if "\x00" in message:
+        raise InvalidValueError("a turn message cannot hold a NUL character (\\x00): remove it")
+
+
 @dataclass(frozen=True)
 class Job:
     """One turn job row (without the message text: :meth:`TurnJobs.message` reads it)."""
@@ -121,10 +143,7 @@ class TurnJobs(PooledTables):
         check_job_id(job_id)
         check_part(user, "user")
         check_part(session, "session")
-        if not isinstance(message, str) or not message.strip() or len(message) > _MAX_MESSAGE:
-            raise InvalidValueError(
-                f"a turn message must be non-empty text of at most {_MAX_MESSAGE} characters"
-            )
+        _check_message(message)
         q = self._q
 
         def op(conn: Any) -> tuple[Job, bool]:

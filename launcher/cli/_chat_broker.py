@@ -8,6 +8,9 @@ agent process, proxy or MCP server is started on this machine.
 De-duplication: a job is followed by its id, a reply is printed once per job and a result once per turn
 id, so a job followed again (after PostgreSQL came back) or a redelivered turn never shows twice.
 
+A line the job store refuses for its text (longer than the store takes, not UTF-8, a NUL) is not kept:
+it is reported at once with the fix, since sending it again would fail again.
+
 Nothing typed is lost when a server goes away mid-chat. A line whose job could not be created or published
 (PostgreSQL or RabbitMQ unreachable) is kept, under its job id, and sent again before the next line (or
 with ``/retry``); the job id makes the second try create no second job. A job being followed when
@@ -66,7 +69,7 @@ async def _settle_one(
     front: Any, board: Any, console: Any, user: str, session: str, item: tuple[str, str], owed: _Owed
 ) -> bool:
     """Submit (again) and follow one owed line; True when it is settled (shown or failed for good)."""
-    from blackboard import BlackboardError
+    from blackboard import BlackboardError, InvalidValueError
     from launcher.cli.chat import _show_first_reply, _show_result, _StatusView
     from launcher.scaleout.broker import BrokerError
     from launcher.scaleout.frontend import TurnJobFailed, turn_result_from_doc
@@ -75,6 +78,9 @@ async def _settle_one(
     view = _StatusView(console, time.monotonic())
     try:
         await front.submit(user, session, text, job_id)
+    except InvalidValueError as exc:  # the text itself (too long, not UTF-8): sending it again fails again
+        console.print(f"error: this line was not sent: {exc}", markup=False, highlight=False)
+        return True
     except (BlackboardError, BrokerError) as exc:
         _error(console, "this turn could not be sent", exc, job_id)
         return False

@@ -118,6 +118,42 @@ def test_a_line_the_broker_could_not_take_is_kept_and_sent_once_it_is_back(
     assert worker.turns == 1 and out.count(synthesis_of(rows[0].job_id)) == 1
 
 
+def test_a_line_the_store_can_never_take_is_refused_at_once_not_kept_and_the_chat_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    too_long = "a" * 64_001
+    not_utf8 = b"caf\xe9 run".decode("utf-8", "surrogateescape")  # what stdin makes of latin-1 bytes
+    with fresh_schema("cb") as pg, fresh_prefix("chat") as (url, prefix):
+        cfg = _config(tmp_path, pg, url, prefix)
+        with FakeWorker(pg, url, prefix) as worker:
+            res = _chat(
+                cfg,
+                monkeypatch,
+                [
+                    (None, too_long),
+                    (None, not_utf8),
+                    (None, "nul\x00here"),
+                    (None, "a fine line"),
+                    (None, None),
+                ],
+            )
+        jobs = TurnJobs(pg.url, schema=pg.schema)
+        try:
+            rows = jobs.all()
+        finally:
+            jobs.close()
+    assert res.exit_code == 0, (res.output, res.exception)
+    out = " ".join(res.output.split())
+    assert "this line was not sent: a turn message is at most 64000 characters (this one has 64001)" in out
+    assert "this line was not sent: a turn message must be UTF-8 text" in out and "LANG=C.UTF-8" in out
+    assert "this line was not sent: a turn message cannot hold a NUL character" in out
+    assert "Nothing typed is lost" not in out and "not shown yet" not in out
+    assert "café" not in out and "aaaa" not in out, "the refused text is not echoed"
+    assert [(r.state, r.turn_id) for r in rows] == [("done", "t000001")], "only the fine line became a job"
+    assert worker.turns == 1 and out.count(synthesis_of(rows[0].job_id)) == 1
+    assert "closing the session" in out, "nothing owed: the chat ends normally"
+
+
 def test_an_unreachable_broker_at_start_says_which_and_how_to_start_it(tmp_path: Path) -> None:
     with fresh_schema("cb") as pg:
         cfg = _config(tmp_path, pg, "amqp://guest:guest@127.0.0.1:1/", "coach")
