@@ -478,6 +478,7 @@ def chat_cmd(
     from blackboard import BlackboardError
     from launcher.agents import AgentSpecError
     from launcher.cli._common import (
+        broker_url_or_exit,
         check_ids,
         check_service_urls,
         check_session_open,
@@ -491,7 +492,7 @@ def chat_cmd(
     session = session or default_session_id()
     check_ids(user=user, session=session)
     config = load_config_or_exit(config_path)
-    broker_url = broker or config.broker.url
+    broker_url = broker_url_or_exit(broker, config)
     if broker_url and (proxy_url or mcp_url):
         fail(
             "error: --proxy-url/--mcp-url are for turns run in this process; with --broker (or [broker] url) "

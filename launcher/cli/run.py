@@ -24,6 +24,7 @@ from launcher.cli._common import (
     Terminated,
     UserOpt,
     agent_timeline,
+    broker_url_or_exit,
     check_data_dir,
     check_ids,
     check_service_urls,
@@ -130,6 +131,7 @@ def run_cmd(
     check_ids(user=user, session=session)
     _check_message(message)
     config = load_config_or_exit(config_path)
+    broker_url = broker_url_or_exit(broker, config)
     check_data_dir(config)
     check_session_open(config, user, session)
     check_service_urls(proxy_url, mcp_url)
@@ -142,8 +144,6 @@ def run_cmd(
         if not as_json and not live:
             out.print("[bold]Coach:[/bold]", escape(text))  # model text is not rich markup
             out.file.flush()
-
-    broker_url = broker or config.broker.url
 
     async def main() -> Any:
         from launcher.pipeline._reply_view import ReplyPrinter

@@ -21,7 +21,14 @@ from typing import Annotated, Any
 
 import typer
 
-from launcher.cli._common import ConfigOpt, Terminated, fail, load_config_or_exit, run_async
+from launcher.cli._common import (
+    ConfigOpt,
+    Terminated,
+    broker_url_or_exit,
+    fail,
+    load_config_or_exit,
+    run_async,
+)
 
 __all__ = ["READY_PREFIX", "worker_cmd"]
 
@@ -61,7 +68,7 @@ def worker_cmd(
     """Run turn jobs from RabbitMQ with the six agents (PostgreSQL holds the state)."""
     config = load_config_or_exit(config_path)
     bcfg = config.broker
-    url = broker or bcfg.url
+    url = broker_url_or_exit(broker, config)
     if not url:
         fail(
             "error: coach worker needs a RabbitMQ URL: pass --broker amqp://guest:guest@127.0.0.1:5672/ or set "
@@ -151,7 +158,12 @@ async def _main(config: Any, url: str, sessions: int, ttl: float, port: int, wor
     topology = topology_of(config)
     amqp = AmqpBroker(url, topology, name=f"coach worker {worker_id}")
     await amqp.check()  # BrokerError: which URL, how to start RabbitMQ
-    jobs = await anyio.to_thread.run_sync(lambda: TurnJobs(config.data.url, schema=config.data.db_schema))
+    try:  # PostgreSQL unreachable: close the broker's connection before the error ends the event loop
+        jobs = await anyio.to_thread.run_sync(lambda: TurnJobs(config.data.url, schema=config.data.db_schema))
+    except BaseException:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(3):
+            await amqp.close()
+        raise
     leases = Leases(config.data.url, schema=config.data.db_schema, ttl_s=ttl)
     warm = config.agents.model_copy(update={"warm_process_limit": min(64, 6 * sessions)})
     cfg = config.model_copy(update={"agents": warm})
