@@ -114,3 +114,23 @@ def test_a_worker_whose_database_is_unreachable_exits_1_with_the_fix_and_no_trac
     assert "cannot reach PostgreSQL at 127.0.0.1:1/coachboard" in err and "pg_ctlcluster" in err
     assert "Traceback" not in proc.stderr and "Event loop is closed" not in proc.stderr, proc.stderr
     assert "Task was destroyed" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "what"),
+    [
+        (["--lease-ttl", "0"], "--lease-ttl must be seconds > 0.5 and at most 3600, got 0"),
+        (["--lease-ttl", "-5"], "--lease-ttl must be seconds > 0.5 and at most 3600, got -5"),
+        (["--metrics-port", "70000"], "--metrics-port must be 0-65535 (0 = any free port), got 70000"),
+    ],
+)
+def test_a_worker_option_out_of_range_exits_2_naming_it_before_any_connection(
+    tmp_path: Path, args: list[str], what: str
+) -> None:
+    cfg = tmp_path / "coach.toml"
+    cfg.write_text(
+        '[data]\nurl = "postgresql://postgres@127.0.0.1:1/x"\n[broker]\nurl = "amqp://guest:guest@127.0.0.1:1/"\n'
+    )
+    res = CliRunner().invoke(app, ["worker", "--config", str(cfg), *args], env={"COLUMNS": "400"})
+    assert res.exit_code == 2, (res.output, res.exception)
+    assert f"error: {what}" in _flat(res.output) and "RabbitMQ" not in res.output
