@@ -134,3 +134,27 @@ def test_a_worker_option_out_of_range_exits_2_naming_it_before_any_connection(
     res = CliRunner().invoke(app, ["worker", "--config", str(cfg), *args], env={"COLUMNS": "400"})
     assert res.exit_code == 2, (res.output, res.exception)
     assert f"error: {what}" in _flat(res.output) and "RabbitMQ" not in res.output
+
+
+def test_serve_with_the_turns_port_taken_names_the_key_and_no_option_it_does_not_have(tmp_path: Path) -> None:
+    import socket
+
+    with fresh_schema("se") as pg, fresh_prefix("start") as (url, prefix), socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        cfg = tmp_path / "coach.toml"
+        cfg.write_text(
+            f'[data]\ndir = "{tmp_path / "data"}"\nurl = "{pg.url}"\nschema = "{pg.schema}"\n'
+            f'[agents]\nwatch = false\n[broker]\nurl = "{url}"\nprefix = "{prefix}"\nturns_port = {port}\n'
+        )
+        res = CliRunner().invoke(
+            app,
+            ["serve", "--config", str(cfg), "--proxy-port", "0", "--mcp-port", "0"],
+            env={"COLUMNS": "400"},
+        )
+    out = _flat(res.output)
+    assert res.exit_code == 1, (res.output, res.exception)
+    assert f"cannot listen on 127.0.0.1:{port} for the turns endpoint: Address already in use" in out
+    assert "or set [broker] turns_port (0 = any free port)" in out
+    assert "pass another [broker]" not in out, "coach serve has no option for it: only the key is named"
