@@ -55,8 +55,9 @@ def _check_message(message: Any) -> None:
         message.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise InvalidValueError(
-            f"a turn message must be UTF-8 text (character {exc.start + 1} is a byte that is not UTF-8): "
-            "set a UTF-8 locale in the terminal (e.g. LANG=C.UTF-8) or convert the input with iconv"
+            f"a turn message must be UTF-8 text (character {exc.start + 1} is not: a byte that is not UTF-8, "
+            "or a lone surrogate): send UTF-8 (in a terminal, a UTF-8 locale such as LANG=C.UTF-8; or convert "
+            "the input with iconv)"
         ) from None
     if "\x00" in message:
         raise InvalidValueError("a turn message cannot hold a NUL character (\\x00): remove it")
