@@ -504,11 +504,11 @@ def chat_cmd(
     err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
     try:
         if broker_url:
-            from launcher.cli._chat_broker import chat_via_broker
+            from launcher.cli._chat_broker import run_chat_via_broker
             from launcher.pipeline._data_dir import prepare_data_dir
 
             _log_to_file(prepare_data_dir(config.data.dir))
-            code = run_async(chat_via_broker, config, broker_url, user, session, console)
+            code = run_chat_via_broker(config, broker_url, user, session, console, err)
         else:
             code = run_async(_chat, config, user, session, console, (proxy_url, mcp_url))
     except KeyboardInterrupt:
