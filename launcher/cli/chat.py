@@ -225,6 +225,17 @@ async def _watch_agents(
         tg.cancel_scope.cancel()
 
 
+def _warn_reuse_off(config: Any, proxy_url: str | None, mcp_url: str | None, err: Any) -> None:
+    """On stderr, before the chat's screen: ``[agents] reuse_processes`` has no effect with a running proxy
+    or MCP server (the runtime's own warning goes to chat.log, where nobody sees it at start)."""
+    if config.agents.reuse_processes and (proxy_url or mcp_url):
+        err.print(
+            "warning: [agents] reuse_processes is off in this chat: it needs the in-process proxy and MCP "
+            "server (drop --proxy-url/--mcp-url to reuse processes, or set reuse_processes = false)",
+            markup=False,
+        )
+
+
 def _log_to_file(data_dir: Path) -> None:
     """Send log records (warnings and up; never user text) to ``<data dir>/logs/chat.log`` so they do
     not tear the chat's screen; problems the user must act on are printed by the chat itself."""
@@ -498,10 +509,11 @@ def chat_cmd(
             "error: --proxy-url/--mcp-url are for turns run in this process; with --broker (or [broker] url) "
             "the turns run on `coach worker`, which has its own proxy and MCP server: drop one of them"
         )
-    check_session_open(config, user, session)  # before any process starts
-    check_service_urls(proxy_url, mcp_url)
     console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
     err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
+    _warn_reuse_off(config, proxy_url, mcp_url, err)
+    check_session_open(config, user, session)  # before any process starts
+    check_service_urls(proxy_url, mcp_url)
     try:
         if broker_url:
             from launcher.cli._chat_broker import run_chat_via_broker

@@ -161,7 +161,10 @@ def _reuse_settings(
     if not config.agents.reuse_processes:
         return cfg, None
     if not (in_process and not cfg.mcp_turn_header):
-        log.warning("[agents] reuse_processes is off: it needs the in-process proxy and MCP server")
+        log.warning(
+            "[agents] reuse_processes is off: it needs the in-process proxy and MCP server (drop "
+            "--proxy-url/--mcp-url to reuse processes, or set reuse_processes = false to silence this)"
+        )
         return cfg, None
     import dataclasses
 
