@@ -26,6 +26,7 @@ from ._keys import check_part
 from ._pg_conn import PooledTables, describe
 from ._pg_lease import NOW_SQL, Lease, StaleLeaseError
 from ._pg_schema import DEFAULT_SCHEMA, JOBS_CHANNEL
+from ._text import check_turn_text
 from .errors import InvalidValueError
 
 __all__ = ["TERMINAL", "Job", "TurnJobs"]
@@ -42,25 +43,16 @@ _MAX_MESSAGE = 64_000
 
 def _check_message(message: Any) -> None:
     """Raise InvalidValueError (not retryable: the same text fails again) unless ``message`` is text a
-    PostgreSQL ``TEXT`` column holds: non-empty, at most ``_MAX_MESSAGE`` characters, valid Unicode (no lone
-    surrogate, which Python makes of bytes that are not UTF-8 on stdin) and no NUL character. The error
-    names the problem and the fix, never the text."""
+    PostgreSQL ``TEXT`` column holds: non-empty, at most ``_MAX_MESSAGE`` characters, and
+    :func:`blackboard._text.check_turn_text` (UTF-8, no NUL). The error names the problem and the fix,
+    never the text."""
     if not isinstance(message, str) or not message.strip():
         raise InvalidValueError("a turn message must be non-empty text: type something")
     if len(message) > _MAX_MESSAGE:
         raise InvalidValueError(
             f"a turn message is at most {_MAX_MESSAGE} characters (this one has {len(message)}): shorten it"
         )
-    try:
-        message.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidValueError(
-            f"a turn message must be UTF-8 text (character {exc.start + 1} is not: a byte that is not UTF-8, "
-            "or a lone surrogate): send UTF-8 (in a terminal, a UTF-8 locale such as LANG=C.UTF-8; or convert "
-            "the input with iconv)"
-        ) from None
-    if "\x00" in message:
-        raise InvalidValueError("a turn message cannot hold a NUL character (\\x00): remove it")
+    check_turn_text(message)
 
 
 @dataclass(frozen=True)

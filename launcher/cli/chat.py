@@ -317,7 +317,7 @@ async def _chat_turn(
     import anyio
     from rich.markup import escape
 
-    from blackboard import BlackboardError, SessionClosedError
+    from blackboard import BlackboardError, InvalidValueError, SessionClosedError
 
     view = _StatusView(console, time.monotonic())
     with view:
@@ -344,6 +344,9 @@ async def _chat_turn(
         except SessionClosedError as exc:  # closed by another process meanwhile
             console.print(f"error: {exc}", markup=False, highlight=False)
             return False, None
+        except InvalidValueError as exc:  # the line itself (not UTF-8, a NUL): nothing ran
+            result = None
+            console.print(f"error: this line was not sent: {exc}", markup=False, highlight=False)
         except BlackboardError as exc:  # the store itself is unusable; agents' failures never raise
             result = None
             console.print(
