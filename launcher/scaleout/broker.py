@@ -180,7 +180,26 @@ class AmqpBroker:
             raise unreachable(self.url, exc) from None
 
     async def declare(self, channel: Any) -> tuple[Any, Any, Any]:
-        """Declare the shared topology on ``channel``; returns (exchange, queue, dead queue)."""
+        """Declare the shared topology on ``channel``; returns (exchange, queue, dead queue). Raises
+        BrokerError (``broker_topology_mismatch``) when a queue or exchange of that name exists with other
+        arguments (another ``[broker] delivery_limit``, or another deployment's names)."""
+        from aiormq.exceptions import ChannelPreconditionFailed
+
+        try:
+            return await self._declare(channel)
+        except ChannelPreconditionFailed as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            t = self.topology
+            raise BrokerError(
+                f"RabbitMQ at {describe_url(self.url)} has {t.queue} (or its exchanges) with other settings "
+                f"than this configuration ({' '.join(first.split())}). Fix: use the same [broker] delivery_limit "
+                "as the deployment's other workers and front ends, or another [broker] prefix; or, with nothing "
+                f"queued, delete the old queues (rabbitmqctl delete_queue {t.queue}; rabbitmqctl delete_queue "
+                f"{t.dead_queue})",
+                code="broker_topology_mismatch",
+            ) from None
+
+    async def _declare(self, channel: Any) -> tuple[Any, Any, Any]:
         import aio_pika
 
         t = self.topology
@@ -211,8 +230,14 @@ class AmqpBroker:
                 with contextlib.suppress(Exception):
                     await self._pub.close()
             self._pub = await self._connect()
-            self._pub_channel = await self._pub.channel(publisher_confirms=True, on_return_raises=True)
-            ex, _q, _d = await self.declare(self._pub_channel)
+            try:
+                self._pub_channel = await self._pub.channel(publisher_confirms=True, on_return_raises=True)
+                ex, _q, _d = await self.declare(self._pub_channel)
+            except BaseException:  # close what was opened: a connection left open outlives the event loop
+                with contextlib.suppress(Exception):
+                    await self._pub.close()
+                self._pub = None
+                raise
             self._pub_exchange = ex
         return self._pub_exchange
 

@@ -158,3 +158,33 @@ def test_serve_with_the_turns_port_taken_names_the_key_and_no_option_it_does_not
     assert f"cannot listen on 127.0.0.1:{port} for the turns endpoint: Address already in use" in out
     assert "or set [broker] turns_port (0 = any free port)" in out
     assert "pass another [broker]" not in out, "coach serve has no option for it: only the key is named"
+
+
+def test_a_delivery_limit_other_than_the_existing_queues_says_so_with_the_fix_not_a_traceback(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+
+    from launcher.scaleout.broker import AmqpBroker, BrokerTopology
+
+    with fresh_schema("se") as pg, fresh_prefix("start") as (url, prefix):
+
+        async def declare_with_limit_5() -> None:
+            amqp = AmqpBroker(url, BrokerTopology(prefix=prefix, delivery_limit=5))
+            await amqp.check()
+            await amqp.close()
+
+        asyncio.run(declare_with_limit_5())
+        cfg = tmp_path / "coach.toml"
+        cfg.write_text(
+            f'[data]\ndir = "{tmp_path / "data"}"\nurl = "{pg.url}"\nschema = "{pg.schema}"\n'
+            f'[broker]\nurl = "{url}"\nprefix = "{prefix}"\ndelivery_limit = 7\n'
+        )
+        res = CliRunner().invoke(
+            app, ["chat", "-u", "u1", "-s", "s1", "--config", str(cfg)], env={"COLUMNS": "400"}, input=""
+        )
+    out = _flat(res.output)
+    assert res.exit_code == 2, (res.output, res.exception)
+    assert f"has {prefix}.turns (or its exchanges) with other settings than this configuration" in out
+    assert "inequivalent arg 'x-delivery-limit'" in out and "use the same [broker] delivery_limit" in out
+    assert "Traceback" not in res.output
