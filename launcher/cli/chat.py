@@ -492,6 +492,7 @@ def chat_cmd(
     from blackboard import BlackboardError
     from launcher.agents import AgentSpecError
     from launcher.cli._common import (
+        Terminated,
         broker_url_or_exit,
         check_ids,
         check_service_urls,
@@ -525,13 +526,14 @@ def chat_cmd(
             _log_to_file(prepare_data_dir(config.data.dir))
             code = run_chat_via_broker(config, broker_url, user, session, console, err)
         else:
-            code = run_async(_chat, config, user, session, console, (proxy_url, mcp_url))
-    except KeyboardInterrupt:
+            code = run_async(_chat, config, user, session, console, (proxy_url, mcp_url), sigterm=True)
+    except (KeyboardInterrupt, Terminated) as exc:
+        how = "interrupted" if isinstance(exc, KeyboardInterrupt) else "terminated (SIGTERM)"
         err.print(
-            f"interrupted: agent processes stopped; session {session} is still open "
+            f"{how}: agent processes stopped; session {session} is still open "
             f"(close it with: coach session close --user {user} --session {session})"
         )
-        raise typer.Exit(130) from None
+        raise typer.Exit(130 if isinstance(exc, KeyboardInterrupt) else 143) from None
     except (AgentSpecError, LauncherError) as exc:
         err.print(f"error: {exc}", markup=False)
         raise typer.Exit(2) from None
