@@ -69,6 +69,7 @@ from ._sequencer import Sequencer, WaitResult
 from ._shown_prefix import shown_prefix
 from ._sqlite import SQLiteStore, open_store
 from ._store import Entry, Store
+from ._text import check_turn_text
 from .config import Thresholds
 from .errors import (
     BlackboardError,
@@ -155,6 +156,7 @@ __all__ = [
     "agents_at",
     "band_for",
     "build_brief",
+    "check_turn_text",
     "fallback_synthesis",
     "follow_through_baseline",
     "merge_profile",

@@ -26,6 +26,7 @@ from ._keys import check_part
 from ._pg_conn import PooledTables, describe
 from ._pg_lease import NOW_SQL, Lease, StaleLeaseError
 from ._pg_schema import DEFAULT_SCHEMA, JOBS_CHANNEL
+from ._text import check_turn_text
 from .errors import InvalidValueError
 
 __all__ = ["TERMINAL", "Job", "TurnJobs"]
@@ -38,6 +39,20 @@ _COLS = (
     "coach_reply_at, synthesis, result, error, created_at, started_at, finished_at, updated_at"
 )
 _MAX_MESSAGE = 64_000
+
+
+def _check_message(message: Any) -> None:
+    """Raise InvalidValueError (not retryable: the same text fails again) unless ``message`` is text a
+    PostgreSQL ``TEXT`` column holds: non-empty, at most ``_MAX_MESSAGE`` characters, and
+    :func:`blackboard._text.check_turn_text` (UTF-8, no NUL). The error names the problem and the fix,
+    never the text."""
+    if not isinstance(message, str) or not message.strip():
+        raise InvalidValueError("a turn message must be non-empty text: type something")
+    if len(message) > _MAX_MESSAGE:
+        raise InvalidValueError(
+            f"a turn message is at most {_MAX_MESSAGE} characters (this one has {len(message)}): shorten it"
+        )
+    check_turn_text(message)
 
 
 @dataclass(frozen=True)
@@ -121,10 +136,7 @@ class TurnJobs(PooledTables):
         check_job_id(job_id)
         check_part(user, "user")
         check_part(session, "session")
-        if not isinstance(message, str) or not message.strip() or len(message) > _MAX_MESSAGE:
-            raise InvalidValueError(
-                f"a turn message must be non-empty text of at most {_MAX_MESSAGE} characters"
-            )
+        _check_message(message)
         q = self._q
 
         def op(conn: Any) -> tuple[Job, bool]:

@@ -57,6 +57,7 @@ __all__ = [
     "ConfigError",
     "DataConfig",
     "UpstreamConfig",
+    "check_amqp_url",
     "load_config",
 ]
 
@@ -197,6 +198,28 @@ class AgentsConfig(BaseModel):
 _BROKER_PREFIX = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}")
 
 
+def check_amqp_url(value: str) -> str:
+    """``value`` when it is an ``amqp://`` or ``amqps://`` URL with a host and a port of 1-65535 (or none:
+    5672); else ValueError saying what is wrong (the URL shown without its password) and the form to use.
+    Checked for ``[broker] url``, ``COACH_BROKER_URL`` and ``--broker`` alike."""
+    from yarl import URL
+
+    form = "use amqp://user:password@host:5672/vhost"
+    try:
+        u = URL(value)
+        port = u.port
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"not a URL ({exc}): {form}") from None
+    shown = str(u.with_password(None)) if u.password else value
+    if u.scheme not in ("amqp", "amqps"):
+        raise ValueError(f"not an AMQP URL (got {shown[:80]!r}): {form}")
+    if not u.host:
+        raise ValueError(f"no host in {shown[:80]!r}: {form}")
+    if port is not None and not 1 <= port <= 65535:
+        raise ValueError(f"port {port} is not 1-65535 in {shown[:80]!r}: {form}")
+    return value
+
+
 class BrokerConfig(BaseModel):
     """``[broker]``: RabbitMQ for turn jobs (docs/scale-out.md). ``url`` (or ``COACH_BROKER_URL``, which
     wins; or ``--broker``) turns ``coach run``, ``coach chat``, the Claude Code session mode and ``coach
@@ -229,11 +252,7 @@ class BrokerConfig(BaseModel):
     def _amqp(cls, value: str | None) -> str | None:
         if value is None or value == "":
             return None
-        if not value.startswith(("amqp://", "amqps://")):
-            raise ValueError(
-                f"not an AMQP URL (got {value[:80]!r}): use amqp://user:password@host:5672/vhost"
-            )
-        return value
+        return check_amqp_url(value)
 
     @field_validator("prefix")
     @classmethod
@@ -327,7 +346,7 @@ def _problems(exc: ValidationError) -> list[str]:
         # a validator's own message may already quote the value ("... (got 'ftp://x')")
         shown = "" if isinstance(got, dict | list) or f"got {got!r}" in msg else f" (got {got!r})"
         section = str(loc[0]) if loc else ""
-        fix = _FIX_HINTS.get(dotted, f"see [{section}] in README.md")
+        fix = _FIX_HINTS.get(dotted, f"see [{section}] in docs/configuration.md")
         out.append(f"{where}: {msg}{shown}. Fix: {fix}")
     return out
 

@@ -8,6 +8,9 @@ agent process, proxy or MCP server is started on this machine.
 De-duplication: a job is followed by its id, a reply is printed once per job and a result once per turn
 id, so a job followed again (after PostgreSQL came back) or a redelivered turn never shows twice.
 
+A line the job store refuses for its text (longer than the store takes, not UTF-8, a NUL) is not kept:
+it is reported at once with the fix, since sending it again would fail again.
+
 Nothing typed is lost when a server goes away mid-chat. A line whose job could not be created or published
 (PostgreSQL or RabbitMQ unreachable) is kept, under its job id, and sent again before the next line (or
 with ``/retry``); the job id makes the second try create no second job. A job being followed when
@@ -22,9 +25,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-__all__ = ["RETRY_COMMAND", "chat_via_broker"]
+__all__ = ["RETRY_COMMAND", "chat_via_broker", "run_chat_via_broker"]
 
 #: The line that sends owed lines again without typing a new one.
 RETRY_COMMAND = "/retry"
@@ -66,7 +69,7 @@ async def _settle_one(
     front: Any, board: Any, console: Any, user: str, session: str, item: tuple[str, str], owed: _Owed
 ) -> bool:
     """Submit (again) and follow one owed line; True when it is settled (shown or failed for good)."""
-    from blackboard import BlackboardError
+    from blackboard import BlackboardError, InvalidValueError
     from launcher.cli.chat import _show_first_reply, _show_result, _StatusView
     from launcher.scaleout.broker import BrokerError
     from launcher.scaleout.frontend import TurnJobFailed, turn_result_from_doc
@@ -75,6 +78,9 @@ async def _settle_one(
     view = _StatusView(console, time.monotonic())
     try:
         await front.submit(user, session, text, job_id)
+    except InvalidValueError as exc:  # the text itself (too long, not UTF-8): sending it again fails again
+        console.print(f"error: this line was not sent: {exc}", markup=False, highlight=False)
+        return True
     except (BlackboardError, BrokerError) as exc:
         _error(console, "this turn could not be sent", exc, job_id)
         return False
@@ -116,6 +122,40 @@ async def _settle(front: Any, board: Any, console: Any, user: str, session: str,
         owed.items.pop(0)
 
 
+def _report_owed(console: Any, owed: _Owed, user: str, session: str, why: str) -> None:
+    """The lines whose result was not shown, by job id, and how to follow them (nothing when none)."""
+    from launcher.cli._common import plural
+
+    if not owed.items:
+        return
+    ids = ", ".join(j for j, _ in owed.items)
+    console.print(
+        f"not shown yet: {plural(len(owed.items), 'turn')} ({ids}); {why}. Follow one with: coach run MESSAGE "
+        f"-u {user} -s {session} --broker URL --job-id ID. The session stays open.",
+        markup=False,
+        highlight=False,
+    )
+    console.file.flush()
+
+
+def run_chat_via_broker(config: Any, broker_url: str, user: str, session: str, console: Any, err: Any) -> int:
+    """:func:`chat_via_broker` to its exit code; Ctrl-C exits 130 and SIGTERM 143, each saying the session
+    is still open (and, from :func:`chat_via_broker`, which turns were not shown yet)."""
+    import typer
+
+    from launcher.cli._common import Terminated, run_async
+
+    still_open = f"session {session} is still open (close it with: coach session close --user {user} --session {session})"
+    try:
+        return cast(int, run_async(chat_via_broker, config, broker_url, user, session, console, sigterm=True))
+    except KeyboardInterrupt:
+        err.print(f"interrupted: {still_open}", markup=False)
+        raise typer.Exit(130) from None
+    except Terminated:
+        err.print(f"terminated (SIGTERM): {still_open}", markup=False)
+        raise typer.Exit(143) from None
+
+
 async def chat_via_broker(config: Any, broker_url: str, user: str, session: str, console: Any) -> int:
     """The chat loop of the module docstring; returns the exit code. Raises the front end's errors at
     start (BrokerError, StoreUnavailableError, StackError): nothing was typed yet."""
@@ -145,22 +185,26 @@ async def chat_via_broker(config: Any, broker_url: str, user: str, session: str,
         )
         console.file.flush()
         reader = _READER()
-        while True:
-            line = await _read_line(console, reader, [], [anyio.CancelScope()])
-            if line is None:
-                break
-            if line.strip() and line.strip().lower() != RETRY_COMMAND:
-                owed.items.append((new_job_id(), line))
-            await _settle(front, board, console, user, session, owed)
-        if owed.items:
-            ids = ", ".join(j for j, _ in owed.items)
-            console.print(
-                f"not shown yet: {plural(len(owed.items), 'turn')} ({ids}); they are stored and run once the "
-                f"servers are back. Follow one with: coach run MESSAGE -u {user} -s {session} --broker "
-                "URL --job-id ID. The session stays open.",
-                markup=False,
-                highlight=False,
+        try:
+            while True:
+                line = await _read_line(console, reader, [], [anyio.CancelScope()])
+                if line is None:
+                    break
+                if line.strip() and line.strip().lower() != RETRY_COMMAND:
+                    owed.items.append((new_job_id(), line))
+                await _settle(front, board, console, user, session, owed)
+        except BaseException:  # Ctrl-C or SIGTERM (a cancellation) while a line is sent or followed
+            _report_owed(
+                console,
+                owed,
+                user,
+                session,
+                "a line already sent runs on a worker all the same, one not sent "
+                "yet is sent by the command below (with its MESSAGE)",
             )
+            raise
+        if owed.items:
+            _report_owed(console, owed, user, session, "they are stored and run once the servers are back")
             return 1
         console.print("[dim]closing the session (compacting it into the profile)…[/dim]")
         console.file.flush()

@@ -12,7 +12,7 @@ import contextlib
 import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, NoReturn, cast
 
 import typer
 
@@ -51,6 +51,20 @@ def fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     command with exit ``code`` (see the module docstring)."""
     typer.echo(message, err=True)
     raise typer.Exit(code)
+
+
+def broker_url_or_exit(flag: str | None, config: Any) -> str | None:
+    """The RabbitMQ URL a command uses: ``--broker`` when given (checked here: ``[broker] url`` and
+    ``COACH_BROKER_URL`` were checked with the configuration), else ``[broker] url``; None for neither.
+    A ``--broker`` that is not an AMQP URL exits 2 with what is wrong and the form to use."""
+    if not flag:
+        return cast(str | None, config.broker.url)
+    from launcher.config import check_amqp_url
+
+    try:
+        return check_amqp_url(flag)
+    except ValueError as exc:
+        fail(f"error: --broker: {exc}")
 
 
 def check_data_dir(config: Any) -> None:

@@ -24,9 +24,13 @@ class Setting:
     """Where the user sets what a bind failure is about: the command's port option (``--proxy-port``), the
     coach.toml port key (``[proxy] port``) and host key (``[proxy] host``)."""
 
-    option: str
+    option: str | None  # None: the command has no option for it, only the coach.toml key
     port_key: str
     host_key: str
+
+    def port_fix(self, lead: str) -> str:
+        """``{lead} --opt N / set [s] port`` or, without an option, ``set [s] port``."""
+        return f"{lead} {self.option} / set {self.port_key}" if self.option else f"set {self.port_key}"
 
 
 def bind_fix(exc: OSError, where: Setting) -> str:
@@ -35,11 +39,16 @@ def bind_fix(exc: OSError, where: Setting) -> str:
     not resolve: ``socket.gaierror``)."""
     if exc.errno == errno.EADDRINUSE:
         return (
-            f"stop whatever uses that port (ss -ltnp shows it) or pass another {where.option} / set "
-            f"{where.port_key} (0 = any free port)"
+            f"stop whatever uses that port (ss -ltnp shows it) or {where.port_fix('pass another')} "
+            "(0 = any free port)"
         )
     if exc.errno == errno.EACCES:
-        return f"ports below 1024 need privileges: pass {where.option} 1024 or higher / set {where.port_key}"
+        fix = (
+            f"pass {where.option} 1024 or higher / set {where.port_key}"
+            if where.option
+            else f"set {where.port_key} to 1024 or higher"
+        )
+        return f"ports below 1024 need privileges: {fix}"
     return (
         f"set {where.host_key} to an address of this machine (127.0.0.1 for local agents only, 0.0.0.0 for "
         "all interfaces)"

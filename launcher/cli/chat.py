@@ -225,6 +225,17 @@ async def _watch_agents(
         tg.cancel_scope.cancel()
 
 
+def _warn_reuse_off(config: Any, proxy_url: str | None, mcp_url: str | None, err: Any) -> None:
+    """On stderr, before the chat's screen: ``[agents] reuse_processes`` has no effect with a running proxy
+    or MCP server (the runtime's own warning goes to chat.log, where nobody sees it at start)."""
+    if config.agents.reuse_processes and (proxy_url or mcp_url):
+        err.print(
+            "warning: [agents] reuse_processes is off in this chat: it needs the in-process proxy and MCP "
+            "server (drop --proxy-url/--mcp-url to reuse processes, or set reuse_processes = false)",
+            markup=False,
+        )
+
+
 def _log_to_file(data_dir: Path) -> None:
     """Send log records (warnings and up; never user text) to ``<data dir>/logs/chat.log`` so they do
     not tear the chat's screen; problems the user must act on are printed by the chat itself."""
@@ -306,7 +317,7 @@ async def _chat_turn(
     import anyio
     from rich.markup import escape
 
-    from blackboard import BlackboardError, SessionClosedError
+    from blackboard import BlackboardError, InvalidValueError, SessionClosedError
 
     view = _StatusView(console, time.monotonic())
     with view:
@@ -333,6 +344,9 @@ async def _chat_turn(
         except SessionClosedError as exc:  # closed by another process meanwhile
             console.print(f"error: {exc}", markup=False, highlight=False)
             return False, None
+        except InvalidValueError as exc:  # the line itself (not UTF-8, a NUL): nothing ran
+            result = None
+            console.print(f"error: this line was not sent: {exc}", markup=False, highlight=False)
         except BlackboardError as exc:  # the store itself is unusable; agents' failures never raise
             result = None
             console.print(
@@ -478,6 +492,8 @@ def chat_cmd(
     from blackboard import BlackboardError
     from launcher.agents import AgentSpecError
     from launcher.cli._common import (
+        Terminated,
+        broker_url_or_exit,
         check_ids,
         check_service_urls,
         check_session_open,
@@ -491,31 +507,33 @@ def chat_cmd(
     session = session or default_session_id()
     check_ids(user=user, session=session)
     config = load_config_or_exit(config_path)
-    broker_url = broker or config.broker.url
+    broker_url = broker_url_or_exit(broker, config)
     if broker_url and (proxy_url or mcp_url):
         fail(
             "error: --proxy-url/--mcp-url are for turns run in this process; with --broker (or [broker] url) "
             "the turns run on `coach worker`, which has its own proxy and MCP server: drop one of them"
         )
-    check_session_open(config, user, session)  # before any process starts
-    check_service_urls(proxy_url, mcp_url)
     console = Console(file=sys.stdout, highlight=False, soft_wrap=True)
     err = Console(file=sys.stderr, highlight=False, soft_wrap=True)
+    _warn_reuse_off(config, proxy_url, mcp_url, err)
+    check_session_open(config, user, session)  # before any process starts
+    check_service_urls(proxy_url, mcp_url)
     try:
         if broker_url:
-            from launcher.cli._chat_broker import chat_via_broker
+            from launcher.cli._chat_broker import run_chat_via_broker
             from launcher.pipeline._data_dir import prepare_data_dir
 
             _log_to_file(prepare_data_dir(config.data.dir))
-            code = run_async(chat_via_broker, config, broker_url, user, session, console)
+            code = run_chat_via_broker(config, broker_url, user, session, console, err)
         else:
-            code = run_async(_chat, config, user, session, console, (proxy_url, mcp_url))
-    except KeyboardInterrupt:
+            code = run_async(_chat, config, user, session, console, (proxy_url, mcp_url), sigterm=True)
+    except (KeyboardInterrupt, Terminated) as exc:
+        how = "interrupted" if isinstance(exc, KeyboardInterrupt) else "terminated (SIGTERM)"
         err.print(
-            f"interrupted: agent processes stopped; session {session} is still open "
+            f"{how}: agent processes stopped; session {session} is still open "
             f"(close it with: coach session close --user {user} --session {session})"
         )
-        raise typer.Exit(130) from None
+        raise typer.Exit(130 if isinstance(exc, KeyboardInterrupt) else 143) from None
     except (AgentSpecError, LauncherError) as exc:
         err.print(f"error: {exc}", markup=False)
         raise typer.Exit(2) from None

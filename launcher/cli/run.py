@@ -24,6 +24,7 @@ from launcher.cli._common import (
     Terminated,
     UserOpt,
     agent_timeline,
+    broker_url_or_exit,
     check_data_dir,
     check_ids,
     check_service_urls,
@@ -35,6 +36,16 @@ from launcher.cli._common import (
 )
 
 __all__ = ["run_cmd"]
+
+
+def _stopped(broker_url: str | None, job_id: str | None, user: str, session: str) -> str:
+    """What an interrupt left behind: in-process, nothing runs on; with a broker, the job does."""
+    if not broker_url:
+        return "the turn was cancelled and every agent process stopped"
+    return (
+        f"job {job_id} is not cancelled: once stored it runs on a worker all the same. Follow it (or send it, "
+        f"if it was not stored yet) with: coach run MESSAGE -u {user} -s {session} --broker URL --job-id {job_id}"
+    )
 
 
 def _check_message(message: str) -> None:
@@ -130,6 +141,11 @@ def run_cmd(
     check_ids(user=user, session=session)
     _check_message(message)
     config = load_config_or_exit(config_path)
+    broker_url = broker_url_or_exit(broker, config)
+    if broker_url and not job_id:  # named now, so that an interrupted front end can say what to follow
+        from launcher.scaleout.frontend import new_job_id
+
+        job_id = new_job_id()
     check_data_dir(config)
     check_session_open(config, user, session)
     check_service_urls(proxy_url, mcp_url)
@@ -142,8 +158,6 @@ def run_cmd(
         if not as_json and not live:
             out.print("[bold]Coach:[/bold]", escape(text))  # model text is not rich markup
             out.file.flush()
-
-    broker_url = broker or config.broker.url
 
     async def main() -> Any:
         from launcher.pipeline._reply_view import ReplyPrinter
@@ -175,10 +189,10 @@ def run_cmd(
     try:
         result = run_async(main, sigterm=True)
     except KeyboardInterrupt:
-        err.print("interrupted: the turn was cancelled and every agent process stopped")
+        err.print(f"interrupted: {_stopped(broker_url, job_id, user, session)}", markup=False)
         raise typer.Exit(130) from None
     except Terminated:
-        err.print("terminated (SIGTERM): the turn was cancelled and every agent process stopped")
+        err.print(f"terminated (SIGTERM): {_stopped(broker_url, job_id, user, session)}", markup=False)
         raise typer.Exit(143) from None
     except DataDirError as exc:  # the data dir or its store is unusable
         store_error(exc, config.data.dir)

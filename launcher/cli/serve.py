@@ -57,7 +57,7 @@ def _bind(host: str, port: int, what: str) -> socket.socket:
     where = {
         "proxy": Setting("--proxy-port", "[proxy] port", "[proxy] host"),
         "mcp server": Setting("--mcp-port", "[mcp] port", "[mcp] host"),
-    }.get(what, Setting("[broker] turns_port", "[broker] turns_port", "[proxy] host"))
+    }.get(what, Setting(None, "[broker] turns_port", "[proxy] host"))
     try:
         return bind(host, port, f"the {what}", where)
     except StackError as exc:

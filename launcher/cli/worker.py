@@ -23,7 +23,14 @@ from typing import Annotated, Any
 
 import typer
 
-from launcher.cli._common import ConfigOpt, Terminated, fail, load_config_or_exit, run_async
+from launcher.cli._common import (
+    ConfigOpt,
+    Terminated,
+    broker_url_or_exit,
+    fail,
+    load_config_or_exit,
+    run_async,
+)
 
 __all__ = ["READY_PREFIX", "worker_cmd"]
 
@@ -64,7 +71,7 @@ def worker_cmd(
     wait ready for new sessions)."""
     config = load_config_or_exit(config_path)
     bcfg = config.broker
-    url = broker or bcfg.url
+    url = broker_url_or_exit(broker, config)
     if not url:
         fail(
             "error: coach worker needs a RabbitMQ URL: pass --broker amqp://guest:guest@127.0.0.1:5672/ or set "
@@ -79,7 +86,11 @@ def worker_cmd(
     if not 1 <= n <= 64:
         fail(f"error: --sessions must be 1-64, got {n}")
     ttl = lease_ttl if lease_ttl is not None else bcfg.lease_ttl_s
+    if not 0.5 < ttl <= 3600:  # the bounds of [broker] lease_ttl_s
+        fail(f"error: --lease-ttl must be seconds > 0.5 and at most 3600, got {ttl:g}")
     port = metrics_port if metrics_port is not None else bcfg.metrics_port
+    if not 0 <= port <= 65535:
+        fail(f"error: --metrics-port must be 0-65535 (0 = any free port), got {port}")
     _quiet_logging()
     _warn_if_too_many(n, reuse=config.agents.reuse_processes)
     _run(config, url, n, ttl, port, worker_id)
@@ -154,11 +165,13 @@ async def _main(config: Any, url: str, sessions: int, ttl: float, port: int, wor
     topology = topology_of(config)
     amqp = AmqpBroker(url, topology, name=f"coach worker {worker_id}")
     await amqp.check()  # BrokerError: which URL, how to start RabbitMQ
-    jobs = await anyio.to_thread.run_sync(lambda: TurnJobs(config.data.url, schema=config.data.db_schema))
-    leases = Leases(config.data.url, schema=config.data.db_schema, ttl_s=ttl)
+    jobs: Any = None
+    leases: Any = None
     warm = config.agents.model_copy(update={"warm_process_limit": min(64, 6 * sessions)})
     cfg = config.model_copy(update={"agents": warm})
-    try:
+    try:  # whatever fails from here (PostgreSQL unreachable...), the broker's connection is closed first
+        jobs = await anyio.to_thread.run_sync(lambda: TurnJobs(config.data.url, schema=config.data.db_schema))
+        leases = Leases(config.data.url, schema=config.data.db_schema, ttl_s=ttl)
         # new sessions keep coming: started idle processes wait for them (the process pool)
         async with coach_runtime(cfg, pool=True) as rt, anyio.create_task_group() as tg:
             worker = Worker(
@@ -195,7 +208,8 @@ async def _main(config: Any, url: str, sessions: int, ttl: float, port: int, wor
                     await worker.release_all()
                 tg.cancel_scope.cancel()
     finally:
-        jobs.close()
-        leases.close()
+        for store in (jobs, leases):
+            if store is not None:
+                store.close()
         with anyio.CancelScope(shield=True), anyio.move_on_after(3):
             await amqp.close()

@@ -180,7 +180,10 @@ def _reuse_settings(config: Any, cfg: RunnerConfig, *, in_process: bool) -> Runn
     if not config.agents.reuse_processes:
         return cfg
     if not (in_process and not cfg.mcp_turn_header):
-        log.warning("[agents] reuse_processes is off: it needs the in-process proxy and MCP server")
+        log.warning(
+            "[agents] reuse_processes is off: it needs the in-process proxy and MCP server (drop "
+            "--proxy-url/--mcp-url to reuse processes, or set reuse_processes = false to silence this)"
+        )
         return cfg
     import dataclasses
 

@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 import anyio
 
-from blackboard import AGENT_ORDER, Blackboard
+from blackboard import AGENT_ORDER, Blackboard, check_turn_text
 from launcher.agents._spec_view import view_of
 from launcher.pipeline._agent_task import prestart_agent
 from launcher.pipeline._reply_stream import ReplyEvent
@@ -203,7 +203,10 @@ class Supervisor:
         blackboard itself is unusable (bad ids, store unavailable); agent failures never raise.
         ``on_reply_stream(event)`` shows the Coach's reply while it is written (``delta`` / ``retract`` /
         ``end``; :mod:`launcher.pipeline._reply_stream` says what is shown and when it is taken back).
+        A ``text`` that is not UTF-8 (a lone surrogate) or holds a NUL raises ``InvalidValueError`` before
+        anything runs (``blackboard.check_turn_text``).
         """
+        check_turn_text(text)
         lock = self._session_locks.setdefault((user, session), anyio.Lock())
         async with lock:
             return await self._run_turn(

@@ -56,11 +56,45 @@ def describe_url(url: str) -> str:
         return "(unparsable broker URL)"
 
 
+_WHERE = "[broker] url / COACH_BROKER_URL / --broker"
+
+
+def _vhost(url: str) -> str:
+    """The AMQP virtual host of ``url``: its path without the leading slash, ``/`` when empty."""
+    from yarl import URL
+
+    try:
+        return URL(url).path[1:] or "/"
+    except ValueError:
+        return "?"
+
+
 def unreachable(url: str, exc: BaseException) -> BrokerError:
+    """The error for a failed connect or publish, by what went wrong (the exception's type, not its text):
+    login refused (``code="broker_login_refused"``), virtual host refused during the handshake
+    (``broker_vhost_refused``), else not reachable (``broker_unreachable``, retryable), each with its fix."""
+    from aiormq.exceptions import InvalidFrameError, ProbableAuthenticationError
+
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200] or type(exc).__name__
+    where = describe_url(url)
+    if isinstance(exc, ProbableAuthenticationError):
+        return BrokerError(
+            f"RabbitMQ at {where} refused the login ({first}). Fix: correct the user and password in "
+            f"{_WHERE}, or create the user (rabbitmqctl add_user USER PASSWORD)",
+            code="broker_login_refused",
+        )
+    if isinstance(exc, InvalidFrameError):  # the broker closed the connection at Connection.Open: the vhost
+        return BrokerError(
+            f"RabbitMQ at {where} refused the virtual host {_vhost(url)!r} (it does not exist, or the user "
+            f"may not use it). Fix: correct the vhost (the path) in {_WHERE}, or create it "
+            "(rabbitmqctl add_vhost VHOST; rabbitmqctl set_permissions -p VHOST USER '.*' '.*' '.*')",
+            code="broker_vhost_refused",
+        )
     return BrokerError(
-        f"cannot reach RabbitMQ at {describe_url(url)} ({first}). Fix: start it ({START_HINT}; "
-        "`rabbitmqctl await_startup` waits until it is up), or correct [broker] url / COACH_BROKER_URL / --broker"
+        f"cannot reach RabbitMQ at {where} ({first}). Fix: start it ({START_HINT}; "
+        f"`rabbitmqctl await_startup` waits until it is up), or correct {_WHERE}",
+        code="broker_unreachable",
+        retryable=True,
     )
 
 
@@ -146,7 +180,26 @@ class AmqpBroker:
             raise unreachable(self.url, exc) from None
 
     async def declare(self, channel: Any) -> tuple[Any, Any, Any]:
-        """Declare the shared topology on ``channel``; returns (exchange, queue, dead queue)."""
+        """Declare the shared topology on ``channel``; returns (exchange, queue, dead queue). Raises
+        BrokerError (``broker_topology_mismatch``) when a queue or exchange of that name exists with other
+        arguments (another ``[broker] delivery_limit``, or another deployment's names)."""
+        from aiormq.exceptions import ChannelPreconditionFailed
+
+        try:
+            return await self._declare(channel)
+        except ChannelPreconditionFailed as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            t = self.topology
+            raise BrokerError(
+                f"RabbitMQ at {describe_url(self.url)} has {t.queue} (or its exchanges) with other settings "
+                f"than this configuration ({' '.join(first.split())}). Fix: use the same [broker] delivery_limit "
+                "as the deployment's other workers and front ends, or another [broker] prefix; or, with nothing "
+                f"queued, delete the old queues (rabbitmqctl delete_queue {t.queue}; rabbitmqctl delete_queue "
+                f"{t.dead_queue})",
+                code="broker_topology_mismatch",
+            ) from None
+
+    async def _declare(self, channel: Any) -> tuple[Any, Any, Any]:
         import aio_pika
 
         t = self.topology
@@ -177,8 +230,14 @@ class AmqpBroker:
                 with contextlib.suppress(Exception):
                     await self._pub.close()
             self._pub = await self._connect()
-            self._pub_channel = await self._pub.channel(publisher_confirms=True, on_return_raises=True)
-            ex, _q, _d = await self.declare(self._pub_channel)
+            try:
+                self._pub_channel = await self._pub.channel(publisher_confirms=True, on_return_raises=True)
+                ex, _q, _d = await self.declare(self._pub_channel)
+            except BaseException:  # close what was opened: a connection left open outlives the event loop
+                with contextlib.suppress(Exception):
+                    await self._pub.close()
+                self._pub = None
+                raise
             self._pub_exchange = ex
         return self._pub_exchange
 

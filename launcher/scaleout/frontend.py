@@ -100,7 +100,7 @@ async def follow(
             noted = True
             on_note(
                 f"waiting: no worker has taken turn job {job_id} for {WAITING_NOTE_S:.0f} s. Is a `coach worker` "
-                "running with the same [broker] url and [data] url?"
+                "running with the same [broker] url, [broker] prefix and [data] url (and schema)?"
             )
         if time.monotonic() > end:
             raise TurnJobFailed(

@@ -28,6 +28,45 @@ import anyio.to_thread
 __all__ = ["turns_app"]
 
 
+_JSON_TYPES = {
+    "int": "number",
+    "float": "number",
+    "bool": "boolean",
+    "NoneType": "null",
+    "list": "array",
+    "dict": "object",
+}
+_SHAPE = 'send a JSON object {"user": "...", "session": "...", "message": "...", "job_id": "..." (optional)}'
+
+
+def _json_type(value: Any) -> str:
+    return _JSON_TYPES.get(type(value).__name__, type(value).__name__)
+
+
+def _turn_fields(body: Any) -> tuple[str, str, str, str | None] | str:
+    """``(user, session, message, job_id or None)`` of a request body, or what is wrong with it: each field
+    a JSON string (a number or null is refused, not turned into the text "5" or "None")."""
+    if not isinstance(body, dict):
+        return f"the body is not a JSON object: {_SHAPE}"
+    for key in ("user", "session", "message"):
+        if not isinstance(body.get(key), str):
+            got = "missing" if key not in body else f"a JSON {_json_type(body[key])}, not a string"
+            return f"{key!r} is {got}: {_SHAPE}"
+    job_id = body.get("job_id")
+    if job_id is not None and not isinstance(job_id, str):
+        return f"'job_id' is a JSON {_json_type(job_id)}, not a string: {_SHAPE}"
+    return body["user"], body["session"], body["message"], job_id or None
+
+
+async def _read_turn(request: Any) -> tuple[str, str, str, str | None] | str:
+    """:func:`_turn_fields` of the request's body; what is wrong when it is not UTF-8 JSON."""
+    try:
+        body = await request.json()
+    except ValueError:  # not JSON, or bytes that are not UTF-8 (UnicodeDecodeError)
+        return f"the body is not UTF-8 JSON: {_SHAPE}"
+    return _turn_fields(body)
+
+
 def _sse(event: str, data: dict[str, Any]) -> bytes:
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
@@ -56,16 +95,12 @@ def turns_app(jobs: Any, broker: Any, secret: str) -> Any:
                 },
                 status_code=401,
             )
+        fields = await _read_turn(request)
+        if isinstance(fields, str):
+            return JSONResponse({"error": fields}, status_code=400)
+        user, session, message, job_id = fields
         try:
-            body = await request.json()
-            user, session, message = str(body["user"]), str(body["session"]), str(body["message"])
-            job_id = body.get("job_id")
-        except (ValueError, KeyError, TypeError):
-            return JSONResponse(
-                {"error": 'send JSON {"user": ..., "session": ..., "message": ...}'}, status_code=400
-            )
-        try:
-            job = await submit(jobs, broker, user, session, message, str(job_id) if job_id else None)
+            job = await submit(jobs, broker, user, session, message, job_id)
         except BlackboardError as exc:
             status = 400 if exc.code in ("invalid_key", "invalid_value") else 503
             return JSONResponse({"error": str(exc)}, status_code=status)

@@ -222,7 +222,9 @@ def test_config_fix_hint_names_the_section(tmp_path: Path) -> None:
     cfg.write_text('[proxy]\nport = "abc"\n')
     with pytest.raises(ConfigError) as exc:
         load_config(cfg, env={})
-    assert "see [proxy] in README.md" in str(exc.value) and "[section]" not in str(exc.value)
+    assert "see [proxy] in docs/configuration.md" in str(exc.value) and "[section]" not in str(exc.value)
+    doc = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
+    assert "[proxy]" in doc.read_text(), "the page the hint names documents the section"
 
 
 def test_config_that_is_a_folder_says_so(tmp_path: Path) -> None:

@@ -145,3 +145,21 @@ def test_coach_worker_warns_when_its_sessions_do_not_fit(
     worker._warn_if_too_many(3, reuse=True)
     err = capsys.readouterr().err
     assert "--sessions 3 may not fit" in err and "about 1 warm sessions" in err
+
+
+def test_chat_with_a_running_proxy_says_on_stderr_that_reuse_is_off_and_what_to_do(tmp_path: Any) -> None:
+    """The runtime's warning goes to chat.log in a chat, unseen: the chat says it on its own stderr."""
+    from typer.testing import CliRunner
+
+    from launcher.cli import app
+
+    cfg = tmp_path / "coach.toml"
+    cfg.write_text(f'[data]\ndir = "{tmp_path / "data"}"\n[agents]\nreuse_processes = true\n')
+    args = ["chat", "-u", "u1", "-s", "s1", "--config", str(cfg), "--proxy-url", "http://127.0.0.1:1"]
+    res = CliRunner().invoke(app, args, env={"COLUMNS": "400"}, input="")
+    out = " ".join(res.output.split())
+    assert "warning: [agents] reuse_processes is off in this chat" in out
+    assert "drop --proxy-url/--mcp-url to reuse processes, or set reuse_processes = false" in out
+    cfg.write_text(f'[data]\ndir = "{tmp_path / "data"}"\n')
+    res = CliRunner().invoke(app, args, env={"COLUMNS": "400"}, input="")
+    assert "reuse_processes" not in res.output, "no warning when reuse is not asked for"

@@ -401,3 +401,19 @@ async def test_specialists_can_wait_for_the_coachs_first_token(
     assert res.synthesis_source == "model" and not res.degraded
     assert runner.started_before_coach_token is not None
     assert bool(runner.started_before_coach_token) is specialists_first
+
+
+@pytest.mark.parametrize("text", ["caf\udce9 run", "nul\x00here"])
+async def test_a_message_that_is_not_utf8_or_holds_a_nul_is_refused_before_anything_runs(
+    board: Blackboard, text: str
+) -> None:
+    """Bytes that are not UTF-8 on stdin become lone surrogates; the safety screen's tokenizer then
+    failed with a TypeError traceback in ``coach chat`` / ``coach run``."""
+    from blackboard import InvalidValueError
+
+    runner = FakeRunner(board)
+    with pytest.raises(InvalidValueError) as info:
+        await make(board, runner).run_turn("u1", "s1", text)
+    assert info.value.code == "invalid_value" and not info.value.retryable
+    assert "caf" not in str(info.value) and "nul" not in str(info.value).replace("NUL", "")
+    assert runner.calls == [] and board.store.list("users/u1/") == [], "no agent ran, nothing stored"

@@ -21,6 +21,8 @@ from testsupport.rabbitmq import fresh_prefix
 
 pytestmark = pytest.mark.timeout(120)
 
+_APP = "from launcher.cli import app; app()"
+
 
 def _config(tmp: Path, pg: Any, broker_url: str, prefix: str) -> Path:
     cfg = tmp / "coach.toml"
@@ -118,6 +120,42 @@ def test_a_line_the_broker_could_not_take_is_kept_and_sent_once_it_is_back(
     assert worker.turns == 1 and out.count(synthesis_of(rows[0].job_id)) == 1
 
 
+def test_a_line_the_store_can_never_take_is_refused_at_once_not_kept_and_the_chat_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    too_long = "a" * 64_001
+    not_utf8 = b"caf\xe9 run".decode("utf-8", "surrogateescape")  # what stdin makes of latin-1 bytes
+    with fresh_schema("cb") as pg, fresh_prefix("chat") as (url, prefix):
+        cfg = _config(tmp_path, pg, url, prefix)
+        with FakeWorker(pg, url, prefix) as worker:
+            res = _chat(
+                cfg,
+                monkeypatch,
+                [
+                    (None, too_long),
+                    (None, not_utf8),
+                    (None, "nul\x00here"),
+                    (None, "a fine line"),
+                    (None, None),
+                ],
+            )
+        jobs = TurnJobs(pg.url, schema=pg.schema)
+        try:
+            rows = jobs.all()
+        finally:
+            jobs.close()
+    assert res.exit_code == 0, (res.output, res.exception)
+    out = " ".join(res.output.split())
+    assert "this line was not sent: a turn message is at most 64000 characters (this one has 64001)" in out
+    assert "this line was not sent: a turn message must be UTF-8 text" in out and "LANG=C.UTF-8" in out
+    assert "this line was not sent: a turn message cannot hold a NUL character" in out
+    assert "Nothing typed is lost" not in out and "not shown yet" not in out
+    assert "café" not in out and "aaaa" not in out, "the refused text is not echoed"
+    assert [(r.state, r.turn_id) for r in rows] == [("done", "t000001")], "only the fine line became a job"
+    assert worker.turns == 1 and out.count(synthesis_of(rows[0].job_id)) == 1
+    assert "closing the session" in out, "nothing owed: the chat ends normally"
+
+
 def test_an_unreachable_broker_at_start_says_which_and_how_to_start_it(tmp_path: Path) -> None:
     with fresh_schema("cb") as pg:
         cfg = _config(tmp_path, pg, "amqp://guest:guest@127.0.0.1:1/", "coach")
@@ -154,3 +192,52 @@ def test_proxy_urls_with_broker_are_refused_with_the_fix(tmp_path: Path) -> None
     assert (
         res.exit_code == 2 and "with --broker (or [broker] url) the turns run on `coach worker`" in res.output
     )
+
+
+@pytest.mark.parametrize(
+    ("sig", "code", "said"), [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated")]
+)
+def test_a_chat_stopped_while_it_follows_a_turn_names_the_job_and_how_to_follow_it(
+    tmp_path: Path, sig: str, code: int, said: str
+) -> None:
+    """No worker consumes this prefix, so the turn is still owed when the signal comes: the chat names its
+    job id (the turn stays queued for a worker), says the session is open, and exits 130 / 143 (SIGTERM
+    killed it silently with -15; Ctrl-C said "agent processes stopped", in a chat that runs none)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    with fresh_schema("cb") as pg, fresh_prefix("chat") as (url, prefix):
+        cfg = _config(tmp_path, pg, url, prefix)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _APP, "chat", "-u", "u1", "-s", "s1", "--config", str(cfg)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "COLUMNS": "400"},
+        )
+        assert proc.stdin is not None
+        proc.stdin.write("a line no worker takes\n")
+        proc.stdin.flush()
+        jobs = TurnJobs(pg.url, schema=pg.schema)
+        try:
+            end = time.monotonic() + 60
+            while not jobs.all() and time.monotonic() < end and proc.poll() is None:
+                pass  # the row follows the line within moments; a deadline, no sleep
+            rows = jobs.all()
+            assert rows, "the line became a job"
+            proc.send_signal(getattr(signal, sig))
+            out, _ = proc.communicate(timeout=60)
+        finally:
+            jobs.close()
+            if proc.poll() is None:
+                proc.kill()
+    flat = " ".join(out.split())
+    assert proc.returncode == code, out
+    assert f"not shown yet: 1 turn ({rows[0].job_id})" in flat and "--job-id ID" in flat
+    assert f"{said}" in flat and "session s1 is still open" in flat
+    assert "agent processes stopped" not in flat and "Traceback" not in out
+    assert rows[0].state == "queued", "the job is left for a worker"
