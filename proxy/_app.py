@@ -265,6 +265,7 @@ async def messages(request: Request) -> Response:
         replica="",
         status="",
         stream=p.stream,
+        prefill=prefill,
     )
     if outcome.local_reply:
         events = _local_events(state, p)

@@ -58,6 +58,9 @@ class UsageRecord:
     total_ms: float = 0.0
     stop_reason: str | None = None
     attempts: int = 0
+    #: A prefill (an agent's context sent ahead with max_tokens 1, ``proxy._prefill``), not a model call
+    #: of the agent's own: its tokens count, but it is no step of the agent's conversation.
+    prefill: bool = False
 
 
 def _esc(v: str) -> str:

@@ -4,7 +4,9 @@ at once), and the agent's next request, which repeats it as its prefix, waits fo
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from pathlib import Path
 
 import pytest
 
@@ -98,3 +100,31 @@ async def test_a_prefill_on_a_pool_that_narrows_the_forced_tool_is_still_answere
     assert [e["delta"]["text"] for e in events if e["type"] == "content_block_delta"] == ["OK."]
     (call,) = up.calls()
     assert call.json["max_tokens"] == 1 and call.headers["x-coach-prefill"] == "1"
+
+
+async def test_the_usage_log_marks_a_prefill_apart_from_the_agents_own_calls(tmp_path: Path) -> None:
+    """A prefill is counted (its prompt tokens were processed) but marked, so a reader of the usage log
+    does not take it for a step of the agent's conversation (e.g. Pineal calling before Shadow wrote)."""
+
+    def answer(body: dict) -> Sse:
+        if body["max_tokens"] == 1:
+            return Sse(text_chunks("O", finish="length"))
+        return Sse(tool_chunks(TOOL["name"], '{"text": "hi"}'))
+
+    log_path = tmp_path / "usage.jsonl"
+    cfg = make_config(
+        agents={"pineal": AgentPolicy(force_tool="write_synthesis", stop_after_tool=True)},
+        usage_log=str(log_path),
+    )
+    first = msg_body(CONTEXT, tools=[TOOL])
+    history = [
+        *first["messages"],
+        {"role": "assistant", "content": "OK."},
+        {"role": "user", "content": "# Task"},
+    ]
+    async with proxy_client(up := FakeUpstream(answer), cfg) as c:
+        await c.post("/v1/messages", json=first, headers=H)
+        await c.post("/v1/messages", json={**first, "messages": history}, headers=H)
+    assert len(up.calls()) == 2
+    records = [json.loads(line) for line in log_path.read_text().splitlines()]
+    assert [r["prefill"] for r in records if r["agent"] == "pineal"] == [True, False]
