@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator
 
 from blackboard.config import Thresholds
 from launcher.embedded import EmbeddedConfig
@@ -181,10 +181,11 @@ class AgentsConfig(BaseModel):
 
     warm_process_limit: int = Field(default=6, ge=0, le=64)
     retries: int = Field(default=1, ge=0, le=5)
-    watch: bool = True
+    # TOML has true/false: a string such as "yes" or "false" is a mistake, never read as a boolean
+    watch: StrictBool = True
     idle_close_s: float = Field(default=1800.0, ge=0, le=7 * 86400)
-    keep_claude_transcripts: bool = False
-    reuse_processes: bool = False
+    keep_claude_transcripts: StrictBool = False
+    reuse_processes: StrictBool = False
 
     def resolved_dir(self) -> Path:
         """``dir``, except when it was not set and the current folder has no ``agents/``: then the agent files

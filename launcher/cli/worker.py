@@ -18,6 +18,7 @@ agent files), 1 the broker or the database cannot be reached at start (the messa
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from typing import Annotated, Any
 
@@ -36,6 +37,8 @@ __all__ = ["READY_PREFIX", "worker_cmd"]
 
 #: First words of the line printed once the worker consumes (tests and scripts wait for it).
 READY_PREFIX = "coach worker: ready"
+#: What --worker-id may be: it goes into a RabbitMQ queue name and the leases' holder column.
+_WORKER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 def worker_cmd(
@@ -91,6 +94,11 @@ def worker_cmd(
     port = metrics_port if metrics_port is not None else bcfg.metrics_port
     if not 0 <= port <= 65535:
         fail(f"error: --metrics-port must be 0-65535 (0 = any free port), got {port}")
+    if worker_id is not None and not _WORKER_ID.fullmatch(worker_id):
+        fail(
+            f"error: --worker-id {worker_id!r} is not a usable id (it names this worker's queue and "
+            "its leases): use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
     _quiet_logging()
     _warn_if_too_many(n, reuse=config.agents.reuse_processes)
     _run(config, url, n, ttl, port, worker_id)

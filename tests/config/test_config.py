@@ -130,6 +130,9 @@ def test_bad_toml_names_line(tmp_path: Path) -> None:
         ("[agent]\nretries = 1\n", "agent: unknown key (did you mean 'agents'?)"),
         ('[safety]\ndisabled_rules = ["t9.nope"]\n', "[safety] disabled_rules: unknown rule ids ['t9.nope']"),
         ("[proxy]\nport = -1\n", "[proxy] port: Input should be greater than or equal to 0 (got -1)"),
+        # a quoted word is not a TOML boolean (pydantic's lax mode would read "yes" as true)
+        ('[agents]\nreuse_processes = "yes"\n', "[agents] reuse_processes: Input should be a valid boolean"),
+        ('[agents]\nwatch = "false"\n', "[agents] watch: Input should be a valid boolean"),
     ],
 )
 def test_invalid_values_name_section_key_and_fix(tmp_path: Path, text: str, expected: str) -> None:

@@ -122,6 +122,8 @@ def test_a_worker_whose_database_is_unreachable_exits_1_with_the_fix_and_no_trac
         (["--lease-ttl", "0"], "--lease-ttl must be seconds > 0.5 and at most 3600, got 0"),
         (["--lease-ttl", "-5"], "--lease-ttl must be seconds > 0.5 and at most 3600, got -5"),
         (["--metrics-port", "70000"], "--metrics-port must be 0-65535 (0 = any free port), got 70000"),
+        (["--worker-id", "a b/c"], "--worker-id 'a b/c' is not a usable id"),
+        (["--worker-id", "-x"], "--worker-id '-x' is not a usable id"),
     ],
 )
 def test_a_worker_option_out_of_range_exits_2_naming_it_before_any_connection(
