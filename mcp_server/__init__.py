@@ -58,7 +58,7 @@ if TYPE_CHECKING:
         serve_http_async,
         serve_stdio,
     )
-    from mcp_server._toolkit import ToolSpec, build_tool, input_schema
+    from mcp_server._toolkit import ProgressFn, ToolSpec, build_tool, input_schema, tool_progress
     from mcp_server._tools import ToolContext, all_specs
 
 # The server side (mcp, blackboard) is imported on first use, so `coach --help` stays fast.
@@ -75,6 +75,8 @@ _LAZY = {
     "error_result": "mcp_server._problems",
     "ok_result": "mcp_server._problems",
     "ToolSpec": "mcp_server._toolkit",
+    "ProgressFn": "mcp_server._toolkit",
+    "tool_progress": "mcp_server._toolkit",
     "build_tool": "mcp_server._toolkit",
     "input_schema": "mcp_server._toolkit",
     "ToolContext": "mcp_server._tools",
@@ -104,6 +106,7 @@ __all__ = [
     "McpServerError",
     "OutOfScopeError",
     "Problem",
+    "ProgressFn",
     "Scope",
     "ScopeError",
     "ScopeSource",
@@ -126,4 +129,5 @@ __all__ = [
     "serve_http",
     "serve_http_async",
     "serve_stdio",
+    "tool_progress",
 ]

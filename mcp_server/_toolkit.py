@@ -12,6 +12,7 @@ Logging: tool name, agent, outcome code and duration only; never argument values
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import json
 import logging
@@ -30,12 +31,32 @@ from mcp_server._problems import Problem, error_result, problems_from_validation
 from mcp_server._scope import Scope, ScopeSource
 from mcp_server.errors import McpServerError
 
-__all__ = ["ToolSpec", "build_tool", "input_schema"]
+__all__ = ["ProgressFn", "ToolSpec", "build_tool", "input_schema", "tool_progress"]
 
 logger = logging.getLogger("mcp_server")
 
 Handler = Callable[[Scope, Any, dict[str, Any]], Awaitable[CallToolResult]]
 ErrorMapper = Callable[[str, Exception], CallToolResult | None]
+#: ``await progress(n, message)``: one ``notifications/progress`` for the running tool call (``n``: a count
+#: that rises with every call; ``message``: the text the client shows).
+ProgressFn = Callable[[float, str], Awaitable[None]]
+
+_CONTEXT: contextvars.ContextVar[Context | None] = contextvars.ContextVar("mcp_tool_context", default=None)
+
+
+def tool_progress() -> ProgressFn | None:
+    """The running tool call's progress sender, for a ``ToolSpec.handler`` (called in its task); None
+    outside a tool call. Sending is mcp's ``Context.report_progress``: a no-op when the caller passed no
+    ``progressToken`` (JSON-RPC) or no progress callback (an in-process client), so nothing reaches
+    such a caller. MCP's progress notifications require ``progress`` to rise with every notification."""
+    ctx = _CONTEXT.get()
+    if ctx is None:
+        return None
+
+    async def send(progress: float, message: str) -> None:
+        await ctx.report_progress(progress, None, message)
+
+    return send
 
 
 class _RawArguments(ArgModelBase):
@@ -208,7 +229,11 @@ def build_tool(
                     code="invalid_arguments",
                     advice=f"fix exactly these fields and call {spec.name} again with the whole object.",
                 )
-            result = await spec.handler(scope, model, raw)
+            token = _CONTEXT.set(ctx)
+            try:
+                result = await spec.handler(scope, model, raw)
+            finally:
+                _CONTEXT.reset(token)
             if result.is_error:
                 outcome = str((result.structured_content or {}).get("error", "error"))
             return result

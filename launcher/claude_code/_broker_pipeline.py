@@ -85,8 +85,16 @@ class BrokerPipeline:
             self._opened = False
 
     async def __call__(
-        self, user: str, session: str, message: str, *, on_reply: Callable[[EarlyReply], None] | None = None
+        self,
+        user: str,
+        session: str,
+        message: str,
+        *,
+        on_reply: Callable[[EarlyReply], None] | None = None,
+        on_stream: Callable[[Any], None] | None = None,
     ) -> TurnSummary:
+        """One turn through the broker. ``on_stream`` is ignored: a worker runs the Coach, and the
+        reply reaches this process whole (nothing streams on the broker path)."""
         await self._open()
         job = await self.front.submit(user, session, message)
         rows: list[Any] = []

@@ -141,14 +141,21 @@ class HostedPipeline:
             return self._runtime
 
     async def __call__(
-        self, user: str, session: str, message: str, *, on_reply: Callable[[EarlyReply], None] | None = None
+        self,
+        user: str,
+        session: str,
+        message: str,
+        *,
+        on_reply: Callable[[EarlyReply], None] | None = None,
+        on_stream: Callable[[Any], None] | None = None,
     ) -> TurnSummary:
+        """One turn; ``on_stream`` is passed to ``Supervisor.run_turn(on_reply_stream=...)``."""
         runtime = await self._ensure()
         if runtime is None:  # no lifespan running: one runtime for this turn only
             async with self._open_runtime() as one_off:
-                return await _run(one_off, user, session, message, on_reply)
+                return await _run(one_off, user, session, message, on_reply, on_stream)
         runtime.registry.reload()
-        return await _run(runtime, user, session, message, on_reply)
+        return await _run(runtime, user, session, message, on_reply, on_stream)
 
     async def close_session(self, board: Any, user: str, session: str) -> Any:
         """Close ``session`` (``launcher.pipeline.sessions.close_session``: compaction into the profile) and stop its
@@ -160,7 +167,12 @@ class HostedPipeline:
 
 
 async def _run(
-    runtime: Any, user: str, session: str, message: str, on_reply: Callable[[EarlyReply], None] | None
+    runtime: Any,
+    user: str,
+    session: str,
+    message: str,
+    on_reply: Callable[[EarlyReply], None] | None,
+    on_stream: Callable[[Any], None] | None = None,
 ) -> TurnSummary:
     """One ``Supervisor.run_turn``; ``on_reply`` gets the first reply (from ``on_coach_reply``) with the
     turn id and crisis tier of the turn's ``message`` entry, while the turn goes on."""
@@ -186,7 +198,9 @@ async def _run(
     async with anyio.create_task_group() as tg:
         tg.start_soon(announce)
         try:
-            result = await runtime.supervisor.run_turn(user, session, message, on_coach_reply=on_coach_reply)
+            result = await runtime.supervisor.run_turn(
+                user, session, message, on_coach_reply=on_coach_reply, on_reply_stream=on_stream
+            )
         except BaseException:
             tg.cancel_scope.cancel()
             raise

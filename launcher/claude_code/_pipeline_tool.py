@@ -42,8 +42,9 @@ from mcp_types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field
 
 from launcher.claude_code._hosted_pipeline import HostedPipeline
+from launcher.claude_code._reply_progress import ReplyProgress
 from launcher.claude_code._turn_jobs import EarlyReply, PipelineRun, TurnJob, TurnJobs, TurnSummary
-from mcp_server import Scope, ToolSpec, error_result, ok_result
+from mcp_server import Scope, ToolSpec, error_result, ok_result, tool_progress
 
 __all__ = [
     "COACH_SYNTHESIS_TOOL",
@@ -216,7 +217,7 @@ def coach_turn_spec(
         session = await anyio.to_thread.run_sync(open_session) if open_session is not None else scope.session
         assert session is not None
         try:
-            job = await jobs.start(scope.user, session, args.message)
+            job = await _start(jobs, scope.user, session, args.message)
         except Exception as exc:  # any failure to run the pipeline becomes a plain tool error
             log.error("coach_turn failed: %s", type(exc).__name__)
             log.debug("coach_turn traceback", exc_info=True)
@@ -253,6 +254,29 @@ def coach_turn_spec(
         read_only=False,
         idempotent=False,
     )
+
+
+async def _start(jobs: TurnJobs, user: str, session: str, message: str) -> TurnJob:
+    """``jobs.start``, with the reply streamed as this call's progress when the caller asked for
+    progress (``mcp_server.tool_progress``); the streaming stops when the first reply exists."""
+    send = tool_progress()
+    if send is None:
+        return await jobs.start(user, session, message)
+    progress = ReplyProgress(send)
+    job: TurnJob | None = None
+    failed: Exception | None = None
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(progress.pump)
+        try:
+            job = await jobs.start(user, session, message, on_stream=progress)
+        except Exception as exc:  # raised below, not as an exception group of this task group
+            failed = exc
+        finally:
+            progress.close()
+    if failed is not None:
+        raise failed
+    assert job is not None
+    return job
 
 
 def _finished(tool: str, job: TurnJob, *, with_reply: bool) -> CallToolResult:

@@ -72,12 +72,20 @@ class PipelineRun(Protocol):
 
     ``on_reply(EarlyReply)`` is called at most once, as soon as the first reply exists (before the
     specialists are done); a pipeline that never calls it makes the summary's reply the first reply.
+    ``on_stream`` (passed only when the caller streams the reply) is the turn's ``on_reply_stream``
+    (``Supervisor.run_turn``: ``ReplyEvent`` delta / retract / end); a pipeline may ignore it.
     Raises any exception when the pipeline cannot run at all (bad configuration, no free port, the agent
     files invalid); agent failures inside a turn are reported in the summary, not raised.
     """
 
     def __call__(
-        self, user: str, session: str, message: str, *, on_reply: Callable[[EarlyReply], None] | None = None
+        self,
+        user: str,
+        session: str,
+        message: str,
+        *,
+        on_reply: Callable[[EarlyReply], None] | None = None,
+        on_stream: Callable[[Any], None] | None = None,
     ) -> Awaitable[TurnSummary]: ...
 
 
@@ -141,17 +149,20 @@ class TurnJobs:
         """The job of ``turn`` started by this server (None: unknown here or evicted)."""
         return self._jobs.get(turn)
 
-    async def start(self, user: str, session: str, message: str) -> TurnJob:
+    async def start(
+        self, user: str, session: str, message: str, *, on_stream: Callable[[Any], None] | None = None
+    ) -> TurnJob:
         """Start a turn and return its job once the first reply exists (``job.reply``; the turn goes on
         in the background). Without a running :meth:`lifespan` the turn runs to its end first.
+        ``on_stream``: the reply as it is written (see :class:`PipelineRun`).
 
         Raises: whatever the pipeline raised before any reply (it could not run at all).
         """
         job = TurnJob(user, session)
         if self._tg is None:
-            await self._run_job(job, message)
+            await self._run_job(job, message, on_stream)
         else:
-            self._tg.start_soon(self._run_job, job, message)
+            self._tg.start_soon(self._run_job, job, message, on_stream)
             await job.replied.wait()
         if job.reply is None:
             assert job.error is not None
@@ -178,13 +189,14 @@ class TurnJobs:
         for turn in finished[: max(0, len(finished) - self._keep)]:
             del self._jobs[turn]
 
-    async def _run_job(self, job: TurnJob, message: str) -> None:
+    async def _run_job(self, job: TurnJob, message: str, on_stream: Callable[[Any], None] | None) -> None:
         self._running += 1
         if self._running == 1 and self._on_busy is not None:
             self._on_busy(True)
         try:
+            streamed: dict[str, Any] = {"on_stream": on_stream} if on_stream is not None else {}
             summary = await self._run(
-                job.user, job.session, message, on_reply=lambda r: self._register(job, r)
+                job.user, job.session, message, on_reply=lambda r: self._register(job, r), **streamed
             )
             job.summary = summary
             self._register(job, EarlyReply(summary.turn, summary.coach_reply, summary.crisis_tier))

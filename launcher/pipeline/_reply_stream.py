@@ -60,10 +60,14 @@ RISK_FIELD = "risk"
 
 @dataclass(frozen=True)
 class ReplyEvent:
-    """One change of what the front end shows of the Coach's reply (see the module docstring)."""
+    """One change of what the front end shows of the Coach's reply (see the module docstring).
+
+    ``final``: a ``delta`` sent by the final decision (the validated reply's rest, or the fallback /
+    support / crisis response after nothing or a retraction), not words streamed while being written."""
 
     kind: Literal["delta", "retract", "end"]
     text: str = ""
+    final: bool = False
 
 
 class ReplyTaps:
@@ -171,9 +175,9 @@ class ReplyStream:
             self.on_tool_args(self._last)
 
     # ---------------------------------------------------------------------------------- streaming
-    def _emit(self, kind: Literal["delta", "retract", "end"], text: str = "") -> None:
+    def _emit(self, kind: Literal["delta", "retract", "end"], text: str = "", *, final: bool = False) -> None:
         try:
-            self._on_event(ReplyEvent(kind, text))
+            self._on_event(ReplyEvent(kind, text, final))
         except Exception:
             log.exception("on_reply_stream callback failed")
 
@@ -253,7 +257,7 @@ class ReplyStream:
             if self.first_words_s is None:
                 self.first_words_s = time.monotonic() - self._t0
             self.shown = reply
-            self._emit("delta", rest)
+            self._emit("delta", rest, final=True)
         self._emit("end", reply)
 
 

@@ -41,7 +41,9 @@ class FakePipeline:
         self.calls: list[tuple[str, str, str]] = []
         self.fail = fail
 
-    async def __call__(self, user: str, session: str, message: str, *, on_reply: Any = None) -> TurnSummary:
+    async def __call__(
+        self, user: str, session: str, message: str, *, on_reply: Any = None, on_stream: Any = None
+    ) -> TurnSummary:
         self.calls.append((user, session, message))
         if self.fail is not None:
             raise self.fail

@@ -190,7 +190,9 @@ class _FailsAfterReply:
     def __init__(self, board: Blackboard) -> None:
         self.board = board
 
-    async def __call__(self, user: str, session: str, message: str, *, on_reply: Any = None) -> TurnSummary:
+    async def __call__(
+        self, user: str, session: str, message: str, *, on_reply: Any = None, on_stream: Any = None
+    ) -> TurnSummary:
         turn = self.board.begin_turn(user, session)
         on_reply(EarlyReply(turn, "a reply", 0))
         raise ConnectionError("upstream went away")
