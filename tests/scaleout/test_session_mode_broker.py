@@ -45,10 +45,19 @@ def test_coach_turn_publishes_a_job_and_returns_the_workers_reply_then_synthesis
                 board, session_identity({}, user="u1", session="s1"), pipeline, lifespan=pipeline.lifespan
             )
 
+            progress: list[Any] = []
+
+            async def on_progress(value: float, total: float | None, message: str | None) -> None:
+                progress.append(message)
+
             async def session() -> tuple[dict[str, Any], dict[str, Any]]:
                 async with Client(server) as client:
                     first = _data(
-                        await client.call_tool("coach_turn", {"message": "I keep skipping my runs."})
+                        await client.call_tool(
+                            "coach_turn",
+                            {"message": "I keep skipping my runs."},
+                            progress_callback=on_progress,
+                        )
                     )
                     done = _data(await client.call_tool("coach_synthesis", {"turn": first["turn"]}))
                 return first, done
@@ -72,6 +81,7 @@ def test_coach_turn_publishes_a_job_and_returns_the_workers_reply_then_synthesis
     assert first["message"].startswith("Coach:\n" + reply_of(rows[0].job_id))
     assert done["turn"] == "t000001" and done["synthesis"] == synthesis_of(rows[0].job_id)
     assert done["synthesis_source"] == "model"
+    assert progress == [], "the broker path streamed (a worker runs the Coach; its reply arrives whole)"
 
 
 def test_session_mode_picks_the_broker_pipeline_when_broker_url_is_set(
