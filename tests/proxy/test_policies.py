@@ -50,6 +50,7 @@ async def test_session_budget_refuses_with_numbers_and_usage_log(tmp_path: Path)
         "total_ms": 0,
         "stop_reason": "end_turn",
         "attempts": 1,
+        "prefill": False,
     }
     # budgets survive a restart: the log is replayed
     async with proxy_client(up, cfg) as c:
