@@ -143,14 +143,13 @@ async def running_stack(
                 # The Coach's reply streams to the turn's front end while write_coach's arguments arrive.
                 from launcher.pipeline._reply_stream import taps_for
                 from launcher.runner._process_pool import bindings_for
-                from launcher.runner._reset import fresh_starts_for
 
                 app = create_app(
                     cfg,
                     turn_for=directory.turn_for,
                     on_tool_delta=taps_for(directory).observe,
                     identity_for=bindings_for(directory).resolve,  # pooled processes' sessions
-                    fresh_start=fresh_starts_for(bindings_for(directory)).take,  # reset ones: checked
+                    fresh_start=bindings_for(directory).fresh.take,  # reset ones: checked
                 )
                 state = app.state.proxy
 

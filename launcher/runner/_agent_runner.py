@@ -305,14 +305,20 @@ class ClaudeAgentRunner:
                 f" stderr: {tail}" if tail else "",
             )
         finally:
-            with anyio.CancelScope(shield=True):
-                if not ok:
-                    await self._discard(inv, entry, kill=True)
-                entry.busy = False
-                if entry.starting is not None:
-                    entry.starting.set()
-                    entry.starting = None
+            await self._release_held(inv, entry, ok=ok)
         return ok
+
+    async def _release_held(self, inv: AgentInvocation, entry: _Warm, *, ok: bool) -> None:
+        """End a hold on a warm entry taken with ``busy`` and ``starting`` (a prestart, a prefill): a
+        failed one discards (kills) the process; either way the entry is free again and a run waiting on
+        ``starting`` goes on. Shielded, so a cancelled hold still releases."""
+        with anyio.CancelScope(shield=True):
+            if not ok:
+                await self._discard(inv, entry, kill=True)
+            entry.busy = False
+            if entry.starting is not None:
+                entry.starting.set()
+                entry.starting = None
 
     def _new_warm_client(self, inv: AgentInvocation, entry: _Warm) -> Any:
         """A new client for a warm entry: under a pool identity bound to the session when processes are

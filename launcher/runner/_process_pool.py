@@ -52,6 +52,7 @@ __all__ = [
     "POOL_USER",
     "PROCESS_RSS_MIB",
     "Bindings",
+    "FreshStarts",
     "PooledProcess",
     "bindings_for",
     "memory_room",
@@ -86,12 +87,41 @@ def memory_room(rss_mib: int = PROCESS_RSS_MIB, reserve_mib: int = MEMORY_RESERV
     return 1 << 16
 
 
+class FreshStarts:
+    """Pool sessions of reset processes whose next model request must start a conversation (one message):
+    ``proxy.create_app(fresh_start=...)`` calls :meth:`take` with each request's identity headers."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pending: set[str] = set()
+
+    def mark(self, pool_session: str) -> None:
+        with self._lock:
+            self._pending.add(pool_session)
+
+    def forget(self, pool_session: str) -> None:
+        with self._lock:
+            self._pending.discard(pool_session)
+
+    def take(self, user: str, session: str) -> bool:
+        """True once for a marked pool session (the request must carry one message), else False."""
+        if user != POOL_USER:
+            return False
+        with self._lock:
+            if session in self._pending:
+                self._pending.discard(session)
+                return True
+        return False
+
+
 class Bindings:
-    """Pool session -> the (user, session) it was handed to; revoked once its process is stopped."""
+    """Pool session -> the (user, session) it was handed to; revoked once its process is stopped.
+    ``fresh``: the pool sessions of reset processes whose next request must start a conversation."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._bound: dict[str, tuple[str, str] | None] = {}
+        self.fresh = FreshStarts()
 
     def bind(self, pool_session: str, user: str, session: str) -> None:
         with self._lock:

@@ -30,18 +30,18 @@ session id, the time limit) is killed, never reused; one the pool has no room fo
 from __future__ import annotations
 
 import logging
-import threading
 import weakref
 from typing import Any
 
 import anyio
+
+from launcher.runner._process_pool import FreshStarts
 
 __all__ = [
     "MAX_RESETS",
     "RESET_COMMAND",
     "RESET_LIMIT_S",
     "FreshStarts",
-    "fresh_starts_for",
     "recycle",
     "reset_conversation",
     "resets_of",
@@ -61,48 +61,6 @@ from 1,381 to 1,623 MiB over 9 resets, flattening (``bench/warm_memory.py --reus
 10 is unmeasured, so the process is stopped then and a new one starts."""
 
 _RESETS: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
-
-
-class FreshStarts:
-    """Pool sessions of reset processes whose next model request must start a conversation (one message):
-    ``proxy.create_app(fresh_start=...)`` calls :meth:`take` with each request's identity headers."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pending: set[str] = set()
-
-    def mark(self, pool_session: str) -> None:
-        with self._lock:
-            self._pending.add(pool_session)
-
-    def forget(self, pool_session: str) -> None:
-        with self._lock:
-            self._pending.discard(pool_session)
-
-    def take(self, user: str, session: str) -> bool:
-        """True once for a marked pool session (the request must carry one message), else False."""
-        from launcher.runner._process_pool import POOL_USER
-
-        if user != POOL_USER:
-            return False
-        with self._lock:
-            if session in self._pending:
-                self._pending.discard(session)
-                return True
-        return False
-
-
-_FRESH: weakref.WeakKeyDictionary[Any, FreshStarts] = weakref.WeakKeyDictionary()
-_FRESH_LOCK = threading.Lock()
-
-
-def fresh_starts_for(bindings: Any) -> FreshStarts:
-    """The :class:`FreshStarts` of a :class:`~launcher.runner._process_pool.Bindings` (runner and proxy)."""
-    with _FRESH_LOCK:
-        f = _FRESH.get(bindings)
-        if f is None:
-            f = _FRESH[bindings] = FreshStarts()
-        return f
 
 
 def resets_of(client: Any) -> int:
@@ -158,7 +116,7 @@ async def recycle(runner: Any, entry: Any) -> bool:
     pool.revoke(client)  # first: from now on every request of this process acts as the pool user
     if bindings is None or pool_session is None:
         return False
-    fresh_starts_for(bindings).forget(pool_session)
+    bindings.fresh.forget(pool_session)
     if pool.size <= 0 or pool._idle.get(entry.fingerprint) or pool._room() <= 0:
         return False  # no room: the pool holds one idle process per agent at most
     if resets_of(client) >= MAX_RESETS:
@@ -169,7 +127,7 @@ async def recycle(runner: Any, entry: Any) -> bool:
         kill_process(client)
         return False
     _RESETS[client] = resets_of(client) + 1
-    fresh_starts_for(bindings).mark(pool_session)  # before it can be bound: its next request is checked
+    bindings.fresh.mark(pool_session)  # before it can be bound: its next request is checked
     bindings.release(pool_session)
     pool._idle.setdefault(entry.fingerprint, []).append(
         PooledProcess(client, entry.fingerprint, pool_session, entry.stderr)

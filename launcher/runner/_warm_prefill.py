@@ -48,11 +48,5 @@ async def send_context(runner: Any, invocation: Any, text: str) -> bool:
     except Exception as exc:  # the SDK's errors; the process is replaced by the next run
         log.warning("prefill of agent %s failed (%s)", inv.agent, type(exc).__name__)
     finally:
-        with anyio.CancelScope(shield=True):
-            if not ok:
-                await runner._discard(inv, entry, kill=True)
-            entry.busy = False
-            if entry.starting is not None:
-                entry.starting.set()
-                entry.starting = None
+        await runner._release_held(inv, entry, ok=ok)
     return ok
