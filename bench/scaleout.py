@@ -38,7 +38,6 @@ import argparse
 import asyncio
 import itertools
 import json
-import os
 import signal
 import statistics
 import subprocess
@@ -62,6 +61,7 @@ from launcher.scaleout.broker import AmqpBroker, BrokerTopology  # noqa: E402
 from launcher.scaleout.jobs import JobMessage  # noqa: E402
 from tests.scaleout.cluster import WorkerProc, write_config  # noqa: E402
 from testsupport.postgres import fresh_schema  # noqa: E402
+from testsupport.procs import kill_processes_with  # noqa: E402
 from testsupport.rabbitmq import fresh_prefix  # noqa: E402
 
 LATENCY = "qwen3-30b-a3b@2x4090"
@@ -75,16 +75,6 @@ MESSAGES = (
 
 def log(line: str) -> None:
     print(line, flush=True)
-
-
-def kill_agents(marker: Path) -> None:
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if str(marker).encode() in (d / "environ").read_bytes():
-                    os.kill(int(d.name), signal.SIGKILL)
-            except OSError:
-                continue
 
 
 class Watch(threading.Thread):
@@ -248,7 +238,7 @@ class Chaos:
                 hit = [(j.job_id, j.epoch or 0) for j in running if j.worker_id == v.name]
                 t_kill = time.monotonic()
                 v.kill()
-                kill_agents(v.data_dir)
+                kill_processes_with(v.data_dir)
                 self.events.append(f"{tag}: SIGKILL {v.name} running {', '.join(j for j, _ in hit)}")
                 log(self.events[-1])
                 self.workers[self.workers.index(v)] = WorkerProc(self.cfg, next(self.names), self.tmp).start(
@@ -360,7 +350,7 @@ def distributed(args: argparse.Namespace, tmp: Path, upstream_url: str) -> dict[
         for w in workers:
             w.stop()
         for w in workers:
-            kill_agents(w.data_dir)
+            kill_processes_with(w.data_dir)
         jobs.close()
         return {
             **figures,

@@ -30,6 +30,7 @@ from .model_request import (
     match_system_marker,
     match_tool,
 )
+from .procs import kill_processes_with, processes_with
 from .script import Delay, Error, Garbage, Hang, Reply, Script, Step, Text, ToolCall
 from .server import ThreadedServer, free_port
 from .upstream import ScriptedUpstream
@@ -64,7 +65,9 @@ __all__ = [
     "approx_token_count",
     "free_port",
     "get_latency_model",
+    "kill_processes_with",
     "match_forced_tool",
     "match_system_marker",
     "match_tool",
+    "processes_with",
 ]

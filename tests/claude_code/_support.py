@@ -150,21 +150,6 @@ def outer_script(
     return script
 
 
-def processes_with(fragment: str) -> list[int]:
-    """Pids of live processes whose environment contains ``fragment`` (Linux ``/proc``)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if fragment.encode() in environ:
-            pids.append(int(entry.name))
-    return pids
-
-
 def write_then_stop(tool: str, payload: Mapping[str, Any]) -> Callable[[Any], Step]:
     """A subagent's script: call ``tool`` with ``payload`` once, then end with a short text."""
 

@@ -39,7 +39,6 @@ from tests.claude_code._support import (
     PLUGIN_TOOL_PREFIX,
     copy_repo,
     outer_script,
-    processes_with,
     session_env,
     tool_results,
     trust_project,
@@ -48,7 +47,7 @@ from tests.claude_code._support import (
 )
 from tests.e2e.harness import agent_script
 from tests.launcher.payloads import BLOCKED_MOVE, stability_blocking
-from testsupport import ScriptedUpstream, ToolCall
+from testsupport import ScriptedUpstream, ToolCall, processes_with
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 

@@ -15,6 +15,7 @@ import pytest
 
 from tests.e2e.harness import REPO
 from tests.launcher.fakes import OUTPUT_TOOLS
+from testsupport.procs import processes_with
 from testsupport.script import Hang
 from testsupport.upstream import ScriptedUpstream
 
@@ -42,20 +43,6 @@ def _coach(*args: str) -> list[str]:
     return [sys.executable, "-c", FOREGROUND_SIGINT + "from launcher.cli import app; app()", *args]
 
 
-def _agent_pids(marker: str) -> list[int]:
-    """Live processes whose environment mentions ``marker`` (the run's private Claude config dir)."""
-    pids = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            if marker.encode() in (d / "environ").read_bytes():
-                pids.append(int(d.name))
-        except OSError:
-            continue
-    return pids
-
-
 def test_coach_run_json_document(tmp_path: Path, upstream: ScriptedUpstream) -> None:
     cfg = _config(tmp_path, upstream)
     p = subprocess.run(
@@ -77,7 +64,7 @@ def test_coach_run_json_document(tmp_path: Path, upstream: ScriptedUpstream) -> 
     assert doc["agents"]["pineal"]["started_s"] >= max(
         doc["agents"][n]["finished_s"] for n in OUTPUT_TOOLS if n != "pineal"
     )
-    assert not _agent_pids(str(tmp_path / "data" / "claude-home")), "agent processes left behind"
+    assert not processes_with(str(tmp_path / "data" / "claude-home")), "agent processes left behind"
 
 
 def test_ctrl_c_mid_turn_stops_every_agent_process(tmp_path: Path, upstream: ScriptedUpstream) -> None:
@@ -97,7 +84,7 @@ def test_ctrl_c_mid_turn_stops_every_agent_process(tmp_path: Path, upstream: Scr
             120,
         )
         marker = str(tmp_path / "data" / "claude-home")
-        assert _agent_pids(marker), "agent processes are running"
+        assert processes_with(marker), "agent processes are running"
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=60)
     finally:
@@ -105,7 +92,7 @@ def test_ctrl_c_mid_turn_stops_every_agent_process(tmp_path: Path, upstream: Scr
             os.kill(proc.pid, signal.SIGKILL)
     assert proc.returncode == 130, err[-2000:]
     assert "interrupted" in err
-    assert not _agent_pids(marker), "agent processes left behind after Ctrl-C"
+    assert not processes_with(marker), "agent processes left behind after Ctrl-C"
 
 
 def test_coach_child_gets_default_sigint_even_when_the_suite_ignores_it() -> None:

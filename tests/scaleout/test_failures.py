@@ -29,6 +29,7 @@ from blackboard._pg_lease import Leases
 from tests.e2e.harness import agent_script
 from tests.scaleout.cluster import WorkerProc, front, write_config
 from testsupport.postgres import fresh_schema
+from testsupport.procs import kill_processes_with
 from testsupport.rabbitmq import fresh_prefix
 from testsupport.script import Delay
 from testsupport.upstream import ScriptedUpstream
@@ -71,20 +72,9 @@ def env(tmp_path: Path, upstream: ScriptedUpstream) -> Iterator[dict[str, Any]]:
             for w in workers:
                 w.kill()
             for w in workers:
-                _kill_agents(w.data_dir)
+                kill_processes_with(w.data_dir)
             jobs.close()
             board.close()
-
-
-def _kill_agents(marker: Path) -> None:
-    """SIGKILL leaves the worker's claude processes behind (reparented): stop them."""
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                if str(marker).encode() in (d / "environ").read_bytes():
-                    os.kill(int(d.name), signal.SIGKILL)
-            except OSError:
-                continue
 
 
 def wait_until(pred: Callable[[], Any], timeout: float, what: str) -> Any:
@@ -146,7 +136,7 @@ def test_worker_sigkilled_mid_turn_the_job_finishes_on_another_nothing_doubled(
     upstream.set_script("persona", agent_script("persona"))
     killed_at = time.monotonic()
     w1.kill()
-    _kill_agents(w1.data_dir)
+    kill_processes_with(w1.data_dir)
     box["thread"].join(400)
     assert "error" not in box, box.get("error")
     doc = box["doc"]
@@ -180,7 +170,7 @@ def test_poison_turn_is_dead_lettered_and_failed_while_another_session_completes
     while time.monotonic() < end and (poison["thread"].is_alive() or good["thread"].is_alive()):
         for i, w in enumerate(workers):  # a crashed worker is restarted, as systemd would
             if not w.alive():
-                _kill_agents(w.data_dir)
+                kill_processes_with(w.data_dir)
                 workers[i] = WorkerProc(env["cfg"], next(names), env["tmp"], env=crash).start()
                 env["workers"].append(workers[i])
         time.sleep(0.5)
