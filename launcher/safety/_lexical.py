@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import (
     BaseModel,
@@ -44,6 +44,7 @@ from pydantic import (
     model_validator,
 )
 
+from ._compose import COMPOSED_IDS, composed_hits, qualified
 from ._families import FAMILY_RULES
 from ._lexicon import MEANS_WORDS, NEGATORS, NEUTRAL_PHRASES, PAST_MARKERS, QUESTION_AUX, Rule
 from ._lexicon import RULES as _BASE_RULES
@@ -83,6 +84,7 @@ RULE_IDS: frozenset[str] = frozenset(
     | {r.past[0] for r in RULES if r.past}
     | {r.question[0] for r in RULES if r.question}
     | {"t1.negated_risk", "post_crisis.floor", "post_crisis.escalated", "model.raised", "sem.negated"}
+    | COMPOSED_IDS
 )
 
 _NEGATION_WINDOW = 3
@@ -284,13 +286,18 @@ _REPORTED = re.compile(
     r"(?<!\bi )(?<!\bim )(?<!\bam )\b(?:thinks|woried|wories|asumes|asumed|convinced|believes|"
     r"is scared|is afraid)(?: that)? (?:(?:im|i am|i|ive|i have|i was|i wil|il|i might) )?$"
 )
+# The writer's own question to themselves ("i keep wondering if i should just end it all"): not reported.
+_OWN_QUESTION = re.compile(
+    r"\b(?:i|im|ive)\b(?: \w+){0,2} (?:wonder|wondering|wondered|ask|asking|asked) (?:myself )?(?:if|whether)\b"
+)
 _AFFIRMED = re.compile(r"\b(?:yes|yeah|yep|i said i do|i told (?:her|him|them) i do|and i (?:am|do|have))\b")
 
 
 def _reported(clause: Clause, start: int, clauses: Sequence[Clause]) -> bool:
     """Whether the match at ``start`` is inside someone else's question or worry about the user, with no
     affirmative answer anywhere in the message."""
-    if _REPORTED.search(clause.text[:start]) is None:
+    before = clause.text[:start]
+    if _REPORTED.search(before) is None or _OWN_QUESTION.search(before) is not None:
         return False
     return not any(_AFFIRMED.search(c.text) for c in clauses)
 
@@ -324,16 +331,23 @@ _CTX_SHARE = 0.8
 _SEM3_SHARE = 0.5
 
 
+class Context(NamedTuple):
+    """What the semantic layer's verdict is read with: risk (tier >= 2) or distress (tier >= 1) in the
+    session's recent turns, a corroborating word (:data:`CORROBORATION`) and a qualifier of
+    :func:`._compose.qualified` (a means, a place to fall from, a plan) in the message."""
+
+    earlier_risk: bool
+    earlier_distress: bool
+    corroborated: bool
+    qualified: bool
+
+
 def _semantic_hits(
-    text: str,
-    hits: list[tuple[str, int, bool]],
-    negated: list[str],
-    earlier_risk: bool,
-    corroborated: bool,
+    text: str, hits: list[tuple[str, int, bool]], negated: list[str], ctx: Context
 ) -> list[tuple[str, int, bool]]:
     """The semantic layer's hits for ``text`` (rule ids ``sem.<family>``; ``ctx.<family>`` when the
-    session's earlier risk makes an action family tier 3; ``sem3.<family>`` when the message itself
-    corroborates a tier-3 family).
+    session's earlier risk or distress makes an action family tier 3; ``sem3.<family>`` when the
+    message itself corroborates a tier-3 family).
 
     - Its own verdict stands (tier 2, or tier 3 when it is confident and the tier-3 families hold most
       of the risk: see :mod:`._semantic`), except that
@@ -341,8 +355,10 @@ def _semantic_hits(
       at :data:`_CTX_SHARE` of its tier-2 bar or more is tier 3 (``ctx.<family>``): a counsellor reads
       "so that's everything sorted now" or "picked up the tablets on the way home" differently after "I
       can't do this anymore" (other families do not: "she won't pick up her phone" stays ordinary);
-    - a tier-3 family at tier 2 is tier 3 (``sem3.<family>``) when its score is at least halfway from
-      the tier-2 to the tier-3 bar and the message names a means or anchors the act in time or place
+      after earlier distress only (round 5), the same holds for an action family at its tier-2 bar;
+    - a tier-3 family at tier 2 is tier 3 (``sem3.<family>``) when the message names a means, a place
+      to fall from or a plan (:func:`._compose.qualified`; round 5), or when its score is at least
+      halfway from the tier-2 to the tier-3 bar and the message anchors the act in time or place
       (:data:`CORROBORATION`): "the plan is sunday, the bridge" is a plan, not a thought;
     - a one-sentence message whose risk phrases the rules found negated ("I'm not going to kill
       myself") stays below tier 2 (``sem.negated``): negation never reaches tier 3 (docs/coaching.md,
@@ -357,16 +373,20 @@ def _semantic_hits(
     verdict = layer.assess(text)
     tier = verdict.tier
     action = verdict.family in _ACTION_FAMILIES
-    if tier == 1 and action and earlier_risk and verdict.score >= _CTX_SHARE * layer.tier2:
+    if tier == 1 and action and ctx.earlier_risk and verdict.score >= _CTX_SHARE * layer.tier2:
         tier = 2
     if tier < 2:
         return []
     if not lexical_risk and any(r.startswith(("t2.", "t3.")) for r in negated) and len(pieces(text)) == 1:
         return [("sem.negated", 1, True)]
-    if action and earlier_risk:
+    if action and (ctx.earlier_risk or (ctx.earlier_distress and verdict.tier >= 2)):
         return [(f"ctx.{verdict.family}", 3, True), (f"sem.{verdict.family}", tier, True)]
     sem3_bar = layer.tier2 + _SEM3_SHARE * (layer.tier3 - layer.tier2)
-    if tier == 2 and corroborated and verdict.family in _TIER3_FAMILIES and verdict.score >= sem3_bar:
+    if (
+        tier == 2
+        and verdict.family in _TIER3_FAMILIES
+        and (ctx.qualified or (ctx.corroborated and verdict.score >= sem3_bar))
+    ):
         return [(f"sem3.{verdict.family}", 3, True), (f"sem.{verdict.family}", tier, True)]
     return [(f"sem.{verdict.family}", tier, True)]
 
@@ -389,9 +409,26 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
     hits, pending, negated = _rule_hits(clauses, cfg, disabled)
     window = cfg.distress_window_turns
     earlier_risk = _recent(state, state.last_risk_turn if state else 0, window)
+    earlier_distress = _recent(state, state.last_distress_turn if state else 0, window)
     if cfg.semantic and max((t for _, t, _ in hits), default=0) < 3:
         corroborated = means_now or any(CORROBORATION.search(c.text) for c in clauses)
-        hits.extend(_semantic_hits(text, hits, negated, earlier_risk, corroborated))
+        hits.extend(
+            _semantic_hits(
+                text,
+                hits,
+                negated,
+                Context(earlier_risk, earlier_distress, corroborated, qualified(clauses)),
+            )
+        )
+    if max((t for _, t, _ in hits), default=0) < 3:
+        composed = composed_hits(
+            clauses,
+            [rid for rid, _, _ in hits],
+            negated,
+            risk_now=any(t >= 2 for _, t, _ in hits),
+            earlier_risk=earlier_risk,
+        )
+        hits.extend(h for h in composed if h[0] not in disabled)
     distress_now = any(d and t >= 1 for _, t, d in hits) or bool(negated)
     risk_now = any(d and t >= 2 for _, t, d in hits)
     distress = distress_now or _recent(state, state.last_distress_turn if state else 0, window)

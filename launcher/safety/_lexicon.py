@@ -77,7 +77,7 @@ _SELF = r"my ?(?:fucking |fuckin |damn |stupid |own )?self"
 _VOCAB: dict[str, str] = {
     "I": r"(?:i|im|i am|ive|i have|id|i would|ill|i will|i had|i just)",
     "INTENT": (
-        r"(?:want to|wanted to|want|am going to|going to|am about to|about to|will|plan to|planing to|"
+        r"(?:want to|wanted to|want|wan|am going to|going to|am about to|about to|will|plan to|planing to|"
         r"planed to|intend to|have decided to|decided to|am ready to|ready to|need to|should just|"
         r"should|might just|might|feel like|am tempted to|tempted to|just want to|am just going to|"
         r"wil just|could just|am considering|am planing on|plan on)"

@@ -1,0 +1,219 @@
+"""Composed tier-3 signals: a self-directed act and a qualifier anywhere in the message, or a qualifier
+after earlier risk in the session (round 5; docs/safety.md, "Composition").
+
+The rules of :mod:`._lexicon` and :mod:`._families` match phrases inside one clause, so "plan is to hang
+myself in the garage after my shift friday" and "kms plan: sunday, the lake" reached only tier 2: the act
+and what makes it a crisis sit in different clauses or far apart. This layer reads the ladder of the
+Columbia Suicide Severity Rating Scale (C-SSRS screener; Posner et al., Am J Psychiatry 2011) the way a
+counsellor does, over the whole message:
+
+- **act** (items 1-2: wish to be dead, thoughts of killing oneself): a lexical hit of an ideation or
+  intent rule (:data:`ACT_RULES`) or an act phrase of :data:`ACT`, in the writer's own voice, not
+  negated, not reported speech (the rules' own checks), not in the remote past;
+- **qualifier** (items 3-5: method, intent, plan; and a time or a place): a means (:data:`MEANS`), a
+  place to fall or drown from (:data:`PLACE`), a plan or decision (:data:`PLAN`) or a time
+  (:data:`TIME`), anywhere in the message.
+
+Act and qualifier together are tier 3 (``t3.composed_<kind>``). A wish to be dead alone (item 1) composes
+only with a means or a plan, not with a time ("I don't want to wake up tomorrow" is item 1). After earlier
+risk in the session (tier >= 2 within ``distress_window_turns``), a qualifier alone is tier 3
+(``t3.context_<kind>``, kinds ``means``, ``place``, ``plan``, ``farewell``, ``time``; a time needs a bare
+act word with it, "friday. it's happening"), unless the message is a safety step ("gave the pills to my
+sister", "threw the rope out": :data:`SAFETY_STEP`). Earlier ideation plus later means, preparation, a
+farewell or a timeline is a crisis (docs/coaching.md).
+
+Patterns are written in normal spelling and compiled into the collapsed space of
+:func:`._normalize.normalize` by :func:`._lexicon.compile_template`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ._lexicon import PAST_MARKERS, compile_template
+from ._normalize import Clause
+
+__all__ = [
+    "ACT",
+    "ACT_RULES",
+    "COMPOSED_IDS",
+    "MEANS",
+    "PLACE",
+    "PLAN",
+    "SAFETY_STEP",
+    "TIME",
+    "composed_hits",
+    "qualified",
+]
+
+#: Rule ids whose hit is a self-directed act, thought of or intended (C-SSRS items 2-4). A
+#: ``past`` variant (``t2.past_attempt_or_ideation``) is not among them.
+ACT_RULES: frozenset[str] = frozenset(
+    {
+        "t2.self_harm_mention", "t2.active_ideation", "t3.intent_self_harm", "t3.suicidal_now",
+        "t3.only_way_out", "t3.euphemism_intent", "t2.ambivalent_question",
+    }
+)  # fmt: skip
+#: Of those, the ones that report a thought, not an act intended: a time says when the thought came
+#: ("thinking about ending it all day today"), not when the act is due, so they compose without it.
+THOUGHT_RULES: frozenset[str] = frozenset({"t2.active_ideation", "t2.ambivalent_question"})
+#: Rule ids of a wish to be dead (C-SSRS item 1): composes with a means or a plan only.
+WISH_RULES: frozenset[str] = frozenset({"t2.passive_ideation", "t2.passive_wish"})
+
+_SELF = r"(?:myself|my self|meself|me self)"
+#: Act phrases the rules miss alone, in the writer's voice (cut short, slang, euphemism).
+ACT: re.Pattern[str] = compile_template(
+    r"(?:kil|kiling|kms|hang|hanging|hung|drown|drowning|off|ofing|top|toping|shot|shoting|poison|"
+    r"sufocate|sufocating|gas|do away with|finish) SELF|"
+    r"end(?:ing)? (?:it al|it|things|everything|my life|my own life|the pain)(?! (?:with|between|for now|for today|"
+    r"early|there|here|on a|on time|by|at|of|up)\b)|finish(?:ing)? it(?! (?:of|up|by|before|for)\b)|"
+    r"unalive|suicide|overdose|od|go (?:of|over) the edge|jump(?:ing)? (?:of|from|in front of|into)|"
+    r"stop living|not wake up|never wake up|check(?:ing)? out for god|be gone for god|"
+    r"take (?:al|every) (?:of )?(?:my |the )?(?:pils|tablets|meds)|step(?:ing)? (?:of|in front of)"
+)
+#: A means at hand, bought or being fetched (Barber & Miller, Am J Prev Med 2014, on lethal means).
+MEANS: re.Pattern[str] = compile_template(
+    r"(?:pils|pil|tablets|meds|medication|prescription|sleping pils|painkilers|paracetamol|tylenol|"
+    r"insulin|lithium|amitriptyline|zopiclone|antifreze|bleach|pesticide|wedkiler|weed kiler|rat poison|"
+    r"poison|sniper|cyanide|charcoal|exhaust|hose|rope|nose|knot|belt|cord|plastic bag|a bag|gun|pistol|"
+    r"rifle|shotgun|bulets|ammo|knife|blade|blades|razor|razors|rocks|stones)"
+)
+#: A place to fall, jump or drown from, or to be alone at.
+PLACE: re.Pattern[str] = compile_template(
+    r"(?:bridge|rof|roftop|terace|tracks|railway|train line|car park|carpark|multistorey|multistory|"
+    r"parking garage|clif|clifs|quary|lake|river|the sea|ocean|edge|ledge|gorge|lokout|the woods|forest|"
+    r"garage|balcony|top flor|[0-9]+(?:st|nd|rd|th) flor|tower|dam|pier|overpas|motorway|highway)"
+)
+#: A plan or a decision.
+PLAN: re.Pattern[str] = compile_template(
+    r"(?:plan|plans|planed|planing|decided|decision|made up my mind|mind is made up|sorted|worked (?:it )?out|"
+    r"figured (?:it )?out|thought it through|picked (?:the|a|my) (?:spot|place|day|date|time|way)|"
+    r"chosen (?:the|a|my)|the way|thats how|that is how|how im going to|how i wil|ready|prepared|"
+    r"prepare|arranged|booked|writen the note|wrote the note|the note)"
+)
+#: A time: a day, a date, a count of days, an event the act waits for.
+TIME: re.Pattern[str] = compile_template(
+    r"(?:tonight|tonite|2nite|today|tomorow|tmrw|2moro|this weekend|long weekend|next week|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|the [0-9]+(?:st|nd|rd|th)|"
+    r"on the [0-9]+|[0-9]+ more (?:days|weks|nights|hours)|(?:two|thre|four|five|few) more (?:days|weks|nights)|"
+    r"in [0-9]+ (?:days|hours|minutes|mins)|after (?:my|the|results|exams|payday|christmas)|"
+    r"once(?! (?:in a while|a (?:wek|day|month|year)|or twice|again|more|before|upon)\b)|birthday|payday|deadline|"
+    r"at midnight|[0-9]+ ?(?:am|pm))"
+)
+#: The context rules' narrower vocabularies: after earlier risk a qualifier alone decides, so only its
+#: unambiguous forms count ("the sea" in "plenty of fish in the sea", an office on the 8th floor, a
+#: "bye" at the end of a chat and "I'm ready" do not).
+CONTEXT_PLACE: re.Pattern[str] = compile_template(
+    r"(?:bridge|rof|roftop|tracks|railway|train line|car park|carpark|multistorey|multistory|parking garage|"
+    r"clif|clifs|quary|edge|ledge|gorge|lokout|overpas)"
+)
+#: A plan said outright: a qualifier alone after earlier risk, and with a tier-3 family of the semantic
+#: layer in the message itself.
+STATED_PLAN: re.Pattern[str] = compile_template(
+    r"(?:made up my mind|mind is made up|(?:ive|i have|i) decided|decision is made|thought it through|"
+    r"picked (?:the|a|my) (?:spot|place|day|date|time|way)|chosen (?:the|a|my) (?:spot|place|day|date|time|way)|"
+    r"(?:got|have) it (?:al )?planed|the plan is|my plan|heres what im going to do|i know how im going to)"
+)
+#: A plan said in passing ("it's sorted", "everything is ready"): a qualifier only after earlier risk.
+CONTEXT_PLAN: re.Pattern[str] = compile_template(
+    r"(?:(?:got|have) it (?:al )?sorted|worked it (?:al )?out|its set|everything is (?:ready|sorted|in place))"
+)
+CONTEXT_FAREWELL: re.Pattern[str] = compile_template(
+    r"(?:(?:godbye|goodbye|bye) (?:forever|everyone|everybody|al|world|to everyone|to everybody|to al)|"
+    r"(?:told|said|saying|say) (?:bye|godbye|goodbye) to (?:everyone|everybody|al|my)|(?:said|saying) my godbyes|"
+    r"last (?:mesage|post|story|text)|remember me|lok after (?:the|my) (?:cat|dog|kids|children|baby|pets?)|"
+    r"nice knowing you|tel (?:them|her|him|everyone|my \w+) i love|this is (?:it|the end)|waving godbye)"
+)
+#: A bare act word for a time to attach to ("friday. it's happening", "that's when").
+BARE_ACT: re.Pattern[str] = compile_template(
+    r"(?:do it|doing it|its happening|it happens|go through with it|thats when|that is when|end it|finish it|"
+    r"be gone|im out)"
+)
+#: A safety step with a means: not a crisis, whatever came before ("gave the pills to my sister").
+SAFETY_STEP: re.Pattern[str] = compile_template(
+    r"(?:threw|throw|thrown|flushed|flush|got rid of|get rid of|disposed|locked|lock|handed|hand|gave|give|"
+    r"given|took|taken) (?:them|it|the \w+|my \w+|al (?:of )?(?:my|the) \w+) "
+    r"(?:away|out|in|to (?:my|the|a|her|him)|back|of)|"
+    r"safety plan|crisis line|helpline|hotline|therapist|counselor|counsellor|doctor said|gp said"
+)
+
+#: Every rule id this layer reports.
+COMPOSED_IDS: frozenset[str] = frozenset(
+    {f"t3.composed_{k}" for k in ("means", "place", "plan", "time")}
+    | {f"t3.context_{k}" for k in ("means", "place", "plan", "farewell", "time")}
+)
+
+
+def _first(clauses: Sequence[Clause], *patterns: tuple[str, re.Pattern[str]]) -> str | None:
+    for kind, pattern in patterns:
+        if any(pattern.search(c.text) for c in clauses):
+            return kind
+    return None
+
+
+def qualified(clauses: Sequence[Clause]) -> bool:
+    """Whether the message names a means (:data:`MEANS`), a place to fall from (:data:`CONTEXT_PLACE`)
+    or a plan said outright (:data:`STATED_PLAN`): what turns a tier-3 family the semantic layer names at tier 2 into
+    tier 3 (``sem3.<family>``), unless the message is a safety step (:data:`SAFETY_STEP`)."""
+    texts = [c.text for c in clauses]
+    if any(SAFETY_STEP.search(t) for t in texts):
+        return False
+    return any(MEANS.search(t) or CONTEXT_PLACE.search(t) or STATED_PLAN.search(t) for t in texts)
+
+
+def _timed(clauses: Sequence[Clause]) -> bool:
+    """A time with a bare act word in the same clause ("friday. it's happening friday"), or a time as
+    the whole of a short message ("2 more days")."""
+    if any(TIME.search(c.text) and BARE_ACT.search(c.text) for c in clauses):
+        return True
+    words = sum(len(c.tokens) for c in clauses)
+    return words <= _SHORT and any(TIME.search(c.text) for c in clauses)
+
+
+#: A message of at most this many words is "short": a time alone is then the whole message.
+_SHORT = 5
+
+
+def composed_hits(
+    clauses: Sequence[Clause],
+    rule_ids: Sequence[str],
+    negated: Sequence[str],
+    *,
+    risk_now: bool,
+    earlier_risk: bool,
+) -> list[tuple[str, int, bool]]:
+    """The composed hits of a message (``(rule id, 3, True)``; at most one), from its normalised
+    ``clauses``, the rule ids that fired in it (``rule_ids``; a negated or reported match is not among
+    them), those cancelled by negation (``negated``), whether any signal of the message so far is tier
+    >= 2 (``risk_now``: the rules' or the semantic layer's) and whether the session had one in its
+    recent turns (``earlier_risk``). An act phrase of :data:`ACT` counts only in a message with risk of
+    its own and no negated risk phrase. Pure; never raises."""
+    ids = set(rule_ids)
+    if any(PAST_MARKERS.search(c.text) for c in clauses):  # "years ago, on a bridge": history, not a plan
+        return []
+    wish = bool(ids & WISH_RULES)
+    act = bool(ids & ACT_RULES) or (risk_now and not negated and any(ACT.search(c.text) for c in clauses))
+    if act:
+        timed = bool(ids & (ACT_RULES - THOUGHT_RULES)) or not ids & THOUGHT_RULES
+        kinds = [("means", MEANS), ("place", PLACE), ("plan", PLAN)] + ([("time", TIME)] if timed else [])
+        kind = _first(clauses, *kinds)
+        if kind is not None:
+            return [(f"t3.composed_{kind}", 3, True)]
+    elif wish:
+        kind = _first(clauses, ("means", MEANS), ("plan", PLAN))
+        if kind is not None:
+            return [(f"t3.composed_{kind}", 3, True)]
+    if not earlier_risk or any(SAFETY_STEP.search(c.text) for c in clauses):
+        return []
+    kind = _first(
+        clauses,
+        ("means", MEANS),
+        ("place", CONTEXT_PLACE),
+        ("farewell", CONTEXT_FAREWELL),
+        ("plan", STATED_PLAN),
+        ("plan", CONTEXT_PLAN),
+    )
+    if kind is None and _timed(clauses):
+        kind = "time"
+    return [(f"t3.context_{kind}", 3, True)] if kind else []
