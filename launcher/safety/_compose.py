@@ -140,7 +140,7 @@ SAFETY_STEP: re.Pattern[str] = compile_template(
 
 #: Every rule id this layer reports.
 COMPOSED_IDS: frozenset[str] = frozenset(
-    {f"t3.composed_{k}" for k in ("means", "place", "plan", "time")}
+    {f"t3.composed_{k}" for k in ("means", "place", "plan", "time", "medical", "danger")}
     | {f"t3.context_{k}" for k in ("means", "place", "plan", "farewell", "time")}
 )
 
@@ -171,6 +171,54 @@ def _timed(clauses: Sequence[Clause]) -> bool:
     return words <= _SHORT and any(TIME.search(c.text) for c in clauses)
 
 
+_CONDITION = compile_template(r"^(?:when|once|after|as son as|the day|the minute|the moment)\b")
+_BARE_GO = compile_template(
+    r"^(?:then |so )?(?:i go|il go|im going|im gone|il be gone|thats it for me|thats me done|im checking out|"
+    r"i check out|i go too|im going too|im out|that is when|thats when)$"
+)
+
+
+def conditional_go(clauses: Sequence[Clause]) -> bool:
+    """A condition and, in a later clause, a bare act with nothing after it: "when she goes, I go",
+    "once the sale goes through, I'm out" (the issue's family "once X happens, that's when I ...")."""
+    for i, c in enumerate(clauses):
+        if _CONDITION.search(c.text) and any(_BARE_GO.search(d.text) for d in clauses[i + 1 :]):
+            return True
+    return False
+
+
+#: A medical emergency said as its parts: a setting (a head injury, diabetes, a fall, pregnancy, an
+#: allergy, something swallowed) and an acute sign in any clause (NHS 111 / 999 red flags: vomiting
+#: after a head injury, drowsiness, double vision, unequal pupils, difficulty breathing, collapse).
+MEDICAL_SETTING: re.Pattern[str] = compile_template(
+    r"(?:hit (?:my|his|her|their) head|head injury|baned (?:my|his|her) head|fel (?:of|down|over)|diabetic|"
+    r"type 1|type one|blod sugar|my sugar|her sugar|his sugar|glucose|meter|pregnant|alergic|peanut|stung|"
+    r"swalowed (?:a |the )?(?:battery|button|magnet|bleach|coin)|asthma|inhaler|headache)"
+)
+ACUTE_SIGN: re.Pattern[str] = compile_template(
+    r"(?:vomiting|throwing up|being sick|ben sick|drowsy|talking nonsense|not making sense|seing double|"
+    r"one pupil|pupils|cant breathe|cant get (?:a )?breath|breathing (?:weird|funy|strange|fast|hard|badly)|"
+    r"lips (?:are |going |turning )?blue|sweling up|swolen up|pased out|pasing out|unconscious|wont wake|"
+    r"cant wake|cant stand|cant hold|sluring|reads hi|says hi|reads lo|says lo)"
+)
+#: Someone else in danger now, said as its parts: something taken and a sign that they are not safe.
+TAKEN: re.Pattern[str] = compile_template(
+    r"(?:took|taken|swalowed|had|drank|drinking|ate|popped|necked) {G3}(?:pils|tablets|xanax|drugs|a bunch|"
+    r"a load|the lot|everything|antifreze|bleach|poison|painkilers|her meds|his meds|their meds|al night)|"
+    r"(?:od|oded|overdosed)"
+)
+DANGER_SIGN: re.Pattern[str] = compile_template(
+    r"(?:wont wake|cant wake|not waking|snoring weird|snoring funy|unresponsive|fiting|not breathing|"
+    r"barely breathing|lips (?:are |going |turning )?blue|foaming|wont (?:realy )?open (?:her|his|their) eyes|"
+    r"cant open (?:her|his|their) eyes|wont respond|not responding|cold and (?:grey|blue|pale))"
+)
+
+
+def _parts(clauses: Sequence[Clause], first: re.Pattern[str], second: re.Pattern[str]) -> bool:
+    texts = [c.text for c in clauses]
+    return any(first.search(t) for t in texts) and any(second.search(t) for t in texts)
+
+
 #: A message of at most this many words is "short": a time alone is then the whole message.
 _SHORT = 5
 
@@ -182,12 +230,14 @@ def composed_hits(
     *,
     risk_now: bool,
     earlier_risk: bool,
+    distress: bool = False,
 ) -> list[tuple[str, int, bool]]:
     """The composed hits of a message (``(rule id, 3, True)``; at most one), from its normalised
     ``clauses``, the rule ids that fired in it (``rule_ids``; a negated or reported match is not among
     them), those cancelled by negation (``negated``), whether any signal of the message so far is tier
-    >= 2 (``risk_now``: the rules' or the semantic layer's) and whether the session had one in its
-    recent turns (``earlier_risk``). An act phrase of :data:`ACT` counts only in a message with risk of
+    >= 2 (``risk_now``: the rules' or the semantic layer's), whether the session had one in its
+    recent turns (``earlier_risk``) and whether there was distress (tier >= 1) in the message or the
+    recent turns (``distress``: a bare conditional act, "when she goes, I go", is then tier 3, else 2). An act phrase of :data:`ACT` counts only in a message with risk of
     its own and no negated risk phrase. Pure; never raises."""
     ids = set(rule_ids)
     if any(PAST_MARKERS.search(c.text) for c in clauses):  # "years ago, on a bridge": history, not a plan
@@ -204,6 +254,14 @@ def composed_hits(
         kind = _first(clauses, ("means", MEANS), ("plan", PLAN))
         if kind is not None:
             return [(f"t3.composed_{kind}", 3, True)]
+    if _parts(clauses, MEDICAL_SETTING, ACUTE_SIGN):
+        return [("t3.composed_medical", 3, False)]
+    if _parts(clauses, TAKEN, DANGER_SIGN):
+        return [("t3.composed_danger", 3, False)]
+    if conditional_go(clauses):
+        if distress or earlier_risk:
+            return [("t3.conditional_timeline", 3, True)]
+        return [("t2.timeline_ambiguous", 2, True)]
     if not earlier_risk or any(SAFETY_STEP.search(c.text) for c in clauses):
         return []
     kind = _first(

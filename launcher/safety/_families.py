@@ -261,6 +261,46 @@ FAMILY_RULES: tuple[Rule, ...] = (
        r"if i (?:ever )?(?:leave|left|tel anyone|tel) {G3}(?:hel|shel|theyl|he wil|she wil|he would|she would|"
        r"he is going to|hes going to) (?:find|kil|hurt|come after|get) me",
        negation="none"),
+    # ---- round 5: shapes the earlier rules missed, per family (docs/safety.md, "Results of round 5")
+    # the act under way: a car running shut in, sitting on the tracks, everything in the cabinet taken,
+    # in the water, an overdose said in slang ("just od'd")
+    _r("t3.in_progress", 3,
+       r"(?:car|cars|engine|engines|ute|utes|motor|van) {G2}(?:is |s |has ben |ben )?(?:runing|on|going) {G6}(?:garage|shed|"
+       r"windows up|windows closed|door down|door shut|door closed)|"
+       r"(?:siting|standing|lying|laying|sat|stod|waiting) on (?:the )?(?:train |railway |rail )?(?:tracks|railway line)|"
+       r"{I} {G2}(?:took|taken|swalowed|downed|had) (?:everything|al of it|the lot|everything i had|the whole lot) "
+       r"(?:in|from|out of) (?:the|my) (?:cabinet|cupboard|drawer|box|medicine|first aid)|"
+       r"{I} {G1}(?:just )?(?:od|oded|overdosed)$|just (?:od|oded|overdosed)(?! on (?:cofee|sugar|chocolate|"
+       r"caffeine|cafeine|netflix|tv|anime|memes))|"
+       r"{I} {G2}(?:jumped|went|walked|waded) (?:into|in) the (?:river|sea|lake|canal|water|ocean)",
+       past=_PAST),
+    # medical emergencies said without risk words (C-SSRS does not cover them; docs/coaching.md tier 3)
+    _r("t3.medical_emergency", 3,
+       r"(?:having|had|s having|is having|in) (?:a )?(?:fit|seizure|convulsion|convulsions) {G6}(?:minutes|mins|"
+       r"wont stop|not stoping|isnt stoping|stil going)|"
+       r"(?:fit|seizure|fiting|seizing|convulsing) {G3}(?:for|over|more than) {G1}[0-9]+ (?:minutes|mins)|"
+       r"(?:convulse|convulsing|convulsions)(?! (?:with|from|of) (?:laughter|laughing|giggles))|"
+       r"(?:face|mouth|smile) {G2}(?:droping|dropy|loks wrong|gone wrong|gone weird|sagging|lopsided|crooked)|"
+       r"one side (?:of (?:his|her|my|their) face )?(?:wont|wil not|cant|isnt|is not|doesnt) (?:move|smile|work)|"
+       r"(?:sluring|slured) (?:her|his|their|my)? ?(?:words|spech)|"
+       r"elephant {G3}on (?:my|his|her) chest|"
+       r"(?:lips|face) (?:are |is )?(?:going |turning |gone )blue",
+       negation="none"),
+    # a conditional timeline with a bare act at the end: "when she goes, I go", "after the sale, I'm out"
+    _r("t3.conditional_timeline", 3,
+       r"(?:when|once|after|as son as|the day|the minute) {G6}(?:i go|il go|im going|im gone|il be gone|"
+       r"thats it for me|thats me done for god|im checking out|i check out|i go too|im going too)$",
+       requires="distress", fallback=("t2.timeline_ambiguous", 2)),
+    # joining a dead relative after the funeral, or being with them
+    _r("t3.euphemism_intent", 3,
+       r"(?:after|once|when) {G4}(?:funeral|buried|burial|cremation|anniversary) {G6}(?:join|be with|folow) "
+       r"(?:her|him|them|my \w+)",
+       past=_PAST),
+    # a farewell said outright
+    _r("t3.farewell", 3,
+       r"(?:this is|its) (?:the|my) (?:last|final) (?:txt|text|mesage|post|time (?:we|well|wel|i) (?:talk|speak))|"
+       r"(?:wil not|wont|not) be in this world|(?:after this|after tonight) (?:i )?(?:wil not|wont) be (?:here|around|alive)",
+       requires="distress", negation="none", distress=False, fallback=("t2.farewell", 2)),
     # ---- someone else in danger now (tier 3: imminent harm)
     _r("t3.other_in_danger", 3,
        r"OTHER {G3}(?:wont|wil not|cant|cannot|can not|isnt|is not|doesnt|does not|not) "

@@ -427,6 +427,7 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
             negated,
             risk_now=any(t >= 2 for _, t, _ in hits),
             earlier_risk=earlier_risk,
+            distress=earlier_distress or bool(negated) or any(d and t >= 1 for _, t, d in hits),
         )
         hits.extend(h for h in composed if h[0] not in disabled)
     distress_now = any(d and t >= 1 for _, t, d in hits) or bool(negated)

@@ -133,7 +133,11 @@ _VOCAB: dict[str, str] = {
         r"the rest of|[0-9]{2,}|{G1}(?:bottle|box|pack|packet)s? of|"
         r"(?:twenty|thirty|forty|fifty|hundred))"
     ),
-    "PILLS": r"(?:pils|pil|tablets|meds|medication|medicine|sleping pils|painkilers|insulin|tylenol|paracetamol)",
+    "PILLS": (
+        r"(?:pils|pil|tablets|meds|medication|medicine|sleping pils|sleping tablets|painkilers|insulin|tylenol|"
+        r"paracetamol|antidepresants|xanax|valium|diazepam|zopiclone|amitriptyline|sertraline|codeine|oxy|"
+        r"oxycodone|opioids|benzos|prescription)"
+    ),
 }
 _VOCAB["ACT_SELF"] = "(?:" + _VOCAB["ACT_LETHAL"] + "|" + _VOCAB["ACT_INJURY"] + ")"
 # a means turned on oneself ("use it on myself", "point the gun at myself"); the rule that uses it needs a
