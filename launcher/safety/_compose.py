@@ -63,14 +63,22 @@ WISH_RULES: frozenset[str] = frozenset({"t2.passive_ideation", "t2.passive_wish"
 
 _SELF = r"(?:myself|my self|meself|me self)"
 #: Act phrases the rules miss alone, in the writer's voice (cut short, slang, euphemism).
+ACT_STRONG: re.Pattern[str] = compile_template(
+    r"(?:kil|kiling|kms|hang|hanging|hung|drown|drowning|ofing|top|toping|poison|"
+    r"sufocate|sufocating|gas|do away with) (?:myself|my self|meself|me self)|"
+    r"shot(?:ing)? (?:myself|my self|meself)(?! in the (?:fot|leg|arm|hand))|"
+    r"(?:to|gona|going to|wil|il|wana|ima|just|finaly) of (?:myself|meself)|"
+    r"end(?:ing)? (?:it al|things|everything|my life|my own life)(?! (?:with|between|for now|for today|"
+    r"early|there|here|on a|on time|by|at|of|up)\b)|unalive|stop living|"
+    r"(?:check|checking|clock|clocking) out for (?:god|real)|be gone for god|"
+    r"take (?:al|every) (?:of )?(?:my |the )?(?:pils|tablets|meds)"
+)
+#: Act phrases that say it only in a message with risk of its own ("end it", "suicide" as a topic).
 ACT: re.Pattern[str] = compile_template(
-    r"(?:kil|kiling|kms|hang|hanging|hung|drown|drowning|off|ofing|top|toping|shot|shoting|poison|"
-    r"sufocate|sufocating|gas|do away with|finish) SELF|"
-    r"end(?:ing)? (?:it al|it|things|everything|my life|my own life|the pain)(?! (?:with|between|for now|for today|"
-    r"early|there|here|on a|on time|by|at|of|up)\b)|finish(?:ing)? it(?! (?:of|up|by|before|for)\b)|"
-    r"unalive|suicide|overdose|od|go (?:of|over) the edge|jump(?:ing)? (?:of|from|in front of|into)|"
-    r"stop living|not wake up|never wake up|check(?:ing)? out for god|be gone for god|"
-    r"take (?:al|every) (?:of )?(?:my |the )?(?:pils|tablets|meds)|step(?:ing)? (?:of|in front of)"
+    r"end(?:ing)? (?:it|the pain)(?! (?:with|between|for now|for today|early|there|here|on a|on time|by|at|of|"
+    r"up)\b)|finish(?:ing)? (?:it|(?:myself|my self|meself|me self))(?! (?:of|up|by|before|for)\b)|"
+    r"suicide|overdose|od|go (?:of|over) the edge|jump(?:ing)? (?:of|from|in front of|into)|"
+    r"not wake up|never wake up|step(?:ing)? (?:of|in front of)"
 )
 #: A means at hand, bought or being fetched (Barber & Miller, Am J Prev Med 2014, on lethal means).
 MEANS: re.Pattern[str] = compile_template(
@@ -78,6 +86,12 @@ MEANS: re.Pattern[str] = compile_template(
     r"insulin|lithium|amitriptyline|zopiclone|antifreze|bleach|pesticide|wedkiler|weed kiler|rat poison|"
     r"poison|sniper|cyanide|charcoal|exhaust|hose|rope|nose|knot|belt|cord|plastic bag|a bag|gun|pistol|"
     r"rifle|shotgun|bulets|ammo|knife|blade|blades|razor|razors|rocks|stones)"
+)
+#: The means that are not medicine (medicine is talked of every day: "taking my tablets at 9 like the
+#: doctor said"): what makes a tier-3 family of the semantic layer tier 3 (:func:`qualified`).
+HARD_MEANS: re.Pattern[str] = compile_template(
+    r"(?:antifreze|bleach|pesticide|wedkiler|weed kiler|rat poison|poison|sniper|cyanide|charcoal|exhaust|"
+    r"hose|rope|nose|knot|plastic bag|gun|pistol|rifle|shotgun|bulets|ammo|blade|blades|razor|razors|helium)"
 )
 #: A place to fall, jump or drown from, or to be alone at.
 PLACE: re.Pattern[str] = compile_template(
@@ -153,13 +167,13 @@ def _first(clauses: Sequence[Clause], *patterns: tuple[str, re.Pattern[str]]) ->
 
 
 def qualified(clauses: Sequence[Clause]) -> bool:
-    """Whether the message names a means (:data:`MEANS`), a place to fall from (:data:`CONTEXT_PLACE`)
+    """Whether the message names a means other than medicine (:data:`HARD_MEANS`), a place to fall from (:data:`CONTEXT_PLACE`)
     or a plan said outright (:data:`STATED_PLAN`): what turns a tier-3 family the semantic layer names at tier 2 into
     tier 3 (``sem3.<family>``), unless the message is a safety step (:data:`SAFETY_STEP`)."""
     texts = [c.text for c in clauses]
     if any(SAFETY_STEP.search(t) for t in texts):
         return False
-    return any(MEANS.search(t) or CONTEXT_PLACE.search(t) or STATED_PLAN.search(t) for t in texts)
+    return any(HARD_MEANS.search(t) or CONTEXT_PLACE.search(t) or STATED_PLAN.search(t) for t in texts)
 
 
 def _timed(clauses: Sequence[Clause]) -> bool:
@@ -171,18 +185,24 @@ def _timed(clauses: Sequence[Clause]) -> bool:
     return words <= _SHORT and any(TIME.search(c.text) for c in clauses)
 
 
-_CONDITION = compile_template(r"^(?:when|once|after|as son as|the day|the minute|the moment)\b")
-_BARE_GO = compile_template(
-    r"^(?:then |so )?(?:i go|il go|im going|im gone|il be gone|thats it for me|thats me done|im checking out|"
-    r"i check out|i go too|im going too|im out|that is when|thats when)$"
+_CONDITION = compile_template(
+    r"^(?:when|wen|once|after|as son as|the day|the minute|the moment|the second)\b"
 )
+_GO = (
+    r"(?:i go|il go|im going|im gone|il be gone|thats it for me|thats me done|im checking out|i check out|"
+    r"i go too|im going too|im out|thats the end of me|thats the day i end everything|il go with (?:him|her|them))"
+)
+_BARE_GO = compile_template(r"^(?:then |so )?(?:" + _GO + r"|that is when|thats when)$")
+_GO_TAIL = compile_template(_GO + r"$")
 
 
 def conditional_go(clauses: Sequence[Clause]) -> bool:
     """A condition and, in a later clause, a bare act with nothing after it: "when she goes, I go",
     "once the sale goes through, I'm out" (the issue's family "once X happens, that's when I ...")."""
     for i, c in enumerate(clauses):
-        if _CONDITION.search(c.text) and any(_BARE_GO.search(d.text) for d in clauses[i + 1 :]):
+        if _CONDITION.search(c.text) and (
+            _GO_TAIL.search(c.text) or any(_BARE_GO.search(d.text) for d in clauses[i + 1 :])
+        ):
             return True
     return False
 
@@ -192,12 +212,13 @@ def conditional_go(clauses: Sequence[Clause]) -> bool:
 #: after a head injury, drowsiness, double vision, unequal pupils, difficulty breathing, collapse).
 MEDICAL_SETTING: re.Pattern[str] = compile_template(
     r"(?:hit (?:my|his|her|their) head|head injury|baned (?:my|his|her) head|fel (?:of|down|over)|diabetic|"
+    r"chest (?:is )?(?:realy |so |very )?(?:tight|crushing|heavy)|chest pain|"
     r"type 1|type one|blod sugar|my sugar|her sugar|his sugar|glucose|meter|pregnant|alergic|peanut|stung|"
     r"swalowed (?:a |the )?(?:battery|button|magnet|bleach|coin)|asthma|inhaler|headache)"
 )
 ACUTE_SIGN: re.Pattern[str] = compile_template(
     r"(?:vomiting|throwing up|being sick|ben sick|drowsy|talking nonsense|not making sense|seing double|"
-    r"one pupil|pupils|cant breathe|cant get (?:a )?breath|breathing (?:weird|funy|strange|fast|hard|badly)|"
+    r"one pupil|pupils|cant breathe|cant get (?:a |my )?(?:breath|breth)|cant catch (?:my )?(?:breath|breth)|breathing (?:weird|funy|strange|fast|hard|badly)|"
     r"lips (?:are |going |turning )?blue|sweling up|swolen up|pased out|pasing out|unconscious|wont wake|"
     r"cant wake|cant stand|cant hold|sluring|reads hi|says hi|reads lo|says lo)"
 )
@@ -211,6 +232,16 @@ DANGER_SIGN: re.Pattern[str] = compile_template(
     r"(?:wont wake|cant wake|not waking|snoring weird|snoring funy|unresponsive|fiting|not breathing|"
     r"barely breathing|lips (?:are |going |turning )?blue|foaming|wont (?:realy )?open (?:her|his|their) eyes|"
     r"cant open (?:her|his|their) eyes|wont respond|not responding|cold and (?:grey|blue|pale))"
+)
+
+
+#: A means acquired or at hand, said with an acquisition verb: after earlier distress (not only risk)
+#: it is tier 3 ("done pretending im fine || got rope"). Medicine is not among them: after distress
+#: "my doctor gave me tablets" is ordinary.
+ACQUIRED: re.Pattern[str] = compile_template(
+    r"(?:got|bought|have|picked up|fetched|bringing|ordered|found|geting) {G2}(?:rope|roap|hose|charcoal|blade|"
+    r"razor|razors|gun|shotgun|rifle|ammo|bulets|noose|wedkiler|weed kiler|pesticide|antifreze|rat poison|"
+    r"poison|sniper|cyanide|helium)"
 )
 
 
@@ -237,13 +268,17 @@ def composed_hits(
     them), those cancelled by negation (``negated``), whether any signal of the message so far is tier
     >= 2 (``risk_now``: the rules' or the semantic layer's), whether the session had one in its
     recent turns (``earlier_risk``) and whether there was distress (tier >= 1) in the message or the
-    recent turns (``distress``: a bare conditional act, "when she goes, I go", is then tier 3, else 2). An act phrase of :data:`ACT` counts only in a message with risk of
-    its own and no negated risk phrase. Pure; never raises."""
+    recent turns (``distress``: a bare conditional act, "when she goes, I go", is then tier 3, else 2,
+    and a means acquired, :data:`ACQUIRED`, is tier 3). An act phrase of :data:`ACT_STRONG` counts in
+    a message with no negated risk phrase, one of :data:`ACT` only when the message has risk of its
+    own. Pure; never raises."""
     ids = set(rule_ids)
     if any(PAST_MARKERS.search(c.text) for c in clauses):  # "years ago, on a bridge": history, not a plan
         return []
     wish = bool(ids & WISH_RULES)
-    act = bool(ids & ACT_RULES) or (risk_now and not negated and any(ACT.search(c.text) for c in clauses))
+    act = bool(ids & ACT_RULES) or (
+        not negated and any(ACT_STRONG.search(c.text) or (risk_now and ACT.search(c.text)) for c in clauses)
+    )
     if act:
         timed = bool(ids & (ACT_RULES - THOUGHT_RULES)) or not ids & THOUGHT_RULES
         kinds = [("means", MEANS), ("place", PLACE), ("plan", PLAN)] + ([("time", TIME)] if timed else [])
@@ -259,10 +294,14 @@ def composed_hits(
     if _parts(clauses, TAKEN, DANGER_SIGN):
         return [("t3.composed_danger", 3, False)]
     if conditional_go(clauses):
-        if distress or earlier_risk:
+        if distress or earlier_risk or act:
             return [("t3.conditional_timeline", 3, True)]
         return [("t2.timeline_ambiguous", 2, True)]
-    if not earlier_risk or any(SAFETY_STEP.search(c.text) for c in clauses):
+    if any(SAFETY_STEP.search(c.text) for c in clauses):
+        return []
+    if distress and any(ACQUIRED.search(c.text) for c in clauses):
+        return [("t3.context_means", 3, True)]
+    if not earlier_risk:
         return []
     kind = _first(
         clauses,

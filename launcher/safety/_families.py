@@ -270,7 +270,12 @@ FAMILY_RULES: tuple[Rule, ...] = (
        r"(?:siting|standing|lying|laying|sat|stod|waiting) on (?:the )?(?:train |railway |rail )?(?:tracks|railway line)|"
        r"{I} {G2}(?:took|taken|swalowed|downed|had) (?:everything|al of it|the lot|everything i had|the whole lot) "
        r"(?:in|from|out of) (?:the|my) (?:cabinet|cupboard|drawer|box|medicine|first aid)|"
-       r"{I} {G1}(?:just )?(?:od|oded|overdosed)$|just (?:od|oded|overdosed)(?! on (?:cofee|sugar|chocolate|"
+       r"{I} {G1}(?:just )?(?:od|oded|overdosed)$|^(?:just )?(?:od|oded|overdosed)$|"
+       r"(?:just )?(?:swalowed|downed|ate|eaten) (?:al|every one|the rest) (?:of )?my {PILLS}|"
+       r"(?:swalowed|downed|ate|eaten|took|taken) (?:the first|a|another) handful|"
+       r"(?:ate|eaten|swalowed|took|taken) (?:a |the )?(?:whole|entire|ful) (?:sheet|strip|blister|bottle|box|pack|packet) "
+       r"of (?:my |her |his )?{PILLS}|"
+       r"just (?:od|oded|overdosed)(?! on (?:cofee|sugar|chocolate|"
        r"caffeine|cafeine|netflix|tv|anime|memes))|"
        r"{I} {G2}(?:jumped|went|walked|waded) (?:into|in) the (?:river|sea|lake|canal|water|ocean)",
        past=_PAST),
@@ -284,6 +289,7 @@ FAMILY_RULES: tuple[Rule, ...] = (
        r"one side (?:of (?:his|her|my|their) face )?(?:wont|wil not|cant|isnt|is not|doesnt) (?:move|smile|work)|"
        r"(?:sluring|slured) (?:her|his|their|my)? ?(?:words|spech)|"
        r"elephant {G3}on (?:my|his|her) chest|"
+       r"(?:cant feel|numb|numbnes in|no feling in) (?:the )?(?:left|right|one) side of (?:my|his|her|their) (?:face|body)|"
        r"(?:lips|face) (?:are |is )?(?:going |turning |gone )blue",
        negation="none"),
     # a conditional timeline with a bare act at the end: "when she goes, I go", "after the sale, I'm out"
@@ -291,6 +297,11 @@ FAMILY_RULES: tuple[Rule, ...] = (
        r"(?:when|once|after|as son as|the day|the minute) {G6}(?:i go|il go|im going|im gone|il be gone|"
        r"thats it for me|thats me done for god|im checking out|i check out|i go too|im going too)$",
        requires="distress", fallback=("t2.timeline_ambiguous", 2)),
+    # checking out said as a euphemism for good ("im clocking out for good. not the work kind")
+    _r("t3.euphemism_intent", 3,
+       r"{I} {G1}(?:checking|clocking|check|clock) out (?:for god|for real|permanently|of life)"
+       r"(?! (?:of|from|at) (?:the|this|my) (?:hotel|shop|store|airbnb|hostel|library))",
+       past=_PAST),
     # joining a dead relative after the funeral, or being with them
     _r("t3.euphemism_intent", 3,
        r"(?:after|once|when) {G4}(?:funeral|buried|burial|cremation|anniversary) {G6}(?:join|be with|folow) "

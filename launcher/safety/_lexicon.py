@@ -93,7 +93,7 @@ _VOCAB: dict[str, str] = {
         r"sufocat(?:e|ing) SELF|(?:slit|cut)(?:ing)? my (?:wrists|wrist|throat)|"
         r"throw(?:ing)? SELF (?:of|in front of|under|from)|starv(?:e|ing) SELF to death|"
         r"end(?:ing)? it al|do(?:ing)? SELF in|blow(?:ing)? my brains out|put(?:ing)? a bulet in my head|"
-        r"jump(?:ing)? to my death|drink(?:ing)? SELF to death|overdos(?:e|ing) on {G2}(?:pils|pil|"
+        r"jump(?:ing)? to my death|drink(?:ing)? SELF to death|od on {G2}PILLS|overdos(?:e|ing) on {G2}(?:pils|pil|"
         r"tablets|meds|medication|medicine|insulin|drugs))"
     ).replace("SELF", _SELF),
     # self-injury (ambiguous alone: "I hurt myself at the gym")
@@ -136,9 +136,12 @@ _VOCAB: dict[str, str] = {
     "PILLS": (
         r"(?:pils|pil|tablets|meds|medication|medicine|sleping pils|sleping tablets|painkilers|insulin|tylenol|"
         r"paracetamol|antidepresants|xanax|valium|diazepam|zopiclone|amitriptyline|sertraline|codeine|oxy|"
-        r"oxycodone|opioids|benzos|prescription)"
+        r"oxycodone|opioids|benzos|prescription|seroquel|quetiapine|cocodamol|co codamol|tramadol|ibuprofen|"
+        r"aspirin|lorazepam|clonazepam|fluoxetine|citalopram|mirtazapine|pregabalin|gabapentin|morphine|"
+        r"fentanyl|lithium|propranolol)"
     ),
 }
+_VOCAB["ACT_LETHAL"] = _VOCAB["ACT_LETHAL"].replace("PILLS", _VOCAB["PILLS"])
 _VOCAB["ACT_SELF"] = "(?:" + _VOCAB["ACT_LETHAL"] + "|" + _VOCAB["ACT_INJURY"] + ")"
 # a means turned on oneself ("use it on myself", "point the gun at myself"); the rule that uses it needs a
 # means word in the same message (Rule.requires="means")
