@@ -15,7 +15,8 @@ counsellor does, over the whole message:
   (:data:`TIME`), anywhere in the message.
 
 Act and qualifier together are tier 3 (``t3.composed_<kind>``). A wish to be dead alone (item 1) composes
-only with a means or a plan, not with a time ("I don't want to wake up tomorrow" is item 1). After earlier
+only with a means other than medicine or a plan said outright, not with a time ("I don't want to wake up
+tomorrow" is item 1); a thought (item 2) only with a means or a place. After earlier
 risk in the session (tier >= 2 within ``distress_window_turns``), a qualifier alone is tier 3
 (``t3.context_<kind>``, kinds ``means``, ``place``, ``plan``, ``farewell``, ``time``; a time needs a bare
 act word with it, "friday. it's happening"), unless the message is a safety step ("gave the pills to my
@@ -31,7 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ._lexicon import PAST_MARKERS, compile_template
+from ._lexicon import PAST_MARKERS, PILLS, compile_template
 from ._normalize import Clause
 
 __all__ = [
@@ -56,7 +57,8 @@ ACT_RULES: frozenset[str] = frozenset(
     }
 )  # fmt: skip
 #: Of those, the ones that report a thought, not an act intended: a time says when the thought came
-#: ("thinking about ending it all day today"), not when the act is due, so they compose without it.
+#: ("thinking about ending it all day today"), not when the act is due, and a plan word may be about
+#: something else ("thinking of dying my hair, my plan"), so they compose with a means or a place only.
 THOUGHT_RULES: frozenset[str] = frozenset({"t2.active_ideation", "t2.ambivalent_question"})
 #: Rule ids of a wish to be dead (C-SSRS item 1): composes with a means or a plan only.
 WISH_RULES: frozenset[str] = frozenset({"t2.passive_ideation", "t2.passive_wish"})
@@ -64,14 +66,20 @@ WISH_RULES: frozenset[str] = frozenset({"t2.passive_ideation", "t2.passive_wish"
 _SELF = r"(?:myself|my self|meself|me self)"
 #: Act phrases the rules miss alone, in the writer's voice (cut short, slang, euphemism).
 ACT_STRONG: re.Pattern[str] = compile_template(
-    r"(?:kil|kiling|kms|hang|hanging|hung|drown|drowning|ofing|top|toping|poison|"
-    r"sufocate|sufocating|gas|do away with) (?:myself|my self|meself|me self)|"
+    r"(?:kil|kiling|kms)(?: (?:myself|my self|meself|me self))(?! (?:for|over|with|at|trying|working|laughing|to|on|at)\b)|"
+    r"(?:hang|hanging|hung)(?: (?:myself|my self|meself))(?! (?:upside|up|out|of|from the bar|on)\b)|"
+    r"(?:drown|drowning)(?: (?:myself|my self|meself))(?! in\b)|(?:poison|poisoning)(?: (?:myself|my self))(?! with\b)|"
+    r"(?:sufocate|sufocating|top|toping|do away with) (?:myself|my self|meself|me self)|"
     r"shot(?:ing)? (?:myself|my self|meself)(?! in the (?:fot|leg|arm|hand))|"
     r"(?:to|gona|going to|wil|il|wana|ima|just|finaly) of (?:myself|meself)|"
     r"end(?:ing)? (?:it al|things|everything|my life|my own life)(?! (?:with|between|for now|for today|"
-    r"early|there|here|on a|on time|by|at|of|up)\b)|unalive|stop living|"
-    r"(?:check|checking|clock|clocking) out for (?:god|real)|be gone for god|"
-    r"take (?:al|every) (?:of )?(?:my |the )?(?:pils|tablets|meds)"
+    r"early|there|here|on a|on time|by|at|of|up|i|we|you|that|on|in|from)\b)|stop living$|"
+    r"(?:i|im|i am|il|i wil) {G1}(?:check|checking) out for (?:god|real)(?! (?:from|of|at) )|"
+    r"(?:i|im|il|i wil) (?:be )?gone for god|(?:i|il|i wil) (?:wont|not) exist|"
+    r"suicide (?:on|this|tonight|tonite|today|tomorow|at)\b|"
+    r"jump(?:ing)? (?:of|from) (?:the )?(?:top of the )?(?:multistorey|multistory|car park|carpark|parking garage|"
+    r"bridge|overpas|rof|roftop|tower|tower block|balcony|[0-9]+(?:st|nd|rd|th) flor)"
+    r"(?! in(?:to)? the (?:river|water|lake|sea|pool|canal))"
 )
 #: Act phrases that say it only in a message with risk of its own ("end it", "suicide" as a topic).
 ACT: re.Pattern[str] = compile_template(
@@ -103,8 +111,8 @@ PLACE: re.Pattern[str] = compile_template(
 PLAN: re.Pattern[str] = compile_template(
     r"(?:plan|plans|planed|planing|decided|decision|made up my mind|mind is made up|sorted|worked (?:it )?out|"
     r"figured (?:it )?out|thought it through|picked (?:the|a|my) (?:spot|place|day|date|time|way)|"
-    r"chosen (?:the|a|my)|the way|thats how|that is how|how im going to|how i wil|ready|prepared|"
-    r"prepare|arranged|booked|writen the note|wrote the note|the note)"
+    r"chosen (?:the|a|my)|the way|thats how|that is how|how im going to|how i wil|"
+    r"writen the note|wrote the note|the note)"
 )
 #: A time: a day, a date, a count of days, an event the act waits for.
 TIME: re.Pattern[str] = compile_template(
@@ -119,25 +127,30 @@ TIME: re.Pattern[str] = compile_template(
 #: unambiguous forms count ("the sea" in "plenty of fish in the sea", an office on the 8th floor, a
 #: "bye" at the end of a chat and "I'm ready" do not).
 CONTEXT_PLACE: re.Pattern[str] = compile_template(
-    r"(?:bridge|rof|roftop|tracks|railway|train line|car park|carpark|multistorey|multistory|parking garage|"
-    r"clif|clifs|quary|edge|ledge|gorge|lokout|overpas)"
+    r"(?:im|i am|sitting|siting|standing|sat|stod|going|heading|drove|driving|walked|walking|went|on my way|"
+    r"here|parked|up|climbed) {G3}(?:on |at |to |by |onto |over )?(?:the )?(?:top of the )?(?:bridge|rof|roftop|tracks|"
+    r"railway|train line|car park|carpark|multistorey|multistory|parking garage|clif|clifs|quary|edge|ledge|"
+    r"gorge|lokout|overpas)"
 )
 #: A plan said outright: a qualifier alone after earlier risk, and with a tier-3 family of the semantic
 #: layer in the message itself.
 STATED_PLAN: re.Pattern[str] = compile_template(
-    r"(?:made up my mind|mind is made up|(?:ive|i have|i) decided|decision is made|thought it through|"
-    r"picked (?:the|a|my) (?:spot|place|day|date|time|way)|chosen (?:the|a|my) (?:spot|place|day|date|time|way)|"
-    r"(?:got|have) it (?:al )?planed|the plan is|my plan|heres what im going to do|i know how im going to)"
+    r"(?:(?:ive|i have|i|its|it is|decision) (?:decided|made)$|made up my mind$|mind is made up|"
+    r"thought it (?:al )?through|picked (?:the|a|my) (?:spot|place|day|date|time|way)|"
+    r"chosen (?:the|a|my) (?:spot|place|day|date|time|way)|(?:got|have) it (?:al )?planed(?: out)?$|"
+    r"the plan is set|heres what im going to do|i know how im going to do it)"
 )
 #: A plan said in passing ("it's sorted", "everything is ready"): a qualifier only after earlier risk.
 CONTEXT_PLAN: re.Pattern[str] = compile_template(
-    r"(?:(?:got|have) it (?:al )?sorted|worked it (?:al )?out|its set|everything is (?:ready|sorted|in place))"
+    r"(?:(?:got|have) it (?:al )?(?:sorted|worked out)$|worked it (?:al )?out$|its set|"
+    r"everything is (?:ready|sorted|in place)$|everything is sorted now)"
 )
 CONTEXT_FAREWELL: re.Pattern[str] = compile_template(
-    r"(?:(?:godbye|goodbye|bye) (?:forever|everyone|everybody|al|world|to everyone|to everybody|to al)|"
+    r"(?:(?:godbye|goodbye|bye) (?:forever|everyone|everybody|al|world|to everyone|to everybody|to al)$|"
     r"(?:told|said|saying|say) (?:bye|godbye|goodbye) to (?:everyone|everybody|al|my)|(?:said|saying) my godbyes|"
-    r"last (?:mesage|post|story|text)|remember me|lok after (?:the|my) (?:cat|dog|kids|children|baby|pets?)|"
-    r"nice knowing you|tel (?:them|her|him|everyone|my \w+) i love|this is (?:it|the end)|waving godbye)"
+    r"last (?:mesage|post|story|text)$|remember me(?! to)|lok after (?:the|my) (?:cat|dog|kids|children|baby|pets?)|"
+    r"nice knowing you|tel (?:them|her|him|everyone|my \w+) i love|this is (?:it|the end)$|waving godbye|"
+    r"love (?:you|u|yous|ya) al$|thank (?:you|u) for trying)"
 )
 #: A bare act word for a time to attach to ("friday. it's happening", "that's when").
 BARE_ACT: re.Pattern[str] = compile_template(
@@ -155,7 +168,7 @@ SAFETY_STEP: re.Pattern[str] = compile_template(
 #: Every rule id this layer reports.
 COMPOSED_IDS: frozenset[str] = frozenset(
     {f"t3.composed_{k}" for k in ("means", "place", "plan", "time", "medical", "danger")}
-    | {f"t3.context_{k}" for k in ("means", "place", "plan", "farewell", "time")}
+    | {f"t3.context_{k}" for k in ("means", "place", "plan", "farewell", "time", "method")}
 )
 
 
@@ -164,6 +177,24 @@ def _first(clauses: Sequence[Clause], *patterns: tuple[str, re.Pattern[str]]) ->
         if any(pattern.search(c.text) for c in clauses):
             return kind
     return None
+
+
+#: An act phrase used as an idiom ("killing myself for this promotion", "drowning myself in coursework",
+#: "ending it all on a high note"): the rules may still read it as a mention (tier 2), but it composes
+#: with nothing.
+_IDIOM_ACT = compile_template(
+    r"(?:kil|kiling|drown|drowning|poison|poisoning|shot|shoting|hang|hanging|work|working|run|runing|"
+    r"push|pushing|stres|stresing) (?:myself|my self) (?:for|over|with|in|at|on|trying|working|studying|laughing|"
+    r"to (?:get|finish|make|pay|pas|meet))\b|"
+    r"end(?:ing)? (?:it al|things|everything) (?:on a|with a|with the|for the|at the)\b"
+)
+#: Medicine said as a means at hand (not "my dog needs his tablets at 8am").
+_MEDS_AT_HAND = compile_template(
+    r"(?:got|have|picked up|colected|bought|saved|saved up|stockpiled|counted|lined up|fetched|took out|hoarded|"
+    r"kept|found|geting|bringing) {G3}(?:" + PILLS + r")"
+)
+#: A dated past or an attempt told as history ("after my suicide attempt in 2018"): not a plan now.
+_HISTORY = compile_template(r"(?:in|since|back in) (?:19|20)[0-9]{2}\b|atempt|atempted")
 
 
 def qualified(clauses: Sequence[Clause]) -> bool:
@@ -190,7 +221,8 @@ _CONDITION = compile_template(
 )
 _GO = (
     r"(?:i go|il go|im going|im gone|il be gone|thats it for me|thats me done|im checking out|i check out|"
-    r"i go too|im going too|im out|thats the end of me|thats the day i end everything|il go with (?:him|her|them))"
+    r"i go too|im going too|im out|thats the end of me|thats the day i end everything|il go with (?:him|her|them)|"
+    r"im done too|il go too)"
 )
 _BARE_GO = compile_template(r"^(?:then |so )?(?:" + _GO + r"|that is when|thats when)$")
 _GO_TAIL = compile_template(_GO + r"$")
@@ -211,26 +243,26 @@ def conditional_go(clauses: Sequence[Clause]) -> bool:
 #: allergy, something swallowed) and an acute sign in any clause (NHS 111 / 999 red flags: vomiting
 #: after a head injury, drowsiness, double vision, unequal pupils, difficulty breathing, collapse).
 MEDICAL_SETTING: re.Pattern[str] = compile_template(
-    r"(?:hit (?:my|his|her|their) head|head injury|baned (?:my|his|her) head|fel (?:of|down|over)|diabetic|"
-    r"chest (?:is )?(?:realy |so |very )?(?:tight|crushing|heavy)|chest pain|"
-    r"type 1|type one|blod sugar|my sugar|her sugar|his sugar|glucose|meter|pregnant|alergic|peanut|stung|"
-    r"swalowed (?:a |the )?(?:battery|button|magnet|bleach|coin)|asthma|inhaler|headache)"
+    r"(?:hit (?:my|his|her|their) head|head injury|(?:banged|bashed|knocked) (?:my|his|her|their) head|"
+    r"fel (?:of|down|over)(?! laughing)|diabetic|chest (?:is )?(?:realy |so |very )?(?:tight|crushing|heavy)|"
+    r"chest pain|type 1|type one|blod sugar|glucose|meter|alergic|peanut|stung|"
+    r"swalowed (?:a |the )?(?:battery|button|magnet|bleach|coin)|asthma|inhaler)"
 )
 ACUTE_SIGN: re.Pattern[str] = compile_template(
-    r"(?:vomiting|throwing up|being sick|ben sick|drowsy|talking nonsense|not making sense|seing double|"
-    r"one pupil|pupils|cant breathe|cant get (?:a |my )?(?:breath|breth)|cant catch (?:my )?(?:breath|breth)|breathing (?:weird|funy|strange|fast|hard|badly)|"
-    r"lips (?:are |going |turning )?blue|sweling up|swolen up|pased out|pasing out|unconscious|wont wake|"
-    r"cant wake|cant stand|cant hold|sluring|reads hi|says hi|reads lo|says lo)"
+    r"(?:vomiting|throwing up|ben sick (?:twice|again|thre times)|drowsy|talking nonsense|not making sense|"
+    r"seing double|one pupil|cant breathe|cant get (?:a |my )?(?:breath|breth)|cant catch (?:my )?(?:breath|breth)|"
+    r"breathing (?:weird|funy|strange|fast|hard|badly)|lips (?:are |going |turning )?blue|sweling up|swolen up|"
+    r"pased out|pasing out|unconscious|wont wake|cant wake|sluring|(?:reads|showing|shows) (?:hi|lo)$|"
+    r"(?:meter|monitor|reading|sugar|glucose) {G2}says (?:hi|lo)$)"
 )
 #: Someone else in danger now, said as its parts: something taken and a sign that they are not safe.
 TAKEN: re.Pattern[str] = compile_template(
-    r"(?:took|taken|swalowed|had|drank|drinking|ate|popped|necked) {G3}(?:pils|tablets|xanax|drugs|a bunch|"
-    r"a load|the lot|everything|antifreze|bleach|poison|painkilers|her meds|his meds|their meds|al night)|"
-    r"(?:od|oded|overdosed)"
+    r"(?:took|taken|swalowed|drank|drunk|popped|necked) {G4}(?:pils|tablets|xanax|drugs|antifreze|bleach|poison|"
+    r"painkilers|her meds|his meds|their meds|PILLS)|(?:drinking|ben drinking) al night|oded|overdosed"
 )
 DANGER_SIGN: re.Pattern[str] = compile_template(
     r"(?:wont wake|cant wake|not waking|snoring weird|snoring funy|unresponsive|fiting|not breathing|"
-    r"barely breathing|lips (?:are |going |turning )?blue|foaming|wont (?:realy )?open (?:her|his|their) eyes|"
+    r"barely breathing|lips (?:are |going |turning )?blue|foaming at|wont (?:realy )?open (?:her|his|their) eyes|"
     r"cant open (?:her|his|their) eyes|wont respond|not responding|cold and (?:grey|blue|pale))"
 )
 
@@ -239,15 +271,34 @@ DANGER_SIGN: re.Pattern[str] = compile_template(
 #: it is tier 3 ("done pretending im fine || got rope"). Medicine is not among them: after distress
 #: "my doctor gave me tablets" is ordinary.
 ACQUIRED: re.Pattern[str] = compile_template(
-    r"(?:got|bought|have|picked up|fetched|bringing|ordered|found|geting) {G2}(?:rope|roap|hose|charcoal|blade|"
-    r"razor|razors|gun|shotgun|rifle|ammo|bulets|noose|wedkiler|weed kiler|pesticide|antifreze|rat poison|"
-    r"poison|sniper|cyanide|helium)"
+    r"(?:got|bought|have|picked up|fetched|bringing|ordered|found|geting) {G2}(?:rope|roap|hose|charcoal|"
+    r"gun|shotgun|rifle|ammo|bulets|noose|wedkiler|weed kiler|pesticide|antifreze|rat poison|"
+    r"poison|sniper|cyanide|helium)(?! (?:for|to) (?:the |a |my |our )?(?:bbq|barbecue|grill|climbing|garden|"
+    r"camping|hike|boat|dog|cat|plants|weds|rats|mice|slugs|range|club|hunt|hunting|shot|ducks))"
+)
+
+
+#: A method weighed or a lethal-means question, in words the rules' phrases miss: after distress a
+#: crisis ("jumping seems fastest", "how cold does the water have to be to go under quickly", "the
+#: tallest car park near me"), the means-restriction reading of Barber & Miller (2014).
+METHOD_WEIGHED: re.Pattern[str] = compile_template(
+    r"(?:jumping|hanging|pils|tablets|drowning|the bridge|the rope|a rope|gas|the car|a gun|overdosing|cuting) "
+    r"(?:sems|is|would be|fels|looks) (?:like )?(?:the )?(?:fastest|quickest|easiest|best|surest|les painful|"
+    r"least painful|most certain|only way)|"
+    r"how (?:cold|dep|high|tal|far|long|fast|much|many) {G6}(?:to (?:go under|drown|die|not survive|be fatal|kil)|"
+    r"before (?:you|i|someone) (?:die|drown|go under|pas out)|(?:go|goes) under|is fatal|is lethal|would kil)|"
+    r"(?:talest|highest) (?:car park|carpark|multistorey|multistory|building|bridge|clif|tower) (?:near|around|in)"
 )
 
 
 def _parts(clauses: Sequence[Clause], first: re.Pattern[str], second: re.Pattern[str]) -> bool:
+    """Both parts in one clause or in two clauses next to each other ("hit my head, now throwing up"):
+    in a long message, words of the two kinds far apart are about different things."""
     texts = [c.text for c in clauses]
-    return any(first.search(t) for t in texts) and any(second.search(t) for t in texts)
+    for i, t in enumerate(texts):
+        if first.search(t) and any(second.search(u) for u in texts[max(0, i - 1) : i + 2]):
+            return True
+    return False
 
 
 #: A message of at most this many words is "short": a time alone is then the whole message.
@@ -273,22 +324,16 @@ def composed_hits(
     a message with no negated risk phrase, one of :data:`ACT` only when the message has risk of its
     own. Pure; never raises."""
     ids = set(rule_ids)
-    if any(PAST_MARKERS.search(c.text) for c in clauses):  # "years ago, on a bridge": history, not a plan
+    if any(PAST_MARKERS.search(c.text) or _HISTORY.search(c.text) for c in clauses):  # history, not a plan
         return []
-    wish = bool(ids & WISH_RULES)
     act = bool(ids & ACT_RULES) or (
         not negated and any(ACT_STRONG.search(c.text) or (risk_now and ACT.search(c.text)) for c in clauses)
     )
-    if act:
-        timed = bool(ids & (ACT_RULES - THOUGHT_RULES)) or not ids & THOUGHT_RULES
-        kinds = [("means", MEANS), ("place", PLACE), ("plan", PLAN)] + ([("time", TIME)] if timed else [])
-        kind = _first(clauses, *kinds)
-        if kind is not None:
-            return [(f"t3.composed_{kind}", 3, True)]
-    elif wish:
-        kind = _first(clauses, ("means", MEANS), ("plan", PLAN))
-        if kind is not None:
-            return [(f"t3.composed_{kind}", 3, True)]
+    if act and any(_IDIOM_ACT.search(c.text) for c in clauses):
+        act = False
+    hits = _act_hits(clauses, ids, act)
+    if hits:
+        return hits
     if _parts(clauses, MEDICAL_SETTING, ACUTE_SIGN):
         return [("t3.composed_medical", 3, False)]
     if _parts(clauses, TAKEN, DANGER_SIGN):
@@ -299,13 +344,49 @@ def composed_hits(
         return [("t2.timeline_ambiguous", 2, True)]
     if any(SAFETY_STEP.search(c.text) for c in clauses):
         return []
-    if distress and any(ACQUIRED.search(c.text) for c in clauses):
-        return [("t3.context_means", 3, True)]
+    return _context_hits(clauses, distress=distress, earlier_risk=earlier_risk)
+
+
+def _act_hits(clauses: Sequence[Clause], ids: set[str], act: bool) -> list[tuple[str, int, bool]]:
+    """An act (or a wish to be dead) with a qualifier in the same message."""
+    if act:
+        # a thought alone ("thinking about it all day today", "thinking of dying my hair, my plan")
+        # composes with a means or a place only; an intent or the act's own words with any qualifier
+        thought = (
+            bool(ids & THOUGHT_RULES)
+            and not ids & (ACT_RULES - THOUGHT_RULES)
+            and not any(ACT_STRONG.search(c.text) for c in clauses)
+        )
+        kinds = [("means", MEANS), ("place", PLACE)] + ([] if thought else [("plan", PLAN), ("time", TIME)])
+        kind = _first(clauses, *kinds)
+    elif ids & WISH_RULES:
+        kind = _first(clauses, ("means", HARD_MEANS), ("plan", STATED_PLAN))
+    else:
+        kind = None
+    return [(f"t3.composed_{kind}", 3, True)] if kind else []
+
+
+def _context_hits(
+    clauses: Sequence[Clause], *, distress: bool, earlier_risk: bool
+) -> list[tuple[str, int, bool]]:
+    """A qualifier alone, read in the light of distress (a means acquired, a plan said outright, a
+    farewell, a method weighed) or of earlier risk (the wider vocabularies)."""
+    if distress:
+        kind = _first(
+            clauses,
+            ("means", ACQUIRED),
+            ("plan", STATED_PLAN),
+            ("farewell", CONTEXT_FAREWELL),
+            ("method", METHOD_WEIGHED),
+        )
+        if kind is not None:
+            return [(f"t3.context_{kind}", 3, True)]
     if not earlier_risk:
         return []
     kind = _first(
         clauses,
-        ("means", MEANS),
+        ("means", HARD_MEANS),
+        ("means", _MEDS_AT_HAND),
         ("place", CONTEXT_PLACE),
         ("farewell", CONTEXT_FAREWELL),
         ("plan", STATED_PLAN),

@@ -49,7 +49,8 @@ MEANS_ITEM = (
 OTHER = (
     r"(?:he|she|they|someone|somebody|my {G1}(?:friend|bestie|bf|gf|sister|brother|mom|mum|mother|dad|father|"
     r"son|daughter|kid|child|baby|wife|husband|boyfriend|girlfriend|partner|roomate|flatmate|cousin|grandma|"
-    r"grandpa|nan|coworker|colleague|student|neighbor|neighbour)|a friend|the baby)"
+    r"grandpa|nan|coworker|colleague|student|neighbor|neighbour|mate|bro|pal|housemate|fiance|fiancee|uncle|aunt|"
+    r"nephew|niece)|a friend|the baby)"
 )
 FAREWELL = (
     r"(?:this is|consider this) my (?:last|final) (?:mesage|post|text|godbye|note)|(?:my )?(?:last|final) godbye|"
@@ -262,56 +263,69 @@ FAMILY_RULES: tuple[Rule, ...] = (
        r"he is going to|hes going to) (?:find|kil|hurt|come after|get) me",
        negation="none"),
     # ---- round 5: shapes the earlier rules missed, per family (docs/safety.md, "Results of round 5")
-    # the act under way: a car running shut in, sitting on the tracks, everything in the cabinet taken,
-    # in the water, an overdose said in slang ("just od'd")
+    # the act under way: a car running shut in, an overdose said in slang ("just od'd"), pills
+    # swallowed by the strip or the handful
     _r("t3.in_progress", 3,
        r"(?:car|cars|engine|engines|ute|utes|motor|van) {G2}(?:is |s |has ben |ben )?(?:runing|on|going) {G6}(?:garage|shed|"
        r"windows up|windows closed|door down|door shut|door closed)|"
-       r"(?:siting|standing|lying|laying|sat|stod|waiting) on (?:the )?(?:train |railway |rail )?(?:tracks|railway line)|"
-       r"{I} {G2}(?:took|taken|swalowed|downed|had) (?:everything|al of it|the lot|everything i had|the whole lot) "
-       r"(?:in|from|out of) (?:the|my) (?:cabinet|cupboard|drawer|box|medicine|first aid)|"
        r"{I} {G1}(?:just )?(?:od|oded|overdosed)$|^(?:just )?(?:od|oded|overdosed)$|"
-       r"(?:just )?(?:swalowed|downed|ate|eaten) (?:al|every one|the rest) (?:of )?my {PILLS}|"
-       r"(?:swalowed|downed|ate|eaten|took|taken) (?:the first|a|another) handful|"
-       r"(?:ate|eaten|swalowed|took|taken) (?:a |the )?(?:whole|entire|ful) (?:sheet|strip|blister|bottle|box|pack|packet) "
-       r"of (?:my |her |his )?{PILLS}|"
-       r"just (?:od|oded|overdosed)(?! on (?:cofee|sugar|chocolate|"
-       r"caffeine|cafeine|netflix|tv|anime|memes))|"
-       r"{I} {G2}(?:jumped|went|walked|waded) (?:into|in) the (?:river|sea|lake|canal|water|ocean)",
+       r"just (?:od|oded|overdosed) on {G2}{PILLS}|"
+       r"(?:just )?(?:swalowed|downed) (?:al|every one|the rest) (?:of )?my {PILLS}|"
+       r"(?:swalowed|downed) (?:the first|a|another) handful$|(?:swalowed|downed|ate|took|taken) (?:the first|a|another) "
+       r"handful of {G1}{PILLS}|"
+       r"(?:ate|eaten|swalowed|downed|took|taken) (?:a |the )?(?:whole|entire|ful) (?:sheet|strip|blister|bottle|box|pack|"
+       r"packet) of (?:my |her |his )?{PILLS}(?! (?:with me|for the|to the|in my bag|on holiday))",
        past=_PAST),
-    # medical emergencies said without risk words (C-SSRS does not cover them; docs/coaching.md tier 3)
+    # ... and the same acts that are ordinary in ordinary lives (rail workers on the tracks, a sea swim, a
+    # cabinet cleared out): a crisis after distress, else a pause and a question
+    _r("t3.in_progress", 3,
+       r"(?:siting|lying|laying|sat|waiting) on (?:the )?(?:train |railway |rail )?(?:tracks|railway line)|"
+       r"{I} {G2}(?:took|taken|swalowed|downed|had) (?:everything|al of it|the lot|everything i had|the whole lot) "
+       r"(?:in|from|out of) (?:the|my) (?:cabinet|cupboard|drawer|box|medicine|first aid)(?! (?:to|into) the (?:bin|"
+       r"pharmacy|chemist|tip))|"
+       r"{I} {G2}(?:jumped|walked|waded) (?:into|in) the (?:river|sea|lake|canal|water|ocean)",
+       requires="distress", fallback=("t2.act_ambiguous", 2), past=_PAST),
+    # medical emergencies said without risk words (C-SSRS does not cover them; docs/coaching.md tier 3;
+    # NHS stroke signs "face, arms, speech", seizures over 5 minutes)
     _r("t3.medical_emergency", 3,
        r"(?:having|had|s having|is having|in) (?:a )?(?:fit|seizure|convulsion|convulsions) {G6}(?:minutes|mins|"
        r"wont stop|not stoping|isnt stoping|stil going)|"
        r"(?:fit|seizure|fiting|seizing|convulsing) {G3}(?:for|over|more than) {G1}[0-9]+ (?:minutes|mins)|"
-       r"(?:convulse|convulsing|convulsions)(?! (?:with|from|of) (?:laughter|laughing|giggles))|"
-       r"(?:face|mouth|smile) {G2}(?:droping|dropy|loks wrong|gone wrong|gone weird|sagging|lopsided|crooked)|"
-       r"one side (?:of (?:his|her|my|their) face )?(?:wont|wil not|cant|isnt|is not|doesnt) (?:move|smile|work)|"
-       r"(?:sluring|slured) (?:her|his|their|my)? ?(?:words|spech)|"
+       r"(?:dey |is |s |keps |started |wont stop )?(?:convulse|convulsing)(?! (?:with|from|of|in) (?:laughter|laughing|"
+       r"giggles|mirth|joy))|"
+       r"(?:face|mouth) {G2}(?:droping|dropy|sagging|lopsided)|"
+       r"one side of (?:his|her|my|their) face (?:wont|wil not|cant|isnt|is not|doesnt) (?:move|smile|work)|"
+       r"(?:is|s|im|keps|started|suddenly) (?:sluring|slured) (?:her|his|their|my)? ?(?:words|spech)|"
        r"elephant {G3}on (?:my|his|her) chest|"
-       r"(?:cant feel|numb|numbnes in|no feling in) (?:the )?(?:left|right|one) side of (?:my|his|her|their) (?:face|body)|"
-       r"(?:lips|face) (?:are |is )?(?:going |turning |gone )blue",
+       r"(?:cant feel|numb|numbnes in|no feling in) (?:the )?(?:left|right|one) side of (?:my|his|her|their) "
+       r"(?:face|body)(?!.*(?:dentist|anaesthetic|anesthetic|injection|filing|numbing))|"
+       r"(?:his|her|their|my|babys|the babys) (?:lips|face) (?:are |is )?(?:going |turning |gone )blue"
+       r"(?! (?:from|with|after) (?:the |a |that )?(?:slushie|cold|ice|juice|popsicle|lolly|paint))",
        negation="none"),
-    # a conditional timeline with a bare act at the end: "when she goes, I go", "after the sale, I'm out"
-    _r("t3.conditional_timeline", 3,
-       r"(?:when|once|after|as son as|the day|the minute) {G6}(?:i go|il go|im going|im gone|il be gone|"
-       r"thats it for me|thats me done for god|im checking out|i check out|i go too|im going too)$",
-       requires="distress", fallback=("t2.timeline_ambiguous", 2)),
-    # checking out said as a euphemism for good ("im clocking out for good. not the work kind")
+    # checking out said as a euphemism for good ("im clocking out for good. not the work kind"); after
+    # distress a crisis, else a pause (a retirement, a hotel)
     _r("t3.euphemism_intent", 3,
        r"{I} {G1}(?:checking|clocking|check|clock) out (?:for god|for real|permanently|of life)"
        r"(?! (?:of|from|at) (?:the|this|my) (?:hotel|shop|store|airbnb|hostel|library))",
-       past=_PAST),
+       requires="distress", fallback=("t2.euphemism_ambiguous", 2), past=_PAST),
     # joining a dead relative after the funeral, or being with them
     _r("t3.euphemism_intent", 3,
        r"(?:after|once|when) {G4}(?:funeral|buried|burial|cremation|anniversary) {G6}(?:join|be with|folow) "
-       r"(?:her|him|them|my \w+)",
+       r"(?:her|him|them|my (?:mum|mom|mother|dad|father|wife|husband|son|daughter|brother|sister|nan|gran|"
+       r"grandma|grandad|grandpa|baby|boy|girl|partner))$",
        past=_PAST),
-    # a farewell said outright
+    # a medicine asked for to not wake up: the question carries its own death wish
+    _r("t3.lethal_means_wish", 3,
+       r"(?:which|what) (?:tablet|tablets|pil|pils|medicine|meds|drug|drugs) {G6}(?:so (?:that )?(?:i|il|i wil) )?"
+       r"{G2}(?:not wake up|never wake up|not wake again|die|end it|be dead)",
+       negation="before"),
+    # a farewell said outright: a crisis after risk, a pause after distress
     _r("t3.farewell", 3,
-       r"(?:this is|its) (?:the|my) (?:last|final) (?:txt|text|mesage|post|time (?:we|well|wel|i) (?:talk|speak))|"
-       r"(?:wil not|wont|not) be in this world|(?:after this|after tonight) (?:i )?(?:wil not|wont) be (?:here|around|alive)",
-       requires="distress", negation="none", distress=False, fallback=("t2.farewell", 2)),
+       r"(?:this is|its) (?:the|my) (?:last|final) (?:txt|text|mesage|post)(?: from me| ever)?$|"
+       r"(?:this is|its) the (?:last|final) time (?:we|well|wel|i) (?:talk|speak)|"
+       r"(?:wil not|wont|not) be in this world|(?:after this|after tonight) (?:i )?(?:wil not|wont) be "
+       r"(?:here|around|alive)(?! for)",
+       requires="risk", negation="none", distress=False, fallback=("t2.farewell", 2), fallback_requires="distress"),
     # ---- someone else in danger now (tier 3: imminent harm)
     _r("t3.other_in_danger", 3,
        r"OTHER {G3}(?:wont|wil not|cant|cannot|can not|isnt|is not|doesnt|does not|not) "

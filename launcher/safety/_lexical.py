@@ -324,6 +324,9 @@ _ACTION_FAMILIES = frozenset(
 
 
 _TIER3_FAMILIES = _ACTION_FAMILIES | {"other_in_danger", "medical_emergency"}
+#: Rule-id prefixes of the semantic layer's hits: its tier-1 verdict is not the distress that makes a
+#: bare conditional act ("once the kids are asleep, I'm gone") tier 3; its tier-2 verdict (risk) is.
+_MODEL_IDS = ("sem.", "sem3.", "ctx.")
 #: After earlier risk in the session, an action family at this share of the tier-2 bar is tier 3.
 _CTX_SHARE = 0.8
 #: A tier-3 family named at tier 2 needs a score this far from the tier-2 bar to the tier-3 bar, and a
@@ -427,7 +430,8 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
             negated,
             risk_now=any(t >= 2 for _, t, _ in hits),
             earlier_risk=earlier_risk,
-            distress=earlier_distress or bool(negated) or any(d and t >= 1 for _, t, d in hits),
+            distress=earlier_distress
+            or any(d and (t >= 2 or (t >= 1 and not rid.startswith(_MODEL_IDS))) for rid, t, d in hits),
         )
         hits.extend(h for h in composed if h[0] not in disabled)
     distress_now = any(d and t >= 1 for _, t, d in hits) or bool(negated)

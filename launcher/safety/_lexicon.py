@@ -25,7 +25,16 @@ from typing import Literal
 
 from ._normalize import collapse_pattern
 
-__all__ = ["MEANS_WORDS", "NEGATORS", "NEUTRAL_PHRASES", "PAST_MARKERS", "QUESTION_AUX", "RULES", "Rule"]
+__all__ = [
+    "MEANS_WORDS",
+    "NEGATORS",
+    "NEUTRAL_PHRASES",
+    "PAST_MARKERS",
+    "PILLS",
+    "QUESTION_AUX",
+    "RULES",
+    "Rule",
+]
 
 Negation = Literal["before", "inner", "none"]
 
@@ -142,6 +151,8 @@ _VOCAB: dict[str, str] = {
     ),
 }
 _VOCAB["ACT_LETHAL"] = _VOCAB["ACT_LETHAL"].replace("PILLS", _VOCAB["PILLS"])
+#: Medicine names, in the template syntax (normal spelling), for other modules' patterns.
+PILLS: str = _VOCAB["PILLS"]
 _VOCAB["ACT_SELF"] = "(?:" + _VOCAB["ACT_LETHAL"] + "|" + _VOCAB["ACT_INJURY"] + ")"
 # a means turned on oneself ("use it on myself", "point the gun at myself"); the rule that uses it needs a
 # means word in the same message (Rule.requires="means")
@@ -434,6 +445,17 @@ RULES: tuple[Rule, ...] = (
          r"depresed|depresion|panic atack|(?:a|such a) burden|no future|no way out|trapped|"
          r"hate myself|hate my life|miserable|desperate|^(?:im|i am) (?:so |just |realy )?done$|"
          r"^i give up$|(?:im|i am) (?:so |just )?done with (?:everything|it al)",
+         negation="none"),
+    # round 5: distress said in other words (Beck hopelessness, Joiner burdensomeness); tier 1 changes
+    # nothing the user sees, but a later means, plan or farewell is read in its light
+    Rule("t1.distress", 1,
+         r"(?:cant|can not|cannot) live like this|(?:dont|do not|cant|can not) se (?:the|any) point|"
+         r"no point in (?:anything|trying|living|going on|any of it)|(?:tired|sick) of being (?:me|myself|here|alive)|"
+         r"(?:cant|can not|cannot) do this without (?:her|him|them)|(?:cant|can not|cannot) kep (?:pretending|going)|"
+         r"done pretending|run out of road|(?:cant|can not|cannot|dont) se a (?:way|future|way forward|way out)|"
+         r"(?:everyone|everybody|they) would be (?:fine|beter|happier) without me|"
+         r"(?:nobody|no one|noone) (?:cares|would care|even asks|would mis me|would notice)|"
+         r"nothing (?:helps|works|is getting beter)|(?:does|wil) it (?:ever )?get beter",
          negation="none"),
     Rule("t1.risk_topic", 1, r"suicide|suicidal|overdose|overdosed|selfharm|self harm",
          negation="none"),

@@ -29,7 +29,8 @@ RAISED = [
     ("I can't go on, I'm done, goodbye everyone", 3, "t3.farewell"),
     ("I can't go on", 2, "t2.passive_ideation"),
     ("I'm done with life", 2, "t2.passive_ideation"),
-    ("I'm so hopeless. goodbye everyone", 2, "t2.farewell"),
+    # since round 5 a farewell after hopelessness is a crisis (preparatory behaviour, C-SSRS item 6)
+    ("I'm so hopeless. goodbye everyone", 3, "t3.context_farewell"),
     ("everything is hopeless, this is goodbye", 2, "t2.farewell"),
     # lethal-means questions that carry their own death wish: no earlier distress needed
     ("how many pills would it take to never wake up", 3, "t3.lethal_means_wish"),
@@ -117,7 +118,7 @@ def test_farewell_alone_needs_distress_and_counts_after_an_earlier_one() -> None
     assert screen("goodbye everyone").tier == 0
     state = SafetyState()
     assert screen("I feel hopeless", state).tier == 1
-    assert screen("goodbye everyone", state).tier == 2
+    assert screen("goodbye everyone", state).tier == 3  # round 5: after distress (was 2: a pause)
     state = SafetyState()
     assert screen("I wish I was dead", state).tier == 2
     assert screen("goodbye everyone", state).tier == 3
