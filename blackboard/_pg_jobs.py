@@ -132,26 +132,35 @@ class TurnJobs(PooledTables):
     # -- front end ---------------------------------------------------------------------------------
     def create(self, job_id: str, user: str, session: str, message: str) -> tuple[Job, bool]:
         """Create the job (state ``queued``) unless ``job_id`` exists; returns ``(job, created)``. A job id
-        already used for another user or session is refused (InvalidValueError)."""
+        already used for another user or session, or for another message, is refused
+        (InvalidValueError): the same id again follows the job it names, so other text would be dropped
+        without a word (the comparison runs in PostgreSQL; neither text is put in the error)."""
         check_job_id(job_id)
         check_part(user, "user")
         check_part(session, "session")
         _check_message(message)
         q = self._q
 
-        def op(conn: Any) -> tuple[Job, bool]:
+        def op(conn: Any) -> tuple[Job, bool, bool]:
             now = time.time()
             made = conn.execute(
                 f"INSERT INTO {q}.turn_jobs (job_id, user_id, session_id, message, created_at, updated_at)"
                 " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (job_id) DO NOTHING RETURNING 1",
                 (job_id, user, session, message, now, now),
             ).fetchone()
-            row = conn.execute(f"SELECT {_COLS} FROM {q}.turn_jobs WHERE job_id = %s", (job_id,)).fetchone()
-            return _job(row), made is not None
+            row = conn.execute(
+                f"SELECT {_COLS}, message = %s FROM {q}.turn_jobs WHERE job_id = %s", (message, job_id)
+            ).fetchone()
+            return (_job(row[:-1]), made is not None, bool(row[-1]))
 
-        job, created = self._call(op)
+        job, created, same = self._call(op)
         if (job.user, job.session) != (user, session):
             raise InvalidValueError(f"job id {job_id} belongs to another user or session: use a new job id")
+        if not same:
+            raise InvalidValueError(
+                f"job id {job_id} was sent with another message: to follow it, send its own message again "
+                "(or give no --job-id to send this one as a new turn)"
+            )
         return job, created
 
     def get(self, job_id: str) -> Job | None:

@@ -61,6 +61,9 @@ def test_stale_epoch_writes_are_refused_and_logged(db: tuple[Leases, TurnJobs]) 
     job, created = jobs.create("j1", "u", "s", "secret message")
     assert created and job.state == "queued"
     assert jobs.create("j1", "u", "s", "secret message")[1] is False, "create-only"
+    with pytest.raises(InvalidValueError, match="another message") as refused:
+        jobs.create("j1", "u", "s", "other text")  # following j1 with other text would drop the text
+    assert "secret" not in str(refused.value) and "other text" not in str(refused.value)
     with pytest.raises(InvalidValueError):
         jobs.create("j1", "u", "other", "x")
     old = leases.acquire("u", "s", "wa")

@@ -69,3 +69,32 @@ def test_a_front_end_stopped_while_following_names_its_job_which_stays_queued(
     assert f"{said}" in flat and f"job {job} is not cancelled" in flat
     assert f"coach run MESSAGE -u u1 -s s1 --broker URL --job-id {job}" in flat
     assert "every agent process stopped" not in flat and "Traceback" not in out
+
+
+def test_following_a_job_with_other_text_is_refused_and_keeps_the_job(tmp_path: Path) -> None:
+    """``--job-id`` of a stored job with another message: before, the front end followed the stored job
+    and the new text was dropped without a word; now it is a clear error (exit 2) and the job is kept."""
+    with fresh_schema("rb") as pg, fresh_prefix("run") as (url, prefix):
+        cfg = tmp_path / "coach.toml"
+        cfg.write_text(
+            f'[data]\ndir = "{tmp_path / "data"}"\nurl = "{pg.url}"\nschema = "{pg.schema}"\n'
+            f'[broker]\nurl = "{url}"\nprefix = "{prefix}"\n'
+        )
+        jobs = TurnJobs(pg.url, schema=pg.schema)
+        try:
+            jobs.create("job-1", "u1", "s1", "the first message")
+            done = subprocess.run(
+                [sys.executable, "-c", "from launcher.cli import app; app()", "run", "quite another message",
+                 "-u", "u1", "-s", "s1", "--job-id", "job-1", "--config", str(cfg)],
+                capture_output=True, text=True, timeout=90,
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "COLUMNS": "400"},
+            )  # fmt: skip
+            rows = jobs.all()
+            kept = jobs.message("job-1")
+        finally:
+            jobs.close()
+    flat = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 2, flat
+    assert "job id job-1 was sent with another message" in flat and "Traceback" not in flat
+    assert "quite another message" not in flat and "the first message" not in flat  # no user text
+    assert [r.job_id for r in rows] == ["job-1"] and kept == "the first message"
