@@ -8,6 +8,7 @@ default isolation).
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
@@ -56,10 +57,35 @@ def describe(url: str) -> str:
     return f"{host}:{info.get('port') or 5432}/{info.get('dbname') or info.get('user') or ''}"
 
 
+_NO_DATABASE = re.compile(r'database "([^"]+)" does not exist')
+_LOGIN_REFUSED = re.compile(
+    r'password authentication failed|role "[^"]+" does not exist|no password supplied'
+)
+
+
 def unreachable(url: str, exc: BaseException) -> StoreUnavailableError:
     """The error for a server that refused or never answered: names host, port and database, and how to
-    start PostgreSQL on this machine. Retryable (the server may come up)."""
+    start PostgreSQL on this machine. Retryable (the server may come up). A server that answered but has
+    no such database (``database_missing``) or refused the login (``login_refused``) is told apart, with
+    its own fix, and is not retryable: starting the server would not help."""
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    missing = _NO_DATABASE.search(first)
+    if missing:
+        name = missing.group(1)
+        return StoreUnavailableError(
+            f"PostgreSQL at {describe(url)} is running but has no database {name!r}. Fix: create it "
+            f"(createdb {name}, or CREATE DATABASE {name}), or name an existing one in [data] url / "
+            "COACH_DATABASE_URL",
+            code="database_missing",
+            retryable=False,
+        )
+    if _LOGIN_REFUSED.search(first):
+        return StoreUnavailableError(
+            f"PostgreSQL at {describe(url)} refused the login ({first}). Fix: correct the user or password in "
+            "[data] url / COACH_DATABASE_URL (or the server's pg_hba.conf)",
+            code="login_refused",
+            retryable=False,
+        )
     return StoreUnavailableError(
         f"cannot reach PostgreSQL at {describe(url)} ({first}). Fix: start it ({START_HINT}), or correct "
         "[data] url / COACH_DATABASE_URL; unset both to use the SQLite blackboard instead",

@@ -124,6 +124,31 @@ def test_an_unreachable_server_names_host_port_and_how_to_start_it(free_port: in
     assert f"127.0.0.1:{free_port}" in msg and "pg_ctlcluster" in msg and "COACH_DATABASE_URL" in msg
 
 
+def _with(url: str, **parts: str) -> str:
+    """``url`` (postgresql://user@host:port/db) with another user or database."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    u = urlsplit(url)
+    netloc = f"{parts.get('user', u.username)}@{u.hostname}:{u.port or 5432}"
+    return urlunsplit((u.scheme, netloc, "/" + parts.get("db", u.path.lstrip("/")), u.query, ""))
+
+
+def test_a_missing_database_says_create_it_not_start_it(pg_target: Any) -> None:
+    url = _with(pg_target.url, db="coachboard_no_such_db")
+    with pytest.raises(StoreUnavailableError) as info:
+        PostgresStore(url)
+    msg = str(info.value)
+    assert info.value.code == "database_missing" and not info.value.retryable
+    assert "createdb coachboard_no_such_db" in msg and "start it" not in msg
+
+
+def test_a_refused_login_names_the_fix(pg_target: Any) -> None:
+    url = _with(pg_target.url, user="coachboard_no_such_role")
+    with pytest.raises(StoreUnavailableError) as info:
+        PostgresStore(url)
+    assert info.value.code == "login_refused" and "user or password" in str(info.value)
+
+
 @pytest.mark.parametrize("url", ["sqlite:///x", "http://127.0.0.1:5432/test", ""])
 def test_a_url_that_is_not_postgresql_is_refused(url: str) -> None:
     with pytest.raises(InvalidValueError, match="not a PostgreSQL URL"):
