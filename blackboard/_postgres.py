@@ -47,7 +47,8 @@ class PostgresStore(PooledTables):
 
     Raises:
         StoreUnavailableError: ``database_unreachable`` (host, port and how to start PostgreSQL in the
-            message), ``schema_too_new`` (written by a newer coachboard), ``schema_outdated``
+            message), ``database_missing`` (the server has no such database: create it),
+            ``login_refused`` (wrong user or password), ``schema_too_new`` (written by a newer coachboard), ``schema_outdated``
             (``upgrade=False`` and migrations are missing).
         InvalidValueError: not a PostgreSQL URL, or a bad schema name.
 
