@@ -32,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
@@ -85,11 +85,12 @@ class _Changes(BaseModel):
 
 
 class TurnTable:
-    """Thread-safe map (user, session) -> (open turn, armed agents); see the module docstring."""
+    """Thread-safe map (user, session) -> (open turn, armed agents, counted: an agent armed twice is
+    disarmed by the second disarm); see the module docstring."""
 
     def __init__(self, max_sessions: int = MAX_SESSIONS) -> None:
         self._lock = threading.Lock()
-        self._open: OrderedDict[tuple[str, str], tuple[str, set[str]]] = OrderedDict()
+        self._open: OrderedDict[tuple[str, str], tuple[str, Counter[str]]] = OrderedDict()
         self._max = max_sessions
 
     def apply(self, change: TurnChange) -> None:
@@ -99,15 +100,17 @@ class TurnTable:
             cur = self._open.get(key)
             if change.op == "open":
                 self._open.pop(key, None)
-                self._open[key] = (change.turn, agents)
+                self._open[key] = (change.turn, Counter(agents))
                 while len(self._open) > self._max:
                     self._open.popitem(last=False)
             elif cur is None or cur[0] != change.turn:
                 return
-            elif change.op == "arm":
+            elif change.op == "arm":  # counted, as the supervisor's directory counts them
                 cur[1].update(agents)
             elif change.op == "disarm":
-                cur[1].difference_update(agents)
+                cur[1].subtract(agents)
+                for a in [a for a, n in cur[1].items() if n <= 0]:
+                    del cur[1][a]
             else:
                 del self._open[key]
 
@@ -115,7 +118,7 @@ class TurnTable:
         """The open turn of an armed ``agent`` of this session, else None."""
         with self._lock:
             cur = self._open.get((user, session))
-            return cur[0] if cur is not None and agent in cur[1] else None
+            return cur[0] if cur is not None and cur[1][agent] > 0 else None
 
 
 async def turns_route(request: Request) -> Response:

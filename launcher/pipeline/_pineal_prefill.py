@@ -25,7 +25,9 @@ nothing is sent upstream.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import partial
 from typing import Any
 
 import anyio
@@ -53,11 +55,13 @@ async def prefill_pineal(
     waited_for: Sequence[str],
     specialists: Sequence[str],
     at_model: Collection[str] = (),
+    armed: Callable[[], AbstractAsyncContextManager[None]] | None = None,
 ) -> bool:
     """Wait until every agent of ``waited_for`` is writing at the model (named in ``at_model``, a live
     set: ``ReplyTaps.watch``), has its first token or has ended, then have ``runner`` send Pineal's
     shared context (``runner.prefill``: ``launcher.runner._warm_prefill.send_context``; a runner without
-    it sends nothing). Returns whether it was sent."""
+    it sends nothing), inside ``armed()`` when given (Pineal armed in the turn directory, so the proxy
+    meters the prefill under its turn). Returns whether it was sent."""
     send = getattr(runner, "prefill", None)
     if send is None or not shared:
         return False
@@ -66,7 +70,22 @@ async def prefill_pineal(
         await anyio.sleep(POLL_S)
     if not any(statuses[n].status in _LIVE for n in specialists if n in statuses):
         return False
-    return bool(await send(invocation, prefill_text(shared)))
+    if armed is None:
+        return bool(await send(invocation, prefill_text(shared)))
+    async with armed():
+        return bool(await send(invocation, prefill_text(shared)))
+
+
+@asynccontextmanager
+async def _armed(turn: Any, agent: str) -> AsyncIterator[None]:
+    """``agent`` armed in ``turn``'s directory (and an external proxy told) for the block: its prefill is
+    a request of this turn. Arming counts, so Pineal's own run arming it meanwhile keeps it armed."""
+    turn.directory.arm(turn.user, turn.session, turn.turn, agent)
+    try:
+        await turn.directory.synced()
+        yield
+    finally:
+        turn.directory.disarm(turn.user, turn.session, turn.turn, agent)
 
 
 def _before_first_token(statuses: Mapping[str, Any], names: Sequence[str]) -> bool:
@@ -110,6 +129,7 @@ async def prestart_synthesis(turn: Any) -> None:
                     turn.launch,
                     agents_at(Stage.SPECIALIST),
                     at_model,
+                    armed=partial(_armed, turn, synthesis),
                 )
     finally:
         taps.unwatch(turn.user, turn.session, turn.turn)

@@ -20,6 +20,7 @@ A proxy in another process (``coach serve``) cannot read the directory: a :class
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
@@ -40,11 +41,12 @@ class TurnListener(Protocol):
 
 
 class TurnDirectory:
-    """Thread-safe map (user, session) -> (open turn, armed agents)."""
+    """Thread-safe map (user, session) -> (open turn, armed agents). Arming counts: an agent armed twice
+    (Pineal for its prefill, then for its run, which may overlap) stays armed until disarmed twice."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._open: dict[tuple[str, str], tuple[str, set[str]]] = {}
+        self._open: dict[tuple[str, str], tuple[str, Counter[str]]] = {}
         self._listeners: list[TurnListener] = []
 
     def add_listener(self, listener: TurnListener) -> None:
@@ -65,23 +67,26 @@ class TurnDirectory:
     def open(self, user: str, session: str, turn: str, agents: Iterable[str] = ()) -> None:
         """Mark ``turn`` as the session's open turn (replacing any earlier one) and arm ``agents``."""
         with self._lock:
-            self._open[(user, session)] = (turn, set(agents))
-            self._tell("open", user, session, turn, self._open[(user, session)][1])
+            armed = Counter(set(agents))
+            self._open[(user, session)] = (turn, armed)
+            self._tell("open", user, session, turn, sorted(armed))
 
     def arm(self, user: str, session: str, turn: str, agent: str) -> None:
         """Allow ``agent`` to act in ``turn`` (no-op when that turn is no longer open)."""
         with self._lock:
             cur = self._open.get((user, session))
             if cur is not None and cur[0] == turn:
-                cur[1].add(agent)
+                cur[1][agent] += 1
                 self._tell("arm", user, session, turn, (agent,))
 
     def disarm(self, user: str, session: str, turn: str, agent: str) -> None:
         """Stop ``agent`` acting in ``turn``."""
         with self._lock:
             cur = self._open.get((user, session))
-            if cur is not None and cur[0] == turn:
-                cur[1].discard(agent)
+            if cur is not None and cur[0] == turn and cur[1][agent] > 0:
+                cur[1][agent] -= 1
+                if cur[1][agent] == 0:
+                    del cur[1][agent]
                 self._tell("disarm", user, session, turn, (agent,))
 
     def close(self, user: str, session: str, turn: str) -> None:
@@ -96,7 +101,7 @@ class TurnDirectory:
         """The open turn for an armed ``agent`` of this session, else None."""
         with self._lock:
             cur = self._open.get((user, session))
-            if cur is None or agent is None or agent not in cur[1]:
+            if cur is None or agent is None or cur[1][agent] <= 0:
                 return None
             return cur[0]
 

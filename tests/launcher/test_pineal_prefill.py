@@ -140,3 +140,49 @@ def test_the_taps_record_which_agents_of_a_watched_turn_write_at_the_model() -> 
     taps.unwatch("u1", "s1", "t000001")
     taps.observe(SimpleNamespace(user="u1", session="s1", turn="t000001", agent="stability"))
     assert seen == {"shadow"} and taps.watch("u1", "s1", "t000001") == set()
+
+
+async def test_pineal_is_armed_in_the_turn_while_its_prefill_is_sent(board: Blackboard) -> None:
+    """The proxy meters a warm process's request under the turn its agent is armed in; Pineal's prefill
+    went out unarmed, so under load (the prefill sent while the specialists still ran) it was metered
+    with no turn. It is armed for the send now, and the arming counts, so an overlap with its own run
+    cannot disarm that run."""
+    runner = FakeRunner(board)
+    slow_specialists(runner, 0.3)
+    sup = Supervisor(board, runner, lambda: specs(), screen=fake_screen)
+    seen: list[str | None] = []
+
+    async def prefill(inv: Any, text: str) -> bool:
+        seen.append(sup.directory.turn_for(inv.user, inv.session, "pineal"))
+        return True
+
+    runner.prefill = prefill  # type: ignore[attr-defined]
+    await sup.run_turn("u1", "s1", "I keep skipping my runs.")
+    assert seen == ["t000001"]
+    assert sup.directory.turn_for("u1", "s1", "pineal") is None  # disarmed after the turn
+
+
+def test_arming_counts_in_the_directory_and_the_proxys_table() -> None:
+    from launcher.pipeline._turn_scope import TurnDirectory
+    from proxy._turns import TurnChange, TurnTable
+
+    d, table = TurnDirectory(), TurnTable()
+
+    class Mirror:
+        def changed(self, op: str, user: str, session: str, turn: str, agents: tuple[str, ...]) -> None:
+            table.apply(TurnChange(op=op, user=user, session=session, turn=turn, agents=list(agents)))
+
+        async def synced(self) -> None:
+            return None
+
+    d.add_listener(Mirror())
+    d.open("u", "s", "t1")
+    d.arm("u", "s", "t1", "pineal")  # the prefill
+    d.arm("u", "s", "t1", "pineal")  # its own run, overlapping
+    d.disarm("u", "s", "t1", "pineal")  # the prefill ends
+    assert d.turn_for("u", "s", "pineal") == "t1" and table.turn_for("u", "s", "pineal") == "t1"
+    d.disarm("u", "s", "t1", "pineal")
+    d.disarm("u", "s", "t1", "pineal")  # one too many: no effect, and nothing told
+    assert d.turn_for("u", "s", "pineal") is None and table.turn_for("u", "s", "pineal") is None
+    d.arm("u", "s", "t1", "pineal")
+    assert d.turn_for("u", "s", "pineal") == "t1" and table.turn_for("u", "s", "pineal") == "t1"
