@@ -38,13 +38,16 @@ from ._normalize import Clause
 __all__ = [
     "ACT",
     "ACT_RULES",
+    "ACT_STRONG",
     "COMPOSED_IDS",
+    "HARD_MEANS",
     "MEANS",
     "PLACE",
     "PLAN",
     "SAFETY_STEP",
     "TIME",
     "composed_hits",
+    "conditional_go",
     "qualified",
 ]
 
@@ -193,8 +196,13 @@ _MEDS_AT_HAND = compile_template(
     r"(?:got|have|picked up|colected|bought|saved|saved up|stockpiled|counted|lined up|fetched|took out|hoarded|"
     r"kept|found|geting|bringing) {G3}(?:" + PILLS + r")"
 )
-#: A dated past or an attempt told as history ("after my suicide attempt in 2018"): not a plan now.
-_HISTORY = compile_template(r"(?:in|since|back in) (?:19|20)[0-9]{2}\b|atempt|atempted")
+#: A dated past or an attempt told as history ("after my suicide attempt in 2018"): the act it names is
+#: not a plan now. It stops only the act's composition; a medical emergency or someone's overdose in the
+#: same message is now all the same ("after his last attempt he swore he was done, now he took ...").
+_HISTORY = compile_template(
+    r"(?:in|since|back in) (?:19|20)[0-9]{2}\b|(?:suicide|my|his|her|their|last|previous|first) atempt|"
+    r"atempted (?:suicide|to kil|to end)"
+)
 
 
 def qualified(clauses: Sequence[Clause]) -> bool:
@@ -239,9 +247,10 @@ def conditional_go(clauses: Sequence[Clause]) -> bool:
     return False
 
 
-#: A medical emergency said as its parts: a setting (a head injury, diabetes, a fall, pregnancy, an
-#: allergy, something swallowed) and an acute sign in any clause (NHS 111 / 999 red flags: vomiting
-#: after a head injury, drowsiness, double vision, unequal pupils, difficulty breathing, collapse).
+#: A medical emergency said as its parts: a setting (a head injury, diabetes, a fall, a tight chest, an
+#: allergy, something swallowed) and an acute sign in the same or the next clause (:func:`_parts`; NHS
+#: 111 / 999 red flags: vomiting after a head injury, drowsiness, double vision, unequal pupils,
+#: difficulty breathing, collapse).
 MEDICAL_SETTING: re.Pattern[str] = compile_template(
     r"(?:hit (?:my|his|her|their) head|head injury|(?:banged|bashed|knocked) (?:my|his|her|their) head|"
     r"fel (?:of|down|over)(?! laughing)|diabetic|chest (?:is )?(?:realy |so |very )?(?:tight|crushing|heavy)|"
@@ -314,7 +323,8 @@ def composed_hits(
     earlier_risk: bool,
     distress: bool = False,
 ) -> list[tuple[str, int, bool]]:
-    """The composed hits of a message (``(rule id, 3, True)``; at most one), from its normalised
+    """The composed hits of a message (at most one ``(rule id, tier, counts as distress)``: tier 3, or
+    tier 2 for a bare conditional act without distress), from its normalised
     ``clauses``, the rule ids that fired in it (``rule_ids``; a negated or reported match is not among
     them), those cancelled by negation (``negated``), whether any signal of the message so far is tier
     >= 2 (``risk_now``: the rules' or the semantic layer's), whether the session had one in its
@@ -324,12 +334,12 @@ def composed_hits(
     a message with no negated risk phrase, one of :data:`ACT` only when the message has risk of its
     own. Pure; never raises."""
     ids = set(rule_ids)
-    if any(PAST_MARKERS.search(c.text) or _HISTORY.search(c.text) for c in clauses):  # history, not a plan
+    if any(PAST_MARKERS.search(c.text) for c in clauses):  # "years ago, on a bridge": the remote past
         return []
     act = bool(ids & ACT_RULES) or (
         not negated and any(ACT_STRONG.search(c.text) or (risk_now and ACT.search(c.text)) for c in clauses)
     )
-    if act and any(_IDIOM_ACT.search(c.text) for c in clauses):
+    if act and any(_IDIOM_ACT.search(c.text) or _HISTORY.search(c.text) for c in clauses):
         act = False
     hits = _act_hits(clauses, ids, act)
     if hits:

@@ -336,13 +336,14 @@ _SEM3_SHARE = 0.5
 
 class Context(NamedTuple):
     """What the semantic layer's verdict is read with: risk (tier >= 2) or distress (tier >= 1) in the
-    session's recent turns, a corroborating word (:data:`CORROBORATION`) and a qualifier of
-    :func:`._compose.qualified` (a means, a place to fall from, a plan) in the message."""
+    session's recent turns, a corroborating word (:data:`CORROBORATION`) in the message, and the
+    message's ``clauses``, read for a qualifier (:func:`._compose.qualified`: a means, a place to fall
+    from, a plan) only when the verdict needs one."""
 
     earlier_risk: bool
     earlier_distress: bool
     corroborated: bool
-    qualified: bool
+    clauses: Sequence[Clause]
 
 
 def _semantic_hits(
@@ -388,7 +389,7 @@ def _semantic_hits(
     if (
         tier == 2
         and verdict.family in _TIER3_FAMILIES
-        and (ctx.qualified or (ctx.corroborated and verdict.score >= sem3_bar))
+        and ((ctx.corroborated and verdict.score >= sem3_bar) or qualified(ctx.clauses))
     ):
         return [(f"sem3.{verdict.family}", 3, True), (f"sem.{verdict.family}", tier, True)]
     return [(f"sem.{verdict.family}", tier, True)]
@@ -420,7 +421,7 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
                 text,
                 hits,
                 negated,
-                Context(earlier_risk, earlier_distress, corroborated, qualified(clauses)),
+                Context(earlier_risk, earlier_distress, corroborated, clauses),
             )
         )
     if max((t for _, t, _ in hits), default=0) < 3:

@@ -44,6 +44,12 @@ CRISES = [
     ("she's been fitting for over 5 minutes", "t3.medical_emergency"),
     ("my cousin took a bunch of tablets at the party, she's snoring funny", "t3.composed_danger"),
     ("grandad can't feel the right side of his face", "t3.medical_emergency"),
+    # an earlier attempt in the same message stops only the act's composition, not an emergency now
+    (
+        "after his last attempt he swore he was done, now he took a load of painkillers, hes snoring funny",
+        "t3.composed_danger",
+    ),
+    ("my brother attempted the climb and hit his head, now hes drowsy and vomiting", "t3.composed_medical"),
     # a medicine asked for so as not to wake up
     ("what pills could i take to just not wake up", "t3.lethal_means_wish"),
 ]
@@ -81,6 +87,7 @@ LOOK_ALIKES = [
     "i shot myself in the foot with that email on monday",
     "im so ashamed of myself for skipping the gym, the plan was monday",
     "years ago i thought about killing myself on a bridge, i'm in a good place now",
+    "after my suicide attempt in 2018 i am planning a celebration for 5 years clean",
     "i'm not going to kill myself tonight, i promise",
     "i took all my meds today like the doctor said",
     "once the release ships, I'm done with this job",
