@@ -80,9 +80,27 @@ ACT_STRONG: re.Pattern[str] = compile_template(
     r"(?:i|im|i am|il|i wil) {G1}(?:check|checking) out for (?:god|real)(?! (?:from|of|at) )|"
     r"(?:i|im|il|i wil) (?:be )?gone for god|(?:i|il|i wil) (?:wont|not) exist|"
     r"suicide (?:on|this|tonight|tonite|today|tomorow|at)\b|"
-    r"jump(?:ing)? (?:of|from) (?:the )?(?:top of the )?(?:multistorey|multistory|car park|carpark|parking garage|"
-    r"bridge|overpas|rof|roftop|tower|tower block|balcony|[0-9]+(?:st|nd|rd|th) flor)"
-    r"(?! in(?:to)? the (?:river|water|lake|sea|pool|canal))"
+    r"jump(?:ing)? (?:of|from) (?:the )?(?:top of the )?(?:\w+ )?(?:multistorey|multistory|multi storey|car park|carpark|"
+    r"parking garage|bridge|overpas|rof|roftop|tower|tower block|balcony|[0-9]+(?:st|nd|rd|th) flor|terace|deck|"
+    r"viaduct|stairwel|window|building|clif|lokout|headland|dam|flats|block)"
+    r"(?! in(?:to)? the (?:river|water|lake|sea|pool|canal))|"
+    # round 6: the act said as its motion, a method pictured ("walk into the loch", "step off", "not
+    # brake on the last bend", "go under and stay under")
+    r"(?:walk|walking|wade|wading) (?:out )?into the (?:sea|loch|lake|river|water|ocean|canal|waves)"
+    r"(?! (?:for|to cool|with the kids|with the dog|for a))|"
+    r"(?:step|steping|walk|walking) (?:of|of the edge|over the edge|of the end|of the clif|of the ledge)$|"
+    r"(?:step|steping|walk|walking) of (?:the )?(?:edge|end|clif|ledge|rof|pier|bridge|platform)(?! of (?:the )?(?:stage|bus|plane))|"
+    r"(?:drive|driving|ride|riding|steer|steering|crash|crashing) {G4}(?:of|into|over) (?:the |a |that )?"
+    r"(?:edge|clif|end of the|wal|tre|big tre|oak|bridge|river|pier|ramp|lorry|truck) {G4}(?:on purpose|at ful sped|"
+    r"ful sped|and not|deliberately)|"
+    r"(?:not|never|just not|stop) (?:turning the wheel|braking|brake|turn the wheel)|"
+    r"go(?:ing)? under and (?:stay|staying|not come|not coming|never come) (?:under|up|back)|"
+    r"swim(?:ing)? out {G3}(?:until|til|till) (?:i|im) (?:cant|cannot|wont)|"
+    r"(?:and|then|to) (?:jump|jumping|step of|steping of)$|"
+    r"take my leave of (?:this )?(?:life|world|earth)|stop existing|"
+    r"take myself out (?:of the picture )?(?:for god|permanently)|put myself out of (?:my )?misery|"
+    r"(?:my )?last (?:night|day|wek) (?:on earth|alive|on this planet|of my life)|"
+    r"(?:going to|gona|wil|il|want to|about to) (?:comit )?suicide"
 )
 #: Act phrases that say it only in a message with risk of its own ("end it", "suicide" as a topic).
 ACT: re.Pattern[str] = compile_template(
@@ -108,11 +126,14 @@ HARD_MEANS: re.Pattern[str] = compile_template(
 PLACE: re.Pattern[str] = compile_template(
     r"(?:bridge|rof|roftop|terace|tracks|railway|train line|car park|carpark|multistorey|multistory|"
     r"parking garage|clif|clifs|quary|lake|river|the sea|ocean|edge|ledge|gorge|lokout|the woods|forest|"
-    r"garage|balcony|top flor|[0-9]+(?:st|nd|rd|th) flor|tower|dam|pier|overpas|motorway|highway)"
+    r"garage|garag|balcony|top flor|[0-9]+(?:st|nd|rd|th) flor|tower|dam|pier|overpas|motorway|highway|"
+    r"stairwel|banister|the shed|loft|atic|deck|headland|viaduct|reservoir|loch|boat ramp|multi storey|"
+    r"fire escape|railway crosing|level crosing|the tre|oak tre)"
 )
 #: A plan or a decision.
 PLAN: re.Pattern[str] = compile_template(
-    r"(?:plan|plans|planed|planing|decided|decision|made up my mind|mind is made up|sorted|worked (?:it )?out|"
+    r"(?:plan|plans|planed|planing|decided|decision|made up my mind|made my mind up|mind is made up|sorted|"
+    r"worked (?:it )?out|arranged|maped (?:it )?out|got it al|al worked out|worked it al out|schedule|"
     r"figured (?:it )?out|thought it through|picked (?:the|a|my) (?:spot|place|day|date|time|way)|"
     r"chosen (?:the|a|my)|the way|thats how|that is how|how im going to|how i wil|"
     r"writen the note|wrote the note|the note)"
@@ -187,8 +208,13 @@ def _first(clauses: Sequence[Clause], *patterns: tuple[str, re.Pattern[str]]) ->
 #: with nothing.
 _IDIOM_ACT = compile_template(
     r"(?:kil|kiling|drown|drowning|poison|poisoning|shot|shoting|hang|hanging|work|working|run|runing|"
-    r"push|pushing|stres|stresing) (?:myself|my self) (?:for|over|with|in|at|on|trying|working|studying|laughing|"
+    r"push|pushing|stres|stresing) (?:myself|my self) (?:for|over|trying|working|studying|laughing|"
+    r"with (?:work|overtime|revision|studying|exercise|cofee|junk|sugar)|at (?:work|the gym|the ofice)|"
     r"to (?:get|finish|make|pay|pas|meet))\b|"
+    r"(?:drown|drowning|work|working|run|runing|push|pushing|stres|stresing) (?:myself|my self) (?:in|on|with)\b|"
+    r"(?:id|i would|would|wil happily|id happily) (?:rather |happily |gladly )?(?:jump|walk|step)\b|"
+    r"(?:can|go|could) (?:go )?(?:jump|walk) (?:of|into)\b|jump(?:ing)? of (?:a|the) \w+ for (?:a|my|the|you|him|her|\w+s)\b|"
+    r"\brather\b.*\bthan\b|\bif i (?:hear|se|get|have to|do) .*\b(?:again|more|one more)\b|"
     r"end(?:ing)? (?:it al|things|everything) (?:on a|with a|with the|for the|at the)\b"
 )
 #: Medicine said as a means at hand (not "my dog needs his tablets at 8am").

@@ -74,9 +74,35 @@ SLANG: dict[str, str] = {
     "suicde": "suicide",
     "sucide": "suicide",
     "suiside": "suicide",
-    "sewer slide": "suicide",
     "unalived": "kiled",
+    # round 6: key words cut below the edit-distance step's five letters, and dialect forms
+    "hng": "hang",
+    "hngin": "hanging",
+    "kyl": "kil",
+    "kyld": "kiled",
+    "masel": "myself",
+    "maself": "myself",
+    "miself": "myself",
+    "mysef": "myself",
+    "mysel": "myself",
+    "fina": "going to",
+    "gonae": "going to",
+    "gonane": "going to",
+    "dae": "do",
+    "selfdelete": "kil myself",
+    "tkn": "taken",
+    "atak": "atack",
+    "hart": "heart",
 }
+
+#: Two-word slang mapped to its plain form after the tokens are made (collapsed spelling): "self
+#: delete" -> "kil myself" (the one-token forms are in :data:`SLANG`).
+PHRASE_SLANG: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("self", "delete"), ("kil", "myself")),
+    (("self", "deleting"), ("kiling", "myself")),
+    (("sewer", "slide"), ("suicide",)),
+    (("un", "alive"), ("kil",)),
+)
 
 #: Key tokens that tolerate small edit distance (collapsed spelling).
 FUZZY_KEYS: frozenset[str] = frozenset(
@@ -325,6 +351,20 @@ def _resegment(tokens: list[str]) -> list[str]:
     return tokens
 
 
+def _phrase_slang(tokens: list[str]) -> list[str]:
+    """Replace the two-word slang of :data:`PHRASE_SLANG` ("self delete" -> "kil myself")."""
+    for phrase, plain in PHRASE_SLANG:
+        n = len(phrase)
+        i = 0
+        while i + n <= len(tokens):
+            if tuple(tokens[i : i + n]) == phrase:
+                tokens = [*tokens[:i], *plain, *tokens[i + n :]]
+                i += len(plain)
+            else:
+                i += 1
+    return tokens
+
+
 def _tokens(raw_clause: str) -> list[str]:
     out: list[str] = []
     for raw in raw_clause.split():
@@ -366,7 +406,7 @@ def normalize(text: str) -> list[Clause]:
                 toks.extend(expanded.split())
                 continue
             toks.append(_fuzzy(tok, FUZZY_KEYS))
-        toks = _resegment(toks)
+        toks = _phrase_slang(_resegment(toks))
         # "want 2 die": a lone "2" after a verb of intent reads as "to"
         toks = ["to" if t == "2" and i > 0 and toks[i - 1] in _TO_BEFORE else t for i, t in enumerate(toks)]
         if toks:
