@@ -34,6 +34,7 @@ from collections.abc import Sequence
 
 from ._lexicon import PAST_MARKERS, PILLS, compile_template
 from ._normalize import Clause
+from ._parts import ABSENCE, part_hits
 
 __all__ = [
     "ACT",
@@ -100,7 +101,12 @@ ACT_STRONG: re.Pattern[str] = compile_template(
     r"take my leave of (?:this )?(?:life|world|earth)|stop existing|"
     r"take myself out (?:of the picture )?(?:for god|permanently)|put myself out of (?:my )?misery|"
     r"(?:my )?last (?:night|day|wek) (?:on earth|alive|on this planet|of my life)|"
-    r"(?:going to|gona|wil|il|want to|about to) (?:comit )?suicide"
+    r"(?:going to|gona|wil|il|want to|about to) (?:comit )?suicide|"
+    r"(?:take|taking|swalow|swalowing|down|downing) (?:every|al the|al my|the whole lot of|every single) {G2}"
+    r"(?:{PILLS}|tabs)|(?:take|taking) (?:the|my|al the|al my) (?:{PILLS}|tabs) (?:and|with) {G2}(?:wine|rum|vodka|gin|"
+    r"whisky|whiskey|bottle|drink|alcohol|get in the bath|geting in the bath)|"
+    r"drink(?:ing)? (?:the |some |that |a bottle of )?(?:poison|bleach|antifreze|wedkiler|pesticide|weedkila|paraquat)|"
+    r"make it lok like an acident|(?:thats|that is) when (?:im|i am|il|i wil) jump(?:ing)?$"
 )
 #: Act phrases that say it only in a message with risk of its own ("end it", "suicide" as a topic).
 ACT: re.Pattern[str] = compile_template(
@@ -114,13 +120,14 @@ MEANS: re.Pattern[str] = compile_template(
     r"(?:pils|pil|tablets|meds|medication|prescription|sleping pils|painkilers|paracetamol|tylenol|"
     r"insulin|lithium|amitriptyline|zopiclone|antifreze|bleach|pesticide|wedkiler|weed kiler|rat poison|"
     r"poison|sniper|cyanide|charcoal|exhaust|hose|rope|nose|knot|belt|cord|plastic bag|a bag|gun|pistol|"
-    r"rifle|shotgun|bulets|ammo|knife|blade|blades|razor|razors|rocks|stones)"
+    r"rifle|shotgun|bulets|ammo|knife|blade|blades|razor|razors|rocks|stones|live rounds|dog lead|extension cord)"
 )
 #: The means that are not medicine (medicine is talked of every day: "taking my tablets at 9 like the
 #: doctor said"): what makes a tier-3 family of the semantic layer tier 3 (:func:`qualified`).
 HARD_MEANS: re.Pattern[str] = compile_template(
     r"(?:antifreze|bleach|pesticide|wedkiler|weed kiler|rat poison|poison|sniper|cyanide|charcoal|exhaust|"
-    r"hose|rope|nose|knot|plastic bag|gun|pistol|rifle|shotgun|bulets|ammo|blade|blades|razor|razors|helium)"
+    r"hose|rope|nose|knot|plastic bag|gun|pistol|rifle|shotgun|bulets|ammo|blade|blades|razor|razors|helium|"
+    r"belt|dog lead|extension cord|ligature|live rounds|one round|paraquat)"
 )
 #: A place to fall, jump or drown from, or to be alone at.
 PLACE: re.Pattern[str] = compile_template(
@@ -145,7 +152,8 @@ TIME: re.Pattern[str] = compile_template(
     r"on the [0-9]+|[0-9]+ more (?:days|weks|nights|hours)|(?:two|thre|four|five|few) more (?:days|weks|nights)|"
     r"in [0-9]+ (?:days|hours|minutes|mins)|after (?:my|the|results|exams|payday|christmas)|"
     r"once(?! (?:in a while|a (?:wek|day|month|year)|or twice|again|more|before|upon)\b)|birthday|payday|deadline|"
-    r"at midnight|[0-9]+ ?(?:am|pm))"
+    r"at midnight|[0-9]+ ?(?:am|pm)|next month|end of the month|january|february|march|april|june|july|august|"
+    r"september|october|november|december|new years|christmas|easter|hogmanay|diwali|eid|carnival)"
 )
 #: The context rules' narrower vocabularies: after earlier risk a qualifier alone decides, so only its
 #: unambiguous forms count ("the sea" in "plenty of fish in the sea", an office on the 8th floor, a
@@ -162,7 +170,9 @@ STATED_PLAN: re.Pattern[str] = compile_template(
     r"(?:(?:ive|i have|i|its|it is|decision) (?:decided|made)$|made up my mind$|mind is made up|"
     r"thought it (?:al )?through|picked (?:the|a|my) (?:spot|place|day|date|time|way)|"
     r"chosen (?:the|a|my) (?:spot|place|day|date|time|way)|(?:got|have) it (?:al )?planed(?: out)?$|"
-    r"the plan is set|heres what im going to do|i know how im going to do it)"
+    r"the plan is set|heres what im going to do|i know how im going to do it|"
+    r"(?:got|have) the (?:time|day|date|place|spot) sorted|(?:got|have) it (?:al )?maped out|"
+    r"plans simple|plan is simple|ive arranged it|i have arranged it)"
 )
 #: A plan said in passing ("it's sorted", "everything is ready"): a qualifier only after earlier risk.
 CONTEXT_PLAN: re.Pattern[str] = compile_template(
@@ -179,7 +189,7 @@ CONTEXT_FAREWELL: re.Pattern[str] = compile_template(
 #: A bare act word for a time to attach to ("friday. it's happening", "that's when").
 BARE_ACT: re.Pattern[str] = compile_template(
     r"(?:do it|doing it|its happening|it happens|go through with it|thats when|that is when|end it|finish it|"
-    r"be gone|im out)"
+    r"be gone|im out|im done$|thats me (?:done|finished)$)"
 )
 #: A safety step with a means: not a crisis, whatever came before ("gave the pills to my sister").
 SAFETY_STEP: re.Pattern[str] = compile_template(
@@ -191,8 +201,10 @@ SAFETY_STEP: re.Pattern[str] = compile_template(
 
 #: Every rule id this layer reports.
 COMPOSED_IDS: frozenset[str] = frozenset(
-    {f"t3.composed_{k}" for k in ("means", "place", "plan", "time", "medical", "danger")}
-    | {f"t3.context_{k}" for k in ("means", "place", "plan", "farewell", "time", "method")}
+    {f"t3.composed_{k}" for k in ("means", "place", "plan", "time")}
+    | {f"t3.composed_{k}" for k in ("medical", "danger", "overdose", "stockpile", "preparatory")}
+    | {"t2.preparatory_parts"}
+    | {f"t3.context_{k}" for k in ("means", "place", "plan", "farewell", "time", "method", "absence")}
 )
 
 
@@ -238,7 +250,10 @@ def qualified(clauses: Sequence[Clause]) -> bool:
     texts = [c.text for c in clauses]
     if any(SAFETY_STEP.search(t) for t in texts):
         return False
-    return any(HARD_MEANS.search(t) or CONTEXT_PLACE.search(t) or STATED_PLAN.search(t) for t in texts)
+    return any(
+        HARD_MEANS.search(t) or CONTEXT_PLACE.search(t) or STATED_PLAN.search(t) or (TIME.search(t) and BARE_ACT.search(t))
+        for t in texts
+    )
 
 
 def _timed(clauses: Sequence[Clause]) -> bool:
@@ -256,50 +271,28 @@ _CONDITION = compile_template(
 _GO = (
     r"(?:i go|il go|im going|im gone|il be gone|thats it for me|thats me done|im checking out|i check out|"
     r"i go too|im going too|im out|thats the end of me|thats the day i end everything|il go with (?:him|her|them)|"
-    r"im done too|il go too)"
+    r"im done too|il go too|il be going too|im folowing (?:him|her|them))"
 )
+#: Bare acts that are ordinary words too ("once this report is in, I'm done"): a conditional act only
+#: after distress or risk (round 6).
+_GO_WEAK = r"(?:im done|thats me finished|thats me done|im going to go|i wil do it|il do it|i wil do it there)"
 _BARE_GO = compile_template(r"^(?:then |so )?(?:" + _GO + r"|that is when|thats when)$")
 _GO_TAIL = compile_template(_GO + r"$")
+_BARE_GO_WEAK = compile_template(r"^(?:then |so )?" + _GO_WEAK + r"$")
+_GO_TAIL_WEAK = compile_template(_GO_WEAK + r"$")
 
 
-def conditional_go(clauses: Sequence[Clause]) -> bool:
+def conditional_go(clauses: Sequence[Clause], *, weak: bool = False) -> bool:
     """A condition and, in a later clause, a bare act with nothing after it: "when she goes, I go",
-    "once the sale goes through, I'm out" (the issue's family "once X happens, that's when I ...")."""
+    "once the sale goes through, I'm out" (the issue's family "once X happens, that's when I ...").
+    With ``weak``, the bare acts that are ordinary words too ("I'm done", "that's me finished")."""
+    tail, bare = (_GO_TAIL_WEAK, _BARE_GO_WEAK) if weak else (_GO_TAIL, _BARE_GO)
     for i, c in enumerate(clauses):
         if _CONDITION.search(c.text) and (
-            _GO_TAIL.search(c.text) or any(_BARE_GO.search(d.text) for d in clauses[i + 1 :])
+            tail.search(c.text) or any(bare.search(d.text) for d in clauses[i + 1 :])
         ):
             return True
     return False
-
-
-#: A medical emergency said as its parts: a setting (a head injury, diabetes, a fall, a tight chest, an
-#: allergy, something swallowed) and an acute sign in the same or the next clause (:func:`_parts`; NHS
-#: 111 / 999 red flags: vomiting after a head injury, drowsiness, double vision, unequal pupils,
-#: difficulty breathing, collapse).
-MEDICAL_SETTING: re.Pattern[str] = compile_template(
-    r"(?:hit (?:my|his|her|their) head|head injury|(?:banged|bashed|knocked) (?:my|his|her|their) head|"
-    r"fel (?:of|down|over)(?! laughing)|diabetic|chest (?:is )?(?:realy |so |very )?(?:tight|crushing|heavy)|"
-    r"chest pain|type 1|type one|blod sugar|glucose|meter|alergic|peanut|stung|"
-    r"swalowed (?:a |the )?(?:battery|button|magnet|bleach|coin)|asthma|inhaler)"
-)
-ACUTE_SIGN: re.Pattern[str] = compile_template(
-    r"(?:vomiting|throwing up|ben sick (?:twice|again|thre times)|drowsy|talking nonsense|not making sense|"
-    r"seing double|one pupil|cant breathe|cant get (?:a |my )?(?:breath|breth)|cant catch (?:my )?(?:breath|breth)|"
-    r"breathing (?:weird|funy|strange|fast|hard|badly)|lips (?:are |going |turning )?blue|sweling up|swolen up|"
-    r"pased out|pasing out|unconscious|wont wake|cant wake|sluring|(?:reads|showing|shows) (?:hi|lo)$|"
-    r"(?:meter|monitor|reading|sugar|glucose) {G2}says (?:hi|lo)$)"
-)
-#: Someone else in danger now, said as its parts: something taken and a sign that they are not safe.
-TAKEN: re.Pattern[str] = compile_template(
-    r"(?:took|taken|swalowed|drank|drunk|popped|necked) {G4}(?:pils|tablets|xanax|drugs|antifreze|bleach|poison|"
-    r"painkilers|her meds|his meds|their meds|PILLS)|(?:drinking|ben drinking) al night|oded|overdosed"
-)
-DANGER_SIGN: re.Pattern[str] = compile_template(
-    r"(?:wont wake|cant wake|not waking|snoring weird|snoring funy|unresponsive|fiting|not breathing|"
-    r"barely breathing|lips (?:are |going |turning )?blue|foaming at|wont (?:realy )?open (?:her|his|their) eyes|"
-    r"cant open (?:her|his|their) eyes|wont respond|not responding|cold and (?:grey|blue|pale))"
-)
 
 
 #: A means acquired or at hand, said with an acquisition verb: after earlier distress (not only risk)
@@ -324,16 +317,6 @@ METHOD_WEIGHED: re.Pattern[str] = compile_template(
     r"before (?:you|i|someone) (?:die|drown|go under|pas out)|(?:go|goes) under|is fatal|is lethal|would kil)|"
     r"(?:talest|highest) (?:car park|carpark|multistorey|multistory|building|bridge|clif|tower) (?:near|around|in)"
 )
-
-
-def _parts(clauses: Sequence[Clause], first: re.Pattern[str], second: re.Pattern[str]) -> bool:
-    """Both parts in one clause or in two clauses next to each other ("hit my head, now throwing up"):
-    in a long message, words of the two kinds far apart are about different things."""
-    texts = [c.text for c in clauses]
-    for i, t in enumerate(texts):
-        if first.search(t) and any(second.search(u) for u in texts[max(0, i - 1) : i + 2]):
-            return True
-    return False
 
 
 #: A message of at most this many words is "short": a time alone is then the whole message.
@@ -370,14 +353,20 @@ def composed_hits(
     hits = _act_hits(clauses, ids, act)
     if hits:
         return hits
-    if _parts(clauses, MEDICAL_SETTING, ACUTE_SIGN):
-        return [("t3.composed_medical", 3, False)]
-    if _parts(clauses, TAKEN, DANGER_SIGN):
-        return [("t3.composed_danger", 3, False)]
+    parts = part_hits(
+        clauses,
+        distress=distress,
+        earlier_risk=earlier_risk,
+        qualified=_first(clauses, ("plan", PLAN), ("time", TIME), ("place", PLACE)) is not None,
+    )
+    if parts:
+        return parts
     if conditional_go(clauses):
         if distress or earlier_risk or act:
             return [("t3.conditional_timeline", 3, True)]
         return [("t2.timeline_ambiguous", 2, True)]
+    if (distress or earlier_risk) and conditional_go(clauses, weak=True):
+        return [("t3.conditional_timeline", 3, True)]
     if any(SAFETY_STEP.search(c.text) for c in clauses):
         return []
     return _context_hits(clauses, distress=distress, earlier_risk=earlier_risk)
@@ -397,6 +386,8 @@ def _act_hits(clauses: Sequence[Clause], ids: set[str], act: bool) -> list[tuple
         kind = _first(clauses, *kinds)
     elif ids & WISH_RULES:
         kind = _first(clauses, ("means", HARD_MEANS), ("plan", STATED_PLAN))
+    elif _first(clauses, ("plan", STATED_PLAN)) and _first(clauses, ("means", HARD_MEANS)):
+        kind = "plan"  # "plan's simple. out to the back block on sunday, my pistol, one round" (round 6)
     else:
         kind = None
     return [(f"t3.composed_{kind}", 3, True)] if kind else []
@@ -415,6 +406,9 @@ def _context_hits(
             ("farewell", CONTEXT_FAREWELL),
             ("method", METHOD_WEIGHED),
         )
+        if kind is None and _first(clauses, ("plan", CONTEXT_PLAN)):
+            # "i've worked it all out. the pills and the wine, in my tent saturday night" (round 6)
+            kind = "plan" if _first(clauses, ("m", MEANS), ("p", PLACE), ("t", TIME)) else None
         if kind is not None:
             return [(f"t3.context_{kind}", 3, True)]
     if not earlier_risk:
@@ -427,6 +421,7 @@ def _context_hits(
         ("farewell", CONTEXT_FAREWELL),
         ("plan", STATED_PLAN),
         ("plan", CONTEXT_PLAN),
+        ("absence", ABSENCE),
     )
     if kind is None and _timed(clauses):
         kind = "time"

@@ -326,6 +326,17 @@ FAMILY_RULES: tuple[Rule, ...] = (
        r"(?:wil not|wont|not) be in this world|(?:after this|after tonight) (?:i )?(?:wil not|wont) be "
        r"(?:here|around|alive)(?! for)",
        requires="risk", negation="none", distress=False, fallback=("t2.farewell", 2), fallback_requires="distress"),
+    # ---- round 6: intent said in clinical words or as a euphemism of the whole self ("take myself out
+    # of the picture for good", "stop existing on purpose", "tonight is my last night on earth")
+    _r("t3.euphemism_intent", 3,
+       r"formed (?:an |the )?intent(?:ion)? to (?:die|kil|end)|"
+       r"(?:intend|intending|going|plan|planing) to act on (?:my |these |the |them|it)(?:suicidal )?(?:thoughts|urges|plan)?"
+       r"(?! (?:advice|feedback|your|the advice|tips)\b)(?= (?:within|tonight|today|this|in the next|son|now)|$)|"
+       r"(?:going to|gona|wil|il|decided to|about to|ready to|want to) {G1}(?:take myself out (?:of the picture )?"
+       r"(?:for god|permanently)|stop existing|take my leave of (?:this )?(?:life|world)|"
+       r"put myself out of (?:my )?misery|be the one (?:that|who) finishes the job)|"
+       r"(?:tonight|today|this) is my last (?:night|day) (?:on earth|alive|on this planet)",
+       past=_PAST, question=("t2.ambivalent_question", 2)),
     # ---- someone else in danger now (tier 3: imminent harm)
     _r("t3.other_in_danger", 3,
        r"OTHER {G3}(?:wont|wil not|cant|cannot|can not|isnt|is not|doesnt|does not|not) "

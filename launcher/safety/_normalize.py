@@ -127,6 +127,11 @@ FUZZY_KEYS: frozenset[str] = frozenset(
         "abusive",
         "selfharm",
         "depresed",
+        "paracetamol",
+        "tylenol",
+        "ibuprofen",
+        "painkilers",
+        "sertraline",
     }
 )
 
@@ -292,17 +297,15 @@ def _segment(letters: str) -> list[str]:
 def _fuzzy(token: str, keys: Iterable[str]) -> str:
     if len(token) < 5 or token in PROTECTED or not token.isalpha():
         return token
-    best = token
-    best_d = 99
-    for key in keys:
-        if key == token:
-            return token
-        if key[0] != token[0]:
-            continue
-        d = damerau(token, key, 1)
-        if d <= 1 and d < best_d:
-            best, best_d = key, d
-    return best
+    if token in keys:
+        return token
+    # ties ("overdoses" is one edit from "overdose" and from "overdosed") go to a key the token starts
+    # with, then the shorter, then the first in alphabetical order: the same on every run (set order
+    # follows the per-process string hash)
+    close = [key for key in keys if key[0] == token[0] and damerau(token, key, 1) <= 1]
+    if not close:
+        return token
+    return min(close, key=lambda key: (not token.startswith(key), len(key), key))
 
 
 @dataclass(frozen=True)
