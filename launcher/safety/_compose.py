@@ -224,7 +224,7 @@ _IDIOM_ACT = compile_template(
     r"with (?:work|overtime|revision|studying|exercise|cofee|junk|sugar)|at (?:work|the gym|the ofice)|"
     r"to (?:get|finish|make|pay|pas|meet))\b|"
     r"(?:drown|drowning|work|working|run|runing|push|pushing|stres|stresing) (?:myself|my self) (?:in|on|with)\b|"
-    r"(?:id|i would|would|wil happily|id happily) (?:rather |happily |gladly )?(?:jump|walk|step)\b|"
+    r"(?:id|i would|would|i wil|il) (?:rather|happily|gladly|literaly) (?:jump|walk|step)\b|"
     r"(?:can|go|could) (?:go )?(?:jump|walk) (?:of|into)\b|jump(?:ing)? of (?:a|the) \w+ for (?:a|my|the|you|him|her|\w+s)\b|"
     r"\brather\b.*\bthan\b|\bif i (?:hear|se|get|have to|do) .*\b(?:again|more|one more)\b|"
     r"end(?:ing)? (?:it al|things|everything) (?:on a|with a|with the|for the|at the)\b"
@@ -315,7 +315,8 @@ METHOD_WEIGHED: re.Pattern[str] = compile_template(
     r"least painful|most certain|only way)|"
     r"how (?:cold|dep|high|tal|far|long|fast|much|many) {G6}(?:to (?:go under|drown|die|not survive|be fatal|kil)|"
     r"before (?:you|i|someone) (?:die|drown|go under|pas out)|(?:go|goes) under|is fatal|is lethal|would kil)|"
-    r"(?:talest|highest) (?:car park|carpark|multistorey|multistory|building|bridge|clif|tower) (?:near|around|in)"
+    r"(?:talest|highest) (?:car park|carpark|multistorey|multistory|building|bridge|clif|tower) (?:near|around|in)|"
+    r"(?:do you|does|would|how long|how fast|faster|quicker|how quickly) {G4}(?:bled|bleed) out"
 )
 
 

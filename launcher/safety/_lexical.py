@@ -392,7 +392,14 @@ def _semantic_hits(
         and ((ctx.corroborated and verdict.score >= sem3_bar) or qualified(ctx.clauses))
     ):
         return [(f"sem3.{verdict.family}", 3, True), (f"sem.{verdict.family}", tier, True)]
-    return [(f"sem.{verdict.family}", tier, True)]
+    # someone else's emergency is not the user's own risk: it does not arm the context rules for the
+    # user's later turns (round 6: "everybody who uses has some concern of overdosing" then "I got some
+    # of that already from the needle exchange")
+    return [(f"sem.{verdict.family}", tier, verdict.family not in _NOT_OWN_RISK)]
+
+
+#: Semantic families that are someone else's emergency, not the writer's own risk.
+_NOT_OWN_RISK = frozenset({"medical_emergency", "other_in_danger"})
 
 
 def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | None = None) -> ScreenResult:

@@ -458,6 +458,21 @@ RULES: tuple[Rule, ...] = (
          r"(?:nobody|no one|noone) (?:cares|would care|even asks|would mis me|would notice)|"
          r"nothing (?:helps|works|is getting beter)|(?:does|wil) it (?:ever )?get beter",
          negation="none"),
+    # round 6: distress said as not coping, failing, pretending, pain that does not stop, a life over,
+    # being unseen, loss and grief, sleeplessness, voices (tier 1: read as context only)
+    Rule("t1.distress", 1,
+         r"(?:im|i am|not) (?:realy |just )?(?:not )?coping(?! (?:wel|fine|ok|okay|beter|great))|"
+         r"failing (?:him|her|them|everyone|my \w+|at everything) (?:every|al the time|again)|"
+         r"(?:im|i am|fel|feling|feel) (?:like )?(?:such )?a (?:total |complete |useles )?failure|"
+         r"(?:sick|tired) of pretending|pretending to be (?:fine|ok|okay|happy)|"
+         r"the pain (?:doesnt|wont|never|does not) (?:stop|go away|end)|my life is over|"
+         r"(?:cant|can not|cannot|dont) se (?:any|a) (?:future|way forward)|"
+         r"(?:ben|feling|felt|fel) (?:so |realy )?(?:low|down|numb|empty) for (?:ages|weks|months|so long|years)|"
+         r"(?:no one|nobody|noone) {G2}(?:loks at|looks at|talks to|listens to|remembered|notices|noticed) me|"
+         r"(?:no one|nobody|noone) listens|(?:havent|hasnt) slept (?:since|in days|for days)|"
+         r"(?:lost|losing) (?:the farm|the business|everything)|laid me of|"
+         r"the voices (?:are back|tel me|told me|keep|kep)|(?:cant|can not|cannot) do this anymore",
+         negation="none"),
     Rule("t1.risk_topic", 1, r"suicide|suicidal|overdose|overdosed|selfharm|self harm",
          negation="none"),
 )  # fmt: skip

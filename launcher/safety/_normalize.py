@@ -44,6 +44,8 @@ _HAS_LETTER = re.compile(r"[a-z]")
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 _TO_BEFORE = frozenset({"want", "going", "need", "have", "like", "ready", "about", "plan", "tried", "wish"})
 _REPEAT = re.compile(r"([a-z])\1+")
+#: ... and before a verb of the act ("hw mch tylnol 2 die").
+_TO_AFTER = frozenset({"die", "kil", "end", "od", "overdose", "hang", "be"})
 
 #: Slang and euphemisms mapped to their plain form (collapsed spelling). Sources: Crisis Text Line and
 #: Samaritans media guidance on online euphemisms for suicide ("unalive", "sewer slide", "kms", "kys").
@@ -92,6 +94,9 @@ SLANG: dict[str, str] = {
     "selfdelete": "kil myself",
     "tkn": "taken",
     "atak": "atack",
+    "hw": "how",
+    "mch": "much",
+    "mny": "many",
     "hart": "heart",
 }
 
@@ -411,7 +416,13 @@ def normalize(text: str) -> list[Clause]:
             toks.append(_fuzzy(tok, FUZZY_KEYS))
         toks = _phrase_slang(_resegment(toks))
         # "want 2 die": a lone "2" after a verb of intent reads as "to"
-        toks = ["to" if t == "2" and i > 0 and toks[i - 1] in _TO_BEFORE else t for i, t in enumerate(toks)]
+        toks = [
+            "to"
+            if t == "2"
+            and ((i > 0 and toks[i - 1] in _TO_BEFORE) or (i + 1 < len(toks) and toks[i + 1] in _TO_AFTER))
+            else t
+            for i, t in enumerate(toks)
+        ]
         if toks:
             clauses.append(Clause(tuple(toks)))
     return clauses
