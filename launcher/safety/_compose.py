@@ -106,6 +106,7 @@ ACT_STRONG: re.Pattern[str] = compile_template(
     r"(?:{PILLS}|tabs)|(?:take|taking) (?:the|my|al the|al my) (?:{PILLS}|tabs) (?:and|with) {G2}(?:wine|rum|vodka|gin|"
     r"whisky|whiskey|bottle|drink|alcohol|get in the bath|geting in the bath)|"
     r"drink(?:ing)? (?:the |some |that |a bottle of )?(?:poison|bleach|antifreze|wedkiler|pesticide|weedkila|paraquat)|"
+    r"(?:saying|say|said|saying my) (?:godbye|goodbye|godbyes|goodbyes|bye) to (?:the world|this world|life|earth)(?! of)|"
     r"make it lok like an acident|(?:thats|that is) when (?:im|i am|il|i wil) jump(?:ing)?$"
 )
 #: Act phrases that say it only in a message with risk of its own ("end it", "suicide" as a topic).
@@ -191,6 +192,11 @@ BARE_ACT: re.Pattern[str] = compile_template(
     r"(?:do it|doing it|its happening|it happens|go through with it|thats when|that is when|end it|finish it|"
     r"be gone|im out|im done$|thats me (?:done|finished)$)"
 )
+#: An intent said bare as a message's first clause, after earlier risk.
+_BARE_INTENT = compile_template(
+    r"^(?:and |but |so )?(?:yes |yeah )?(?:im|i am|i) (?:realy |actualy |definitely )?(?:going to|gona)(?: do it)?$|"
+    r"^(?:and |but |so )?(?:il do it|im doing it)$"
+)
 #: A safety step with a means: not a crisis, whatever came before ("gave the pills to my sister").
 SAFETY_STEP: re.Pattern[str] = compile_template(
     r"(?:threw|throw|thrown|flushed|flush|got rid of|get rid of|disposed|locked|lock|handed|hand|gave|give|"
@@ -202,7 +208,7 @@ SAFETY_STEP: re.Pattern[str] = compile_template(
 #: Every rule id this layer reports.
 COMPOSED_IDS: frozenset[str] = frozenset(
     {f"t3.composed_{k}" for k in ("means", "place", "plan", "time")}
-    | {f"t3.composed_{k}" for k in ("medical", "danger", "overdose", "stockpile", "preparatory")}
+    | {f"t3.composed_{k}" for k in ("medical", "danger", "overdose", "stockpile", "preparatory", "other")}
     | {"t2.preparatory_parts"}
     | {f"t3.context_{k}" for k in ("means", "place", "plan", "farewell", "time", "method", "absence")}
 )
@@ -354,6 +360,8 @@ def composed_hits(
     hits = _act_hits(clauses, ids, act)
     if hits:
         return hits
+    if "t2.third_party_risk" in ids and _first(clauses, ("time", TIME), ("place", CONTEXT_PLACE), ("means", HARD_MEANS)):
+        return [("t3.composed_other", 3, False)]  # "she'll kill herself on new years eve" (round 6)
     parts = part_hits(
         clauses,
         distress=distress,
@@ -426,4 +434,6 @@ def _context_hits(
     )
     if kind is None and _timed(clauses):
         kind = "time"
+    if kind is None and clauses and _BARE_INTENT.search(clauses[0].text):
+        kind = "plan"  # "i want to die || and i'm going to. i'm just telling you so someone knows"
     return [(f"t3.context_{kind}", 3, True)] if kind else []

@@ -230,6 +230,11 @@ FAMILY_RULES: tuple[Rule, ...] = (
        r"driving into|crashing (?:my car|into)|hanging myself|throwing myself|driving of)"
        r"(?! (?:ship|at the|on the|in the pol|into the pol|back|for joy|the gun|queue|the line|bandwagon)\b)",
        requires="distress", fallback=("t1.method_words", 1), past=_PAST),
+    _r("t3.lethal_means_request", 3,
+       r"(?:quickest|fastest|easiest|best|surest|painles|simplest|most certain) (?:way|method) to "
+       r"(?:kil (?:myself|yourself|oneself|urself)|die|end (?:it al|my life|your life|it)|comit suicide)"
+       r"(?! (?:in|on) (?:minecraft|the game|fortnite|roblox|skyrim|gta|a game|game))",
+       negation="before"),
     _r("t3.method", 3, r"how (?:high|tal|far) {G6}(?:to|would|could|wil) {G1}(?:definitely |surely |actualy |realy )?"
        r"(?:die|kil (?:me|you|someone)|be fatal|be lethal)", negation="none"),
     # ---- act under way, emergencies the first lexicon missed

@@ -410,8 +410,15 @@ RULES: tuple[Rule, ...] = (
          r"{THIRD} {G1}(?:is|s|has ben|sems|sems to be|might be|may be|could be|fels|is feling|"
          r"got|became|is becoming) {G1}(?:suicidal|selfharming|self harming)|"
          r"{THIRD} {G1}(?:is|s|has ben|keps|started|was) {G1}(?:cuting|harming|hurting|burning) {OTHERSELF}|"
-         r"{THIRD} {G1}(?:wants|wanted|wishes) to die",
+         r"{THIRD} {G1}(?:wants|wanted|wishes) to die|"
+         r"(?:shel|theyl|she wil|he wil|they wil) {G1}(?:kil|hang|shot|end|take) (?:herself|himself|themselves)",
          negation="inner"),
+    # round 6: fear of a partner or a parent (abuse disclosed in its mildest words: pause and ask)
+    Rule("t2.abuse_disclosed", 2,
+         r"(?:scared|afraid|terified|frightened|petrified) (?:of|to go home to) (?:my )?(?:husband|wife|partner|"
+         r"boyfriend|girlfriend|dad|father|stepdad|stepfather|mum|mom|mother|ex)"
+         r"(?! (?:finding out|knowing|seing|hearing|reaction|judging|being disapointed|geting|leaving|dying)\b)$",
+         negation="before"),
     Rule("t2.recent_self_harm", 2,
          r"{I} {G2}(?:cut|cuting|burned|burnt|burning|hurt|hurting|harmed|harming|scratched|scratching|"
          r"hit|hiting|punched|starved) (?:myself|my (?:arms|arm|wrists|wrist|legs|thighs|skin))"

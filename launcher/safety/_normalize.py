@@ -95,6 +95,8 @@ SLANG: dict[str, str] = {
     "tkn": "taken",
     "atak": "atack",
     "hw": "how",
+    "urself": "yourself",
+    "wat": "what",
     "mch": "much",
     "mny": "many",
     "hart": "heart",
@@ -137,6 +139,7 @@ FUZZY_KEYS: frozenset[str] = frozenset(
         "ibuprofen",
         "painkilers",
         "sertraline",
+        "seizure",
     }
 )
 

@@ -24,6 +24,11 @@ __all__ = [
     "DOSE_TAKEN",
     "MEDICAL_SETTING",
     "MEDICAL_SIGN",
+    "OTHER_FAREWELL",
+    "OTHER_GONE",
+    "OTHER_MISSING",
+    "OTHER_SIGNAL",
+    "OTHER_TOOK_ALL",
     "PREP_ACT",
     "REHEARSAL",
     "STOCKPILE",
@@ -64,7 +69,8 @@ MEDICAL_SIGN: re.Pattern[str] = compile_template(
     r"(?!.*(?:dentist|anaesthetic|anesthetic|injection|filing|numbing|slept on))|"
     r"words (?:are )?(?:coming|come) out (?:wrong|jumbled|garbled|slured)|"
     r"(?:fit|fiting|seizure|shaking|convulsing) {G3}(?:nah stop|wont stop|not stoping|doesnt stop|isnt stoping)|"
-    r"eyes? {G2}(?:rol|roling|roled) back|"
+    r"eyes? {G2}(?:rol|roling|roled) back|wont stop (?:jerking|shaking|fiting|convulsing|seizing)|"
+    r"(?:im having|having|is having|s having) (?:a )?seizure|"
     r"(?:pressure|pain|tightnes|crushing) {G4}chest {G6}(?:spreading|going|radiating|shooting) {G4}"
     r"(?:arm|shoulder|jaw)|(?:im having|im havin|i am having|is having|s having|hes having|shes having) (?:a )?heart atack"
 )
@@ -77,6 +83,33 @@ DANGER_SIGN: re.Pattern[str] = compile_template(
     r"(?:wont wake|cant wake|not waking|snoring weird|snoring funy|unresponsive|fiting|not breathing|"
     r"barely breathing|lips (?:are |going |turning )?blue|foaming at|wont (?:realy )?open (?:her|his|their) eyes|"
     r"cant open (?:her|his|their) eyes|wont respond|not responding|cold and (?:grey|blue|pale))"
+)
+#: Someone else's overdose said outright ("she's swallowed all her antidepressants"), and someone's
+#: farewell, announced death or dose together with a sign that they are gone ("texted 'thank you for
+#: everything' and he's not in his room", "said he's taking his pills now and went offline").
+OTHER_TOOK_ALL: re.Pattern[str] = compile_template(
+    r"(?:shes|hes|she has|he has|theyve|they have|she|he|they) (?:just )?(?:swalowed|taken|took|downed|necked) "
+    r"(?:al|the rest|a whole|the whole|every|a load|loads) {G2}(?:of )?(?:her|his|their|the|my) {G1}(?:{PILLS}|tabs)"
+)
+OTHER_SIGNAL: re.Pattern[str] = compile_template(
+    r"(?:said|says|saying|texted|texting|messaged|posted|told me|rang me) {G6}(?:taken (?:enough|something)|"
+    r"(?:taking|took) (?:his|her|their) pils|(?:shel|hel|theyl|she wil|he wil|they wil) be dead|"
+    r"was (?:her|his|their) last night)|(?:shes|hes|theyve|she has|he has) taken something"
+)
+OTHER_GONE: re.Pattern[str] = compile_template(
+    r"(?:stoped replying|not replying|not answering|went ofline|gone ofline|phone (?:is )?(?:of|dead)|"
+    r"not in (?:her|his|their) rom|cant reach|cant find (?:her|him|them)|location is at|hung up|switched of|"
+    r"wont pick up|not picking up|dont cal anyone|dont tel anyone)"
+)
+#: A farewell from someone else ("texted 'thank you for everything nan'"): in danger only with a sign
+#: that they are missing, not merely offline.
+OTHER_FAREWELL: re.Pattern[str] = compile_template(
+    r"(?:said|says|texted|messaged|posted|wrote) {G4}(?:thank you for everything|thanks for everything|"
+    r"godbye forever|goodbye forever|love you al|sory for everything)"
+)
+OTHER_MISSING: re.Pattern[str] = compile_template(
+    r"(?:not in (?:her|his|their) rom|cant find (?:her|him|them)|location is at|phone (?:is )?(?:of|dead)|"
+    r"(?:hasnt|hasnt ben|not) (?:come|ben) home|no one knows where (?:she|he|they))"
 )
 #: An overdose said as a dose taken: a count of ten or more, half or most of a container, boxes or
 #: packets, of a medicine (the act under way, tier 3 whatever the mood: a medical emergency).
@@ -128,7 +161,8 @@ PREP_ACT: re.Pattern[str] = compile_template(
     r"(?:found|finding|got) (?:a )?(?:new )?homes? for|rehom(?:ed|ing)|sold the (?:dogs|dog|cat|cats|horse|horses)|"
     r"put {G2}(?:papers|afairs|things|paperwork) in order|(?:set up|seting up) {G2}(?:direct debits|standing orders)|"
     r"writen out instructions|instructions for (?:whoever|who ever)|"
-    r"(?:scheduled|sheduled|scheduling|set) {G3}(?:email|emails|mesage|mesages|text|texts|post|posts) (?:to go|to send|for)|"
+    r"(?:scheduled|sheduled|scheduling) {G3}(?:email|emails|mesage|mesages|text|texts|post|posts)|"
+    r"set {G3}(?:email|emails|mesage|mesages|text|texts|post|posts) (?:to go|to send|for)|"
     r"to open after|(?:sent|sending|texted|text) {G4}(?:godbye|goodbye|gdbye|bye) (?:txts|texts|mesages)|"
     r"(?:wrote|posted|said) my (?:godbye|goodbye|godbyes)|to say (?:godbye|goodbye) (?:properly|to everyone)|"
     + _REHEARSAL
@@ -139,7 +173,7 @@ PREP_ACT: re.Pattern[str] = compile_template(
 )
 #: A future absence said outright: what a preparatory act prepares for.
 ABSENCE: re.Pattern[str] = compile_template(
-    r"(?:wont|wil not|not) be (?:here|around|alive) (?:to|for|after|anymore|when|much longer)|"
+    r"(?:wont|wil not|not) be (?:here|around|alive|there) (?:to|for|after|anymore|when|much longer)|"
     r"when (?:im|i am|mi|me|i) (?:gone|not (?:here|there|around)(?: anymore)?|dead)$|"
     r"when (?:im|i am) not there anymore|after (?:im|i am) gone|"
     r"wont need (?:anything|it|them|any of it) (?:anymore|after|again)|nothing left to sort|"
@@ -179,7 +213,11 @@ def part_hits(
     Pure; never raises."""
     if _any(clauses, MEDICAL_SIGN) or adjacent(clauses, MEDICAL_SETTING, ACUTE_SIGN):
         return [("t3.composed_medical", 3, False)]
-    if adjacent(clauses, TAKEN, DANGER_SIGN):
+    if adjacent(clauses, TAKEN, DANGER_SIGN) or _any(clauses, OTHER_TOOK_ALL) or (
+        _any(clauses, OTHER_SIGNAL) and (_any(clauses, OTHER_GONE) or _any(clauses, DANGER_SIGN))
+    ) or (_any(clauses, OTHER_FAREWELL) and _any(clauses, OTHER_MISSING)) or (
+        sum(len(OTHER_SIGNAL.findall(c.text)) for c in clauses) >= 2
+    ):
         return [("t3.composed_danger", 3, False)]
     if any(
         DOSE_TAKEN.search(c.text) and _DOSE_NEEDS_PILL.search(c.text) and not DOSE_ORDINARY.search(c.text)
