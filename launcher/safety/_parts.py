@@ -94,7 +94,8 @@ OTHER_TOOK_ALL: re.Pattern[str] = compile_template(
 OTHER_SIGNAL: re.Pattern[str] = compile_template(
     r"(?:said|says|saying|texted|texting|messaged|posted|told me|rang me) {G6}(?:taken (?:enough|something)|"
     r"(?:taking|took) (?:his|her|their) pils|(?:shel|hel|theyl|she wil|he wil|they wil) be dead|"
-    r"was (?:her|his|their) last night)|(?:shes|hes|theyve|she has|he has) taken something"
+    r"was (?:her|his|their) last night)|(?:shes|hes|theyve|she has|he has) taken something|"
+    r"(?:shel|theyl|she wil|he wil|they wil) be dead (?:by|before|tonight|tomorow|son)"
 )
 OTHER_GONE: re.Pattern[str] = compile_template(
     r"(?:stoped replying|not replying|not answering|went ofline|gone ofline|phone (?:is )?(?:of|dead)|"
