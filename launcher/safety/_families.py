@@ -239,7 +239,8 @@ FAMILY_RULES: tuple[Rule, ...] = (
        r"(?:die|kil (?:me|you|someone)|be fatal|be lethal)", negation="none"),
     # ---- act under way, emergencies the first lexicon missed
     _r("t3.in_progress", 3,
-       r"(?:^|{I} {G1}|just )(?:took|taken|swalowed|downed) (?:{BIG_QUANTITY}|[1-9][0-9]) {G2}{PILLS}|"
+       r"(?:^|{I} {G1}|just )(?:took|taken|swalowed|downed) (?:{BIG_QUANTITY}|[1-9][0-9]) {G2}{PILLS}"
+       r"(?!.*\b(?:over the (?:last|past)|a day|per day|each day|since|in total|as prescribed)\b)|"
        r"(?:drank|swalowed|drunk|drinking) {G1}(?:bleach|antifreze|drain cleaner|poison|wedkiler|rat poison)|"
        r"(?:on|at) (?:the |a )?ACT_PLACE {G3}(?:climbing|climbed|steping|standing|siting|leaning) "
        r"(?:over|onto|on|out over) (?:the )?(?:railing|rail|edge|ledge|fence|barier|side)|"

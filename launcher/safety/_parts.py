@@ -88,7 +88,7 @@ DANGER_SIGN: re.Pattern[str] = compile_template(
 #: farewell, announced death or dose together with a sign that they are gone ("texted 'thank you for
 #: everything' and he's not in his room", "said he's taking his pills now and went offline").
 OTHER_TOOK_ALL: re.Pattern[str] = compile_template(
-    r"(?:shes|hes|she has|he has|theyve|they have|she|he|they) (?:just )?(?:swalowed|taken|took|downed|necked) "
+    r"(?:shes|hes|she has|he has|theyve|they have|she|he|they|my \w+ has|my \w+) (?:just )?(?:swalowed|taken|took|downed|necked) "
     r"(?:al|the rest|a whole|the whole|every|a load|loads) {G2}(?:of )?(?:her|his|their|the|my) {G1}(?:{PILLS}|tabs)"
 )
 OTHER_SIGNAL: re.Pattern[str] = compile_template(
@@ -229,7 +229,7 @@ def part_hits(
         return [("t3.composed_stockpile", 3, True)]
     if _any(clauses, REHEARSAL) and (distress or earlier_risk or qualified):
         return [("t3.composed_preparatory", 3, True)]
-    preps = sum(1 for c in clauses if PREP_ACT.search(c.text))
+    preps = sum(len(PREP_ACT.findall(c.text)) for c in clauses)
     if not preps:
         return []
     absent = _any(clauses, ABSENCE)
@@ -238,5 +238,5 @@ def part_hits(
     if absent or earlier_risk or (preps >= 2 and distress):
         return [("t3.composed_preparatory", 3, True)]
     if preps >= 2 or distress:
-        return [("t2.preparatory_parts", 2, True)]
+        return [("t2.preparatory_parts", 2, False)]  # not risk of its own: it must not arm t3.preparatory
     return []

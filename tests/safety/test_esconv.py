@@ -20,8 +20,6 @@ ESCONV = REPO.parent / "shared" / "data" / "esconv" / "ESConv-test.jsonl"
 
 # (dialog line index, turn index) -> verdict of the hand review ("real": a crisis statement)
 REVIEWED_TIER3 = {
-    (0, 10): "false: 'i have no car to escape it' (going home to a father they fell out with) after a turn "
-    "the semantic layer read as abuse, taken as a plan in that context (round 4, the fine-tuned layer)",
     (127, 7): "real: states a wish to jump over a bridge (intent with a means)",
     (
         127,
@@ -29,7 +27,14 @@ REVIEWED_TIER3 = {
     ): "false: 'why end so abruptly' (about the break-up), the next user turns after the real crisis of 127:7, "
     "inside its post-crisis window, where the semantic layer's tier-2 reading counts as tier 3 (round 5's "
     "head); the message alone is not a crisis",
+    (
+        127,
+        16,
+    ): "false: 'she just said it's over! over the damn phone' (the break-up), two turns after the real "
+    "crisis of 127:7, read by round 6's head as an act under way in that context; the message alone is not "
+    "a crisis",
 }
+# Round 6's head no longer puts (0, 10) ("i have no car to escape it", round 4) at tier 3.
 # Round 3 also had (168, 39) (false: 'what if it doesn't pass?' read as a timeline) and (183, 34-36)
 # (passive wishes to die in one's sleep, tier 3 only through the post-crisis window); round 4's head
 # puts 168:39 below tier 2 and 183:33-36 at tier 2 (passive ideation: coaching pauses, the user is asked).

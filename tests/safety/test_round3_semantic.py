@@ -69,7 +69,8 @@ def test_head_file_is_small_and_keeps_anchors_in_float16() -> None:
 
 def test_tier_3_family_at_tier_2_is_a_crisis_with_a_time_word() -> None:
     anchored = screen("sorted everything out for tomorrow night, the notes are written")
-    assert anchored.tier == 3 and "sem3.preparatory" in anchored.reasons
+    # the family the head names (preparatory in round 5, plan in round 6) is not the point: tier 3 is
+    assert anchored.tier == 3 and any(r.startswith("sem3.") for r in anchored.reasons), anchored.reasons
     plain = screen("lined up everything i need")
     assert plain.tier == 2 and not any(r.startswith("sem3.") for r in plain.reasons)
 
