@@ -71,43 +71,53 @@ _SELF = r"(?:myself|my self|meself|me self)"
 #: Act phrases the rules miss alone, in the writer's voice (cut short, slang, euphemism).
 ACT_STRONG: re.Pattern[str] = compile_template(
     r"(?:kil|kiling|kms)(?: (?:myself|my self|meself|me self))(?! (?:for|over|with|at|trying|working|laughing|to|on|at)\b)|"
-    r"(?:hang|hanging|hung)(?: (?:myself|my self|meself))(?! (?:upside|up|out|of|from the bar|on)\b)|"
+    r"(?:hang|hanging|hung)(?: (?:myself|my self|meself))(?! (?:upside|up|out|of|from the bar|from the pul|on)\b)|"
     r"(?:drown|drowning)(?: (?:myself|my self|meself))(?! in\b)|(?:poison|poisoning)(?: (?:myself|my self))(?! with\b)|"
     r"(?:sufocate|sufocating|top|toping|do away with) (?:myself|my self|meself|me self)|"
-    r"shot(?:ing)? (?:myself|my self|meself)(?! in the (?:fot|leg|arm|hand))|"
-    r"(?:to|gona|going to|wil|il|wana|ima|just|finaly) of (?:myself|meself)|"
+    r"shot(?:ing)? (?:myself|my self|meself)(?! (?:a|an|in the (?:fot|leg|arm|hand))\b)|"
+    r"(?:to|gona|going to|wil|il|wana|ima|finaly) of (?:myself|meself)|"
     r"end(?:ing)? (?:it al|things|everything|my life|my own life)(?! (?:with|between|for now|for today|"
-    r"early|there|here|on a|on time|by|at|of|up|i|we|you|that|on|in|from)\b)|stop living$|"
+    r"early|there|here|on a|on time|by|at|of|up|i|we|you|that|on|in|from|properly|nicely|amicably|politely)\b)|stop living$|"
     r"(?:i|im|i am|il|i wil) {G1}(?:check|checking) out for (?:god|real)(?! (?:from|of|at) )|"
-    r"(?:i|im|il|i wil) (?:be )?gone for god|(?:i|il|i wil) (?:wont|not) exist|"
+    r"(?:i|im|il|i wil) (?:be )?gone for god(?! (?:from|at|of|with)\b)|(?:i|il|i wil) (?:wont|not) exist(?! (?:before|without|until|til)\b)|"
     r"suicide (?:on|this|tonight|tonite|today|tomorow|at)\b|"
     r"jump(?:ing)? (?:of|from) (?:the )?(?:top of the )?(?:\w+ )?(?:multistorey|multistory|multi storey|car park|carpark|"
     r"parking garage|bridge|overpas|rof|roftop|tower|tower block|balcony|[0-9]+(?:st|nd|rd|th) flor|terace|deck|"
     r"viaduct|stairwel|window|building|clif|lokout|headland|dam|flats|block)"
-    r"(?! in(?:to)? the (?:river|water|lake|sea|pool|canal))|"
+    r"(?! in(?:to)? the (?:river|water|lake|sea|pool|canal|ocean|waves))|"
     # round 6: the act said as its motion, a method pictured ("walk into the loch", "step off", "not
     # brake on the last bend", "go under and stay under")
-    r"(?:walk|walking|wade|wading) (?:out )?into the (?:sea|loch|lake|river|water|ocean|canal|waves)"
+    r"(?:walk|walking|wade|wading) (?:out )?into the (?:sea|se|loch|lake|river|water|ocean|canal|waves)"
     r"(?! (?:for|to cool|with the kids|with the dog|for a))|"
     r"(?:step|steping|walk|walking) (?:of|of the edge|over the edge|of the end|of the clif|of the ledge)$|"
-    r"(?:step|steping|walk|walking) of (?:the )?(?:edge|end|clif|ledge|rof|pier|bridge|platform)(?! of (?:the )?(?:stage|bus|plane))|"
+    r"(?:step|steping|walk|walking) of (?:the )?(?:edge|clif|ledge|rof)(?! of (?:the )?(?:stage|bus|plane))|"
+    r"(?:step|steping|walk|walking) of the end(?: of the (?:pier|jety|clif))?$|"
     r"(?:drive|driving|ride|riding|steer|steering|crash|crashing) {G4}(?:of|into|over) (?:the |a |that )?"
     r"(?:edge|clif|end of the|wal|tre|big tre|oak|bridge|river|pier|ramp|lorry|truck) {G4}(?:on purpose|at ful sped|"
     r"ful sped|and not|deliberately)|"
-    r"(?:not|never|just not|stop) (?:turning the wheel|braking|brake|turn the wheel)|"
-    r"go(?:ing)? under and (?:stay|staying|not come|not coming|never come) (?:under|up|back)|"
-    r"swim(?:ing)? out {G3}(?:until|til|till) (?:i|im) (?:cant|cannot|wont)|"
-    r"(?:and|then|to) (?:jump|jumping|step of|steping of)$|"
+    r"(?:just|and) not (?:turning the wheel|turn the wheel|braking|brake|turning)(?! (?:so|to|too|until)\b)|"
+    r"go(?:ing)? under and (?:stay|staying|not come|not coming|never come) (?:under|up|back)(?! for [0-9])|"
+    r"swim(?:ing)? out {G3}(?:until|til|till) (?:i|im) (?:cant|cannot|wont) (?:make it back|get back|come back)|"
+    r"(?:this|next) time {G3}(?:get it right|make sure it works|do it properly|finish it)|"
     r"take my leave of (?:this )?(?:life|world|earth)|stop existing|"
-    r"take myself out (?:of the picture )?(?:for god|permanently)|put myself out of (?:my )?misery|"
-    r"(?:my )?last (?:night|day|wek) (?:on earth|alive|on this planet|of my life)|"
-    r"(?:going to|gona|wil|il|want to|about to) (?:comit )?suicide|"
+    r"take myself out (?:of the picture )?(?:for god|permanently)(?! (?:fod|food|meal|diner|lunch|drinks|on the|from))|"
+    r"put myself out of (?:my )?misery|"
+    r"(?:my )?last (?:night|day|wek) (?:on earth|alive|on this planet|of my life)(?! (?:before|as a|in|at|of)\b)|"
+    r"(?:going to|gona|wil|il|want to|about to|fina|finna) (?:comit )?suicide|"
     r"(?:take|taking|swalow|swalowing|down|downing) (?:every|al the|al my|the whole lot of|every single) {G2}"
     r"(?:{PILLS}|tabs)|(?:take|taking) (?:the|my|al the|al my) (?:{PILLS}|tabs) (?:and|with) {G2}(?:wine|rum|vodka|gin|"
     r"whisky|whiskey|bottle|drink|alcohol|get in the bath|geting in the bath)|"
     r"drink(?:ing)? (?:the |some |that |a bottle of )?(?:poison|bleach|antifreze|wedkiler|pesticide|weedkila|paraquat)|"
-    r"(?:saying|say|said|saying my) (?:godbye|goodbye|godbyes|goodbyes|bye) to (?:the world|this world|life|earth)(?! of)|"
+    r"(?:saying|say|said|saying my) (?:godbye|goodbye|godbyes|goodbyes|bye) to (?:the world|this world|life|earth)"
+    r"(?! (?:of|for a|for the|in|as)\b)|"
     r"make it lok like an acident|(?:thats|that is) when (?:im|i am|il|i wil) jump(?:ing)?$"
+)
+#: "... and jumping" at the end of a clause: an act only in a message that names a place to fall from.
+FALL_TAIL: re.Pattern[str] = compile_template(r"(?:and|then) (?:jump|jumping|step of|steping of)$")
+FALL_PLACE: re.Pattern[str] = compile_template(
+    r"(?:bridge|rof|roftop|car park|carpark|multistorey|multistory|multi storey|parking garage|clif|clifs|tower|"
+    r"balcony|[0-9]+(?:st|nd|rd|th) flor|top flor|top level|flats|viaduct|terace|lokout|headland|ledge|stairwel|"
+    r"overpas)"
 )
 #: Act phrases that say it only in a message with risk of its own ("end it", "suicide" as a topic).
 ACT: re.Pattern[str] = compile_template(
@@ -185,7 +195,7 @@ CONTEXT_FAREWELL: re.Pattern[str] = compile_template(
     r"(?:told|said|saying|say) (?:bye|godbye|goodbye) to (?:everyone|everybody|al|my)|(?:said|saying) my godbyes|"
     r"last (?:mesage|post|story|text)$|remember me(?! to)|lok after (?:the|my) (?:cat|dog|kids|children|baby|pets?)|"
     r"nice knowing you|tel (?:them|her|him|everyone|my \w+) i love|this is (?:it|the end)$|waving godbye|"
-    r"love (?:you|u|yous|ya) al$|thank (?:you|u) for trying)"
+    r"love (?:you|u|yous|ya) al$|thank (?:you|u) for trying$)"
 )
 #: A bare act word for a time to attach to ("friday. it's happening", "that's when").
 BARE_ACT: re.Pattern[str] = compile_template(
@@ -194,8 +204,17 @@ BARE_ACT: re.Pattern[str] = compile_template(
 )
 #: An intent said bare as a message's first clause, after earlier risk.
 _BARE_INTENT = compile_template(
-    r"^(?:and |but |so )?(?:yes |yeah )?(?:im|i am|i) (?:realy |actualy |definitely )?(?:going to|gona)(?: do it)?$|"
-    r"^(?:and |but |so )?(?:il do it|im doing it)$"
+    r"^(?:and |but |so )?(?:yes |yeah )?(?:(?:im|i am|i) )?(?:realy |actualy |definitely )?(?:going to|gona)(?: do it)?$|"
+    r"^(?:and |but |so |yes |yeah )?(?:il do it|im doing it|i wil|i intend to|i am|definitely|i do)$"
+)
+#: What may follow a bare intent in the same message ("and I'm going to. just so someone knows").
+_BARE_TAIL = compile_template(
+    r"^(?:{G3}so someone knows|just so (?:you|someone) (?:know|knows)|im sory|sory|bye|i mean it|its decided|yes|yeah|yep|"
+    r"for real|son|tonight|today|tomorow|this wek|this weekend|now)$"
+)
+#: A third person's "act" that is an idiom ("she'll shoot herself in the foot with that email").
+_OTHER_IDIOM = compile_template(
+    r"(?:herself|himself|themselves) (?:in the fot|in the leg|up|out|a |some )|(?:kil|kils) (?:her|him) (?:for|over|if)"
 )
 #: A safety step with a means: not a crisis, whatever came before ("gave the pills to my sister").
 SAFETY_STEP: re.Pattern[str] = compile_template(
@@ -231,8 +250,10 @@ _IDIOM_ACT = compile_template(
     r"to (?:get|finish|make|pay|pas|meet))\b|"
     r"(?:drown|drowning|work|working|run|runing|push|pushing|stres|stresing) (?:myself|my self) (?:in|on|with)\b|"
     r"(?:id|i would|would|i wil|il) (?:rather|happily|gladly|literaly) (?:jump|walk|step)\b|"
-    r"(?:can|go|could) (?:go )?(?:jump|walk) (?:of|into)\b|jump(?:ing)? of (?:a|the) \w+ for (?:a|my|the|you|him|her|\w+s)\b|"
+    r"(?:can|go|could) (?:go )?(?:jump|walk) (?:of|into)\b|(?:id|i would|would) (?:\w+ )?jump of (?:a|the) \w+ for\b|"
     r"\brather\b.*\bthan\b|\bif i (?:hear|se|get|have to|do) .*\b(?:again|more|one more)\b|"
+    r"(?:can|go|could) (?:go )?(?:jump|walk) in (?:a|the) (?:lake|river|sea)\b|"
+    r"clif jumping|tombstoning|bungee|base jump|skydiv|parachut|training|practise|swim club|lesson|instructor|"
     r"end(?:ing)? (?:it al|things|everything) (?:on a|with a|with the|for the|at the)\b"
 )
 #: Medicine said as a means at hand (not "my dog needs his tablets at 8am").
@@ -247,6 +268,9 @@ _HISTORY = compile_template(
     r"(?:in|since|back in) (?:19|20)[0-9]{2}\b|(?:suicide|my|his|her|their|last|previous|first) atempt|"
     r"atempted (?:suicide|to kil|to end)"
 )
+
+
+_THIS_TIME = compile_template(r"(?:this|next) time {G3}(?:get it right|make sure it works|do it properly|finish it)")
 
 
 def qualified(clauses: Sequence[Clause]) -> bool:
@@ -281,7 +305,7 @@ _GO = (
 )
 #: Bare acts that are ordinary words too ("once this report is in, I'm done"): a conditional act only
 #: after distress or risk (round 6).
-_GO_WEAK = r"(?:im done|thats me finished|thats me done|im going to go|i wil do it|il do it|i wil do it there)"
+_GO_WEAK = r"(?:im done|thats me finished|thats me done|thats me|im going to go|i wil do it|il do it|i wil do it there)"
 _BARE_GO = compile_template(r"^(?:then |so )?(?:" + _GO + r"|that is when|thats when)$")
 _GO_TAIL = compile_template(_GO + r"$")
 _BARE_GO_WEAK = compile_template(r"^(?:then |so )?" + _GO_WEAK + r"$")
@@ -351,22 +375,27 @@ def composed_hits(
     own. Pure; never raises."""
     ids = set(rule_ids)
     if any(PAST_MARKERS.search(c.text) for c in clauses):  # "years ago, on a bridge": the remote past
-        return []
+        # ... though an emergency, an overdose or a stockpile said now is all the same (round 6)
+        return part_hits(clauses, distress=distress, earlier_risk=earlier_risk, hard_means=False, past=True)
     act = bool(ids & ACT_RULES) or (
         not negated and any(ACT_STRONG.search(c.text) or (risk_now and ACT.search(c.text)) for c in clauses)
-    )
+    ) or (any(FALL_TAIL.search(c.text) for c in clauses) and any(FALL_PLACE.search(c.text) for c in clauses))
     if act and any(_IDIOM_ACT.search(c.text) or _HISTORY.search(c.text) for c in clauses):
-        act = False
+        act = any(_THIS_TIME.search(c.text) for c in clauses)  # "my first attempt was in 2019, this time ..."
     hits = _act_hits(clauses, ids, act)
     if hits:
         return hits
-    if "t2.third_party_risk" in ids and _first(clauses, ("time", TIME), ("place", CONTEXT_PLACE), ("means", HARD_MEANS)):
+    if (
+        "t2.third_party_risk" in ids
+        and not _first(clauses, ("idiom", _OTHER_IDIOM))
+        and _first(clauses, ("time", TIME), ("place", CONTEXT_PLACE), ("means", HARD_MEANS))
+    ):
         return [("t3.composed_other", 3, False)]  # "she'll kill herself on new years eve" (round 6)
     parts = part_hits(
         clauses,
         distress=distress,
         earlier_risk=earlier_risk,
-        qualified=_first(clauses, ("plan", PLAN), ("time", TIME), ("place", PLACE)) is not None,
+        hard_means=_first(clauses, ("means", HARD_MEANS)) is not None,
     )
     if parts:
         return parts
@@ -434,6 +463,10 @@ def _context_hits(
     )
     if kind is None and _timed(clauses):
         kind = "time"
-    if kind is None and clauses and _BARE_INTENT.search(clauses[0].text):
+    if (
+        kind is None
+        and any(_BARE_INTENT.search(c.text) for c in clauses)
+        and all(_BARE_INTENT.search(c.text) or _BARE_TAIL.search(c.text) for c in clauses)
+    ):
         kind = "plan"  # "i want to die || and i'm going to. i'm just telling you so someone knows"
     return [(f"t3.context_{kind}", 3, True)] if kind else []

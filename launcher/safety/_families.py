@@ -232,8 +232,9 @@ FAMILY_RULES: tuple[Rule, ...] = (
        requires="distress", fallback=("t1.method_words", 1), past=_PAST),
     _r("t3.lethal_means_request", 3,
        r"(?:quickest|fastest|easiest|best|surest|painles|simplest|most certain) (?:way|method) to "
-       r"(?:kil (?:myself|yourself|oneself|urself)|die|end (?:it al|my life|your life|it)|comit suicide)"
-       r"(?! (?:in|on) (?:minecraft|the game|fortnite|roblox|skyrim|gta|a game|game))",
+       r"(?:kil (?:myself|yourself|oneself|urself)|kil(?: fr| for real)?$|die|end (?:it al|my life|your life)|comit suicide)"
+       r"(?!.*\b(?:minecraft|game|games|fortnite|roblox|skyrim|gta|sims|elden ring|dark souls|zelda|pokemon|"
+       r"call of duty|character|boss|level|speedrun|respawn)\b)",
        negation="before"),
     _r("t3.method", 3, r"how (?:high|tal|far) {G6}(?:to|would|could|wil) {G1}(?:definitely |surely |actualy |realy )?"
        r"(?:die|kil (?:me|you|someone)|be fatal|be lethal)", negation="none"),
@@ -312,7 +313,7 @@ FAMILY_RULES: tuple[Rule, ...] = (
     # distress a crisis, else a pause (a retirement, a hotel)
     _r("t3.euphemism_intent", 3,
        r"{I} {G1}(?:checking|clocking|check|clock) out (?:for god|for real|permanently|of life)"
-       r"(?! (?:of|from|at) (?:the|this|my) (?:hotel|shop|store|airbnb|hostel|library))",
+       r"(?!.*\b(?:hotel|shop|store|airbnb|hostel|motel|library|check in|reception|the rom)\b)",
        requires="distress", fallback=("t2.euphemism_ambiguous", 2), past=_PAST),
     # joining a dead relative after the funeral, or being with them
     _r("t3.euphemism_intent", 3,
@@ -336,12 +337,11 @@ FAMILY_RULES: tuple[Rule, ...] = (
     # of the picture for good", "stop existing on purpose", "tonight is my last night on earth")
     _r("t3.euphemism_intent", 3,
        r"formed (?:an |the )?intent(?:ion)? to (?:die|kil|end)|"
-       r"(?:intend|intending|going|plan|planing) to act on (?:my |these |the |them|it)(?:suicidal )?(?:thoughts|urges|plan)?"
-       r"(?! (?:advice|feedback|your|the advice|tips)\b)(?= (?:within|tonight|today|this|in the next|son|now)|$)|"
+       r"(?:intend|intending|going|plan|planing) to act on (?:my |these |the )?(?:suicidal )?(?:thoughts|urges)|"
        r"(?:going to|gona|wil|il|decided to|about to|ready to|want to) {G1}(?:take myself out (?:of the picture )?"
-       r"(?:for god|permanently)|stop existing|take my leave of (?:this )?(?:life|world)|"
+       r"(?:for god|permanently)(?! (?:on|from|of|for) (?:the|my)\b| (?:fod|food|meal|diner|lunch|drinks)\b)|stop existing|take my leave of (?:this )?(?:life|world)|"
        r"put myself out of (?:my )?misery|be the one (?:that|who) finishes the job)|"
-       r"(?:tonight|today|this) is my last (?:night|day) (?:on earth|alive|on this planet)",
+       r"(?:tonight|today|this) is my last (?:night|day) (?:on earth|alive|on this planet)(?! (?:before|as a|in|at|of)\b)",
        past=_PAST, question=("t2.ambivalent_question", 2)),
     # ---- someone else in danger now (tier 3: imminent harm)
     _r("t3.other_in_danger", 3,

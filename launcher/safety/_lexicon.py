@@ -89,14 +89,14 @@ _VOCAB: dict[str, str] = {
         r"(?:want to|wanted to|want|wan|am going to|going to|am about to|about to|will|plan to|planing to|"
         r"planed to|intend to|have decided to|decided to|am ready to|ready to|need to|should just|"
         r"should|might just|might|feel like|am tempted to|tempted to|just want to|am just going to|"
-        r"wil just|could just|am considering|am planing on|plan on)"
+        r"wil just|could just|am considering|am planing on|plan on|fina|finna)"
     ),
     # unambiguous lethal acts against oneself
     "ACT_LETHAL": (
         r"(?:kil(?:ing|ed)? SELF(?! (?:with work|trying|working|studying|at work|at the gym|laughing|"
         r"to finish|to get|over nothing|for this job))|end(?:ing)? my (?:own )?life|"
         r"tak(?:e|ing) my (?:own )?life(?! (?:back|in|into|to|forward|seriously|more|again))|"
-        r"hang(?:ing)? SELF|shot(?:ing)? SELF(?! in the (?:fot|leg|arm))|drown(?:ing)? SELF(?! in (?:my )?(?:work|"
+        r"hang(?:ing)? SELF(?! (?:from the |of the |on the )?(?:pul ?up|chin ?up|inversion|upside|bar\b))|shot(?:ing)? SELF(?! (?:a|an|in the (?:fot|leg|arm))\b)|drown(?:ing)? SELF(?! in (?:my )?(?:work|"
         r"books|studies|studying|chores|tasks|projects|paperwork|music|sorows|tears|cofee|games|hobies|coursework|"
         r"homework|asignments|emails|admin|deadlines|debt|revision|wine|beer))|"
         r"poison(?:ing)? SELF|"
@@ -311,11 +311,13 @@ RULES: tuple[Rule, ...] = (
          r"(?:i )?wont be (?:here|around|alive) (?:tomorow|much longer|anymore|for long)|"
          r"(?:goodbye|godbye|bye) (?:forever|everyone|everybody|world|cruel world|al)|this is goodbye",
          requires="distress", negation="none", distress=False),
-    Rule("t3.in_progress", 3, r"{I} {G2}(?:took|taken|swalowed|swalowing) {G1}{QUANTITY} {G2}{PILLS}",
+    Rule("t3.in_progress", 3, r"{I} {G2}(?:took|taken|swalowed|swalowing) {G1}{QUANTITY} {G2}{PILLS}"
+         r"(?!.*\b(?:over the (?:last|past)|across|a day|per day|each day|since|in total|as prescribed|for my)\b)",
          requires="distress", fallback=("t2.possible_overdose", 2), past=_T3_PAST),
     # a large quantity swallowed is an emergency whatever the mood ("i took 40 pills an hour ago")
     Rule("t3.in_progress", 3,
-         r"{I} {G2}(?:took|taken|swalowed|swalowing|downed) {G1}(?:{BIG_QUANTITY} {G2}{PILLS}|{CONTAINER})|"
+         r"{I} {G2}(?:took|taken|swalowed|swalowing|downed) {G1}(?:{BIG_QUANTITY} {G2}{PILLS}|{CONTAINER})"
+         r"(?!.*\b(?:over the (?:last|past)|across|a day|per day|each day|since|in total|as prescribed|for my)\b)|"
          r"{I} {G2}(?:swalowed|swalowing) (?:the|a|an|my) (?:whole|entire|ful) (?:bottle|box|pack|packet)"
          r"(?! (?:of|to|with|from|for)\b)", past=_T3_PAST),
     Rule("t3.in_progress", 3,
@@ -329,7 +331,7 @@ RULES: tuple[Rule, ...] = (
          requires="risk"),
     Rule("t3.medical_emergency", 3,
          r"(?:im|i am|i think im|i think i am|i might be|i may be) {G1}having (?:a |an )?(?:heart atack|stroke|"
-         r"seizure|alergic reaction|anaphylactic|asthma atack)|(?:my )?throat is (?:closing|swelling)|"
+         r"seizure|alergic reaction|anaphylactic|asthma atack)(?! (?:over|about|when|at|because|if|every|lol|haha|looking)\b)|(?:my )?throat is (?:closing|swelling)|"
          r"(?:cant|can not|cannot) breathe (?:right now|help|at al)|help (?:me )?i cant breathe|"
          r"(?:call|need|get) (?:me )?(?:an |the )?ambulance|{I} {G1}(?:having|have) (?:severe |bad |"
          r"crushing )?chest pain (?:right now|now)|(?:he|she|they|my {G1}\w+|baby|someone) "
@@ -411,7 +413,8 @@ RULES: tuple[Rule, ...] = (
          r"got|became|is becoming) {G1}(?:suicidal|selfharming|self harming)|"
          r"{THIRD} {G1}(?:is|s|has ben|keps|started|was) {G1}(?:cuting|harming|hurting|burning) {OTHERSELF}|"
          r"{THIRD} {G1}(?:wants|wanted|wishes) to die|"
-         r"(?:shel|theyl|she wil|he wil|they wil) {G1}(?:kil|hang|shot|end|take) (?:herself|himself|themselves)",
+         r"(?:shel|theyl|she wil|he wil|they wil) {G1}(?:kil|hang|shot|drown|poison) (?:herself|himself|themselves)"
+         r"(?! (?:in the fot|laughing|with work|trying|over)\b)",
          negation="inner"),
     # round 6: fear of a partner or a parent (abuse disclosed in its mildest words: pause and ask)
     Rule("t2.abuse_disclosed", 2,
@@ -468,17 +471,17 @@ RULES: tuple[Rule, ...] = (
     # round 6: distress said as not coping, failing, pretending, pain that does not stop, a life over,
     # being unseen, loss and grief, sleeplessness, voices (tier 1: read as context only)
     Rule("t1.distress", 1,
-         r"(?:im|i am|not) (?:realy |just )?(?:not )?coping(?! (?:wel|fine|ok|okay|beter|great))|"
+         r"(?:im|i am) (?:realy |just )?not coping(?: at al| anymore)?$|"
          r"failing (?:him|her|them|everyone|my \w+|at everything) (?:every|al the time|again)|"
-         r"(?:im|i am|fel|feling|feel) (?:like )?(?:such )?a (?:total |complete |useles )?failure|"
+         r"(?:im|i am|fel|feling|feel) (?:like )?(?:such )?a (?:total |complete |useles )?failure(?! (?:at|in|with)\b)|"
          r"(?:sick|tired) of pretending|pretending to be (?:fine|ok|okay|happy)|"
          r"the pain (?:doesnt|wont|never|does not) (?:stop|go away|end)|my life is over|"
          r"(?:cant|can not|cannot|dont) se (?:any|a) (?:future|way forward)|"
          r"(?:ben|feling|felt|fel) (?:so |realy )?(?:low|down|numb|empty) for (?:ages|weks|months|so long|years)|"
          r"(?:no one|nobody|noone) {G2}(?:loks at|looks at|talks to|listens to|remembered|notices|noticed) me|"
-         r"(?:no one|nobody|noone) listens|(?:havent|hasnt) slept (?:since|in days|for days)|"
-         r"(?:lost|losing) (?:the farm|the business|everything)|laid me of|"
-         r"the voices (?:are back|tel me|told me|keep|kep)|(?:cant|can not|cannot) do this anymore",
+         r"(?:havent|hasnt) slept (?:since|in days|for days)|"
+         r"(?:lost|losing) (?:the farm|the business|everything)$|laid me of|"
+         r"the voices (?:are back|tel me|told me|keep|kep)|(?:cant|can not|cannot) do this anymore$",
          negation="none"),
     Rule("t1.risk_topic", 1, r"suicide|suicidal|overdose|overdosed|selfharm|self harm",
          negation="none"),

@@ -44,6 +44,7 @@ _HAS_LETTER = re.compile(r"[a-z]")
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 _TO_BEFORE = frozenset({"want", "going", "need", "have", "like", "ready", "about", "plan", "tried", "wish"})
 _REPEAT = re.compile(r"([a-z])\1+")
+_SPACED_HYPHEN = re.compile(r"(?<=\bself)\s+[-\u2013\u2014]+\s+(?=delet)")
 #: ... and before a verb of the act ("hw mch tylnol 2 die").
 _TO_AFTER = frozenset({"die", "kil", "end", "od", "overdose", "hang", "be"})
 
@@ -87,14 +88,19 @@ SLANG: dict[str, str] = {
     "miself": "myself",
     "mysef": "myself",
     "mysel": "myself",
-    "fina": "going to",
     "gonae": "going to",
     "gonane": "going to",
     "dae": "do",
-    "selfdelete": "kil myself",
     "tkn": "taken",
     "atak": "atack",
     "hw": "how",
+    "hing": "hang",
+    "xans": "xanax",
+    "canae": "cant",
+    "heid": "head",
+    "sein": "seing",
+    "herat": "heart",
+    "swalowd": "swalowed",
     "urself": "yourself",
     "wat": "what",
     "mch": "much",
@@ -107,6 +113,8 @@ SLANG: dict[str, str] = {
 PHRASE_SLANG: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("self", "delete"), ("kil", "myself")),
     (("self", "deleting"), ("kiling", "myself")),
+    (("selfdelete",), ("kil", "myself")),
+    (("selfdeleting",), ("kiling", "myself")),
     (("sewer", "slide"), ("suicide",)),
     (("un", "alive"), ("kil",)),
 )
@@ -362,13 +370,36 @@ def _resegment(tokens: list[str]) -> list[str]:
     return tokens
 
 
+#: Tokens before "self delete" that make it the writer's act, not a message that deletes itself.
+_SELF_DELETE_BEFORE = frozenset(
+    {"to", "going", "gona", "wana", "im", "i", "il", "wil", "just", "might", "should", "fina", "ima", "finaly", "ready"}
+)
+
+
+_INTENT_BEFORE_TO = frozenset(
+    {"want", "going", "ned", "need", "about", "ready", "planing", "plan", "decided", "try", "tempted", "gona", "wana"}
+)
+
+
+def _writer_act(tokens: list[str], i: int) -> bool:
+    """Whether the words before ``tokens[i]`` make it the writer's own act: "im going to self delete",
+    not "set the files to self delete on friday"."""
+    if i == 0 or tokens[i - 1] not in _SELF_DELETE_BEFORE:
+        return False
+    return tokens[i - 1] != "to" or (i > 1 and tokens[i - 2] in _INTENT_BEFORE_TO)
+
+
 def _phrase_slang(tokens: list[str]) -> list[str]:
-    """Replace the two-word slang of :data:`PHRASE_SLANG` ("self delete" -> "kil myself")."""
+    """Replace the slang of :data:`PHRASE_SLANG` ("self delete" -> "kil myself") where a word of intent
+    or the writer comes right before it ("im going to self delete"; "messages self delete after 24
+    hours" stays)."""
     for phrase, plain in PHRASE_SLANG:
         n = len(phrase)
         i = 0
         while i + n <= len(tokens):
-            if tuple(tokens[i : i + n]) == phrase:
+            if tuple(tokens[i : i + n]) == phrase and (
+                phrase[0] not in ("self", "selfdelete", "selfdeleting") or _writer_act(tokens, i)
+            ):
                 tokens = [*tokens[:i], *plain, *tokens[i + n :]]
                 i += len(plain)
             else:
@@ -407,6 +438,7 @@ def normalize(text: str) -> list[Clause]:
     text = _fold_latin(unicodedata.normalize("NFKC", text).lower()).translate(_APOSTROPHES)
     text = re.sub(r"(?<=[a-z0-9])'(?=[a-z])", "", text)
     text = _BANG_IN_WORD.sub("i", text.replace("/", " ").replace("\\", " "))
+    text = _SPACED_HYPHEN.sub("-", text)  # "self - delete": one word, not two clauses
     clauses: list[Clause] = []
     for raw_clause in _CLAUSE_SPLIT.split(text):
         toks: list[str] = []

@@ -23,7 +23,10 @@ __all__ = [
     "DOSE_ORDINARY",
     "DOSE_TAKEN",
     "MEDICAL_SETTING",
+    "FALL_SETTING",
+    "FALL_SIGN",
     "MEDICAL_SIGN",
+    "OTHER_DEAD_BY",
     "OTHER_FAREWELL",
     "OTHER_GONE",
     "OTHER_MISSING",
@@ -31,6 +34,7 @@ __all__ = [
     "OTHER_TOOK_ALL",
     "PREP_ACT",
     "REHEARSAL",
+    "REHEARSAL_STRONG",
     "STOCKPILE",
     "TAKEN",
     "adjacent",
@@ -42,37 +46,61 @@ __all__ = [
 #: clause (:func:`adjacent`; NHS 111 / 999 red flags: vomiting after a head injury, drowsiness, double
 #: vision, unequal pupils, difficulty breathing, collapse, confusion, a rash that does not fade).
 MEDICAL_SETTING: re.Pattern[str] = compile_template(
-    r"(?:hit (?:my|his|her|their) head|head injury|(?:banged|bashed|knocked) (?:my|his|her|their) head|"
-    r"fel (?:of|down|over)(?! laughing)|diabetic|chest (?:is )?(?:realy |so |very |real )?(?:tight|crushing|heavy)|"
-    r"chest pain|type 1|type one|blod sugar|sugars?|glucose|meter|alergic|peanut|stung|"
-    r"swalowed (?:a |the )?(?:battery|button|magnet|bleach|coin)|asthma|inhaler|colapsed|high fever|"
-    r"(?:pressure|pain|tightnes) (?:in|on|acros) (?:my|his|her) chest|fallen)"
+    r"(?:hit (?:my|his|her|their|ma) head|head injury|(?:banged|bashed|knocked) (?:my|his|her|their) head|"
+    r"fel (?:of (?:the|a|his|her|my) |down the |on the |over (?:and|in))(?! laughing)|diabetic|"
+    r"chest (?:is )?(?:realy |so |very |real )?(?:tight|crushing|heavy)|"
+    r"chest pain|type 1|type one|blod sugar|(?:her|his|my|their) (?:blod )?sugars? (?:is|s|reading|level|levels|at|has|"
+    r"crashed|droped|went|low|high)|sugar (?:levels?|reading)|glucose|"
+    r"alergic reaction|peanut alergy|nut alergy|ate (?:a )?peanut|stung by (?:a|the) (?:be|wasp|jelyfish|hornet)|"
+    r"swalowed (?:a |the )?(?:battery|button|magnet|bleach|coin)|asthma|inhaler|"
+    r"(?:he|she|they|i|mum|mom|dad|gran|grandad|my \w+|one of the \w+) (?:just )?colapsed|high fever|"
+    r"(?:pressure|pain|tightnes) (?:in|on|acros) (?:my|his|her) chest|"
+    r"(?:a fit|fiting$|is fiting|having a fit|seizure|convulsing|jerking)|(?:left|right|one) side {G3}(?:numb|weak|floppy|droping)|"
+    r"waters (?:broke|have broken|went)|pregnant|[0-9]+ weks|labour|labor|contractions)"
 )
 ACUTE_SIGN: re.Pattern[str] = compile_template(
-    r"(?:vomiting|throwing up|ben sick (?:twice|again|thre times)|drowsy|talking nonsense|not making sense|"
-    r"seing double|one pupil|cant breathe|cant get (?:a |my )?(?:breath|breth)|cant catch (?:my )?(?:breath|breth)|"
+    r"(?:vomiting|throwing up(?! (?:my hands|laughing))|ben sick (?:twice|again|thre times)|kep being sick|keps being sick|"
+    r"drowsy|(?:realy |very |so )sleepy|talking nonsense|not making sense|"
+    r"seing double|one pupil|cant breathe(?! (?:with|when|around|because|at work))|cant get (?:a |my )?(?:breath|breth)|"
+    r"cant catch (?:my )?(?:breath|breth)|"
     r"breathing (?:weird|funy|strange|fast|hard|badly)|lips (?:are |going |turning )?blue|sweling up|swolen up|"
     r"pased out|pasing out|unconscious|wont wake|cant wake|sluring|(?:reads|showing|shows) (?:hi|lo)$|"
-    r"(?:meter|monitor|reading|sugar|glucose) {G2}says (?:hi|lo)$|slumped|wont swalow|not swalowing|"
+    r"(?:meter|monitor|reading|sugar|glucose) {G2}says (?:hi|lo)$|slumped (?:in|over|on)|wont swalow|not swalowing|"
     r"stoped sweating|drenched in sweat|(?:spreading|going|radiating|shooting) {G3}(?:arm|shoulder|jaw|neck)|"
     r"(?:doesnt|does not|didnt) (?:know|recognise|recognize) (?:who i am|me|where (?:she|he) is)|"
-    r"(?:blotchy|purple|dark) {G2}(?:rash|spots|skin)|(?:rash|skin) {G3}(?:purple|blotchy|wont fade|doesnt fade)|"
-    r"cant get up|can not get up|cannot get up|wrong angle)"
+    r"(?:purple|blotchy) {G2}rash|rash {G3}(?:purple|blotchy|wont fade|doesnt fade)|"
+    r"words (?:are )?(?:coming|come) out (?:wrong|jumbled|garbled|slured)|"
+    r"eyes? {G2}(?:rol|roling|roled) back|(?:the )?cord {G2}(?:coming|hanging) out|(?:fel|se|can fel|can se) the cord|"
+    r"bleding (?:a lot|heavily))"
+)
+#: An old person's fall: a fall and not getting up, or a limb at a wrong angle (NHS: "fallen and can't get up").
+FALL_SETTING: re.Pattern[str] = compile_template(
+    r"(?:ive|i have|has|hes|shes|she has|he has|just) (?:fallen|had a fal)(?! (?:for|behind|asleep|out|in love|of the wagon))|"
+    r"fel (?:of (?:the|a|his|her|my) |down the |on the |over in)"
+)
+FALL_SIGN: re.Pattern[str] = compile_template(
+    r"(?:cant|cannot|can not) (?:get up|stand up|move (?:my|her|his) (?:leg|legs|hip))|wrong angle|"
+    r"hip {G3}(?:wrong|twisted|out of place)"
 )
 #: Acute signs that are an emergency said alone, whoever has them: an open fracture, a prolapsed cord,
 #: a snakebite, one-sided numbness or speech gone wrong (NHS FAST), a seizure that does not stop,
 #: heart-attack pain spreading to the arm or jaw.
 MEDICAL_SIGN: re.Pattern[str] = compile_template(
-    r"bone (?:is )?(?:sticking|poking|coming) (?:out|through)|(?:the )?cord {G2}(?:coming|hanging) out|"
-    r"(?:bit|biten|bitten) by a {G2}snake|snake {G2}(?:bit|biten|bitten|bite) (?:him|her|me|them|on)|"
-    r"(?:left|right|one) side {G3}(?:is |has gone |went |gone )?(?:numb|dead|weak|floppy|paralysed)"
-    r"(?!.*(?:dentist|anaesthetic|anesthetic|injection|filing|numbing|slept on))|"
-    r"words (?:are )?(?:coming|come) out (?:wrong|jumbled|garbled|slured)|"
-    r"(?:fit|fiting|seizure|shaking|convulsing) {G3}(?:nah stop|wont stop|not stoping|doesnt stop|isnt stoping)|"
-    r"eyes? {G2}(?:rol|roling|roled) back|wont stop (?:jerking|shaking|fiting|convulsing|seizing)|"
-    r"(?:im having|having|is having|s having) (?:a )?seizure|"
+    r"bone (?:is )?(?:sticking|poking|coming) (?:out|through) (?:of )?(?:his|her|my|their|the) {G1}"
+    r"(?:skin|leg|arm|shin|wrist|ankle|knee|elbow|thigh|finger)|"
+    r"(?:bit|biten|bitten) by a {G2}snake(?!.*\b(?:dream|game|zoo|video|film|movie|show|toy|rubber|plastic)\b)|"
+    r"snake {G2}(?:bit|biten|bitten|bite) (?:him|her|me|them|on)"
+    r"(?!.*\b(?:dream|game|zoo|video|film|movie|show|laughing)\b)|"
+    r"(?:my|his|her|their|\w+s) (?:whole )?(?:left|right) side (?:of (?:my|his|her|their) (?:body|face) )?"
+    r"(?:is |has gone |went |gone )?(?:numb|dead|floppy|paralysed)"
+    r"(?!.*(?:dentist|anaesthetic|anesthetic|injection|filing|numbing|slept on|lying on|laying on|leaning on))|"
+    r"(?:having a|in a|had a|one) (?:fit|seizure)s? {G3}(?:nah stop|wont stop|not stoping|doesnt stop|isnt stoping)|"
+    r"(?:is|s|keps|started|ben|stil|hes|shes) (?:fiting|seizing|convulsing) {G3}(?:nah stop|wont stop|not stoping|doesnt stop|isnt stoping)|"
+    r"wont stop (?:jerking|fiting|convulsing|seizing)|(?:im having|is having|s having) (?:a )?seizure|"
+    r"(?:fiting|seizing|convulsing|seizure) {G6}(?:its ben|for|over|more than|going on) {G1}[0-9]+ (?:minutes|mins)|"
     r"(?:pressure|pain|tightnes|crushing) {G4}chest {G6}(?:spreading|going|radiating|shooting) {G4}"
     r"(?:arm|shoulder|jaw)|(?:im having|im havin|i am having|is having|s having|hes having|shes having) (?:a )?heart atack"
+    r"(?! (?:over|about|when|at|because|if|every|lol|haha)\b)"
 )
 #: Someone else in danger now, said as its parts: something taken and a sign that they are not safe.
 TAKEN: re.Pattern[str] = compile_template(
@@ -80,49 +108,59 @@ TAKEN: re.Pattern[str] = compile_template(
     r"painkilers|her meds|his meds|their meds|{PILLS})|(?:drinking|ben drinking) al night|oded|overdosed"
 )
 DANGER_SIGN: re.Pattern[str] = compile_template(
-    r"(?:wont wake|cant wake|not waking|snoring weird|snoring funy|unresponsive|fiting|not breathing|"
+    r"(?:wont wake|cant wake|not waking|snoring weird|snoring funy|unresponsive|(?:is|s|started|keps|stil|hes|shes|theyre) fiting|not breathing|"
     r"barely breathing|lips (?:are |going |turning )?blue|foaming at|wont (?:realy )?open (?:her|his|their) eyes|"
-    r"cant open (?:her|his|their) eyes|wont respond|not responding|cold and (?:grey|blue|pale))"
+    r"cant open (?:her|his|their) eyes|wont respond(?! to)|not responding(?! to)|cold and (?:grey|blue|pale))"
 )
 #: Someone else's overdose said outright ("she's swallowed all her antidepressants"), and someone's
 #: farewell, announced death or dose together with a sign that they are gone ("texted 'thank you for
 #: everything' and he's not in his room", "said he's taking his pills now and went offline").
 OTHER_TOOK_ALL: re.Pattern[str] = compile_template(
     r"(?:shes|hes|she has|he has|theyve|they have|she|he|they|my \w+ has|my \w+) (?:just )?(?:swalowed|taken|took|downed|necked) "
-    r"(?:al|the rest|a whole|the whole|every|a load|loads) {G2}(?:of )?(?:her|his|their|the|my) {G1}(?:{PILLS}|tabs)"
+    r"(?:al|the rest|a whole|the whole|every|a load|loads) {G2}(?:of )?(?:her|his|their|the|my) {G1}{PILLS}"
+    r"(?!.*\b(?:with (?:breakfast|lunch|diner|tea|food|water|his tea|her tea)|like (?:he|she|they) always|as usual|"
+    r"as prescribed|this morning|every day|at breakfast|organiser|organizer|dosete|out of|blister)\b)"
 )
 OTHER_SIGNAL: re.Pattern[str] = compile_template(
-    r"(?:said|says|saying|texted|texting|messaged|posted|told me|rang me) {G6}(?:taken (?:enough|something)|"
-    r"(?:taking|took) (?:his|her|their) pils|(?:shel|hel|theyl|she wil|he wil|they wil) be dead|"
-    r"was (?:her|his|their) last night)|(?:shes|hes|theyve|she has|he has) taken something|"
-    r"(?:shel|theyl|she wil|he wil|they wil) be dead (?:by|before|tonight|tomorow|son)"
+    r"(?:said|says|saying|texted|texting|messaged|posted|told me|rang me) {G6}(?:taken (?:enough (?:pils|tablets|this time)|"
+    r"enough$|something)|(?:taking|took) (?:his|her|their) pils|"
+    r"was (?:her|his|their) last night$)|(?:shes|hes|theyve|she has|he has) taken something|"
+    r"(?:shel|hel|theyl|she wil|he wil|they wil) be dead (?:by|tonight|tomorow|son)"
+    r"(?!.*\b(?:with|from|laughing|lol|haha|prep|exhausted|tired|work|world cup|wins?)\b)"
 )
 OTHER_GONE: re.Pattern[str] = compile_template(
     r"(?:stoped replying|not replying|not answering|went ofline|gone ofline|phone (?:is )?(?:of|dead)|"
     r"not in (?:her|his|their) rom|cant reach|cant find (?:her|him|them)|location is at|hung up|switched of|"
     r"wont pick up|not picking up|dont cal anyone|dont tel anyone)"
 )
+#: Someone's own words that they will be dead by a time ("said he'll be dead by the morning").
+OTHER_DEAD_BY: re.Pattern[str] = compile_template(
+    r"(?:said|says|saying|texted|messaged|posted|told me|rang me) {G2}(?:shel|hel|theyl|she wil|he wil|they wil) be dead "
+    r"(?:by|tonight|tomorow|son)(?!.*\b(?:with|from|laughing|lol|haha|prep|exhausted|tired|work|world cup|wins?)\b)"
+)
 #: A farewell from someone else ("texted 'thank you for everything nan'"): in danger only with a sign
 #: that they are missing, not merely offline.
 OTHER_FAREWELL: re.Pattern[str] = compile_template(
-    r"(?:said|says|texted|messaged|posted|wrote) {G4}(?:thank you for everything|thanks for everything|"
-    r"godbye forever|goodbye forever|love you al|sory for everything)"
+    r"(?:said|says|texted|messaged|posted|wrote|sent) {G4}(?:thank you for everything|thanks for everything|"
+    r"godbye forever|goodbye forever|love you al|sory for everything)(?! (?:for|on|at|with)\b)"
 )
 OTHER_MISSING: re.Pattern[str] = compile_template(
     r"(?:not in (?:her|his|their) rom|cant find (?:her|him|them)|location is at|phone (?:is )?(?:of|dead)|"
-    r"(?:hasnt|hasnt ben|not) (?:come|ben) home|no one knows where (?:she|he|they))"
+    r"(?:hasnt|hasnt ben|not) (?:come|ben) (?:home|back)|no one knows where (?:she|he|they)|gone (?:quiet|silent))"
+    r"(?!.*\b(?:holiday|uni|trip|party|festival|on leave|last day)\b)"
 )
 #: An overdose said as a dose taken: a count of ten or more, half or most of a container, boxes or
 #: packets, of a medicine (the act under way, tier 3 whatever the mood: a medical emergency).
 DOSE_TAKEN: re.Pattern[str] = compile_template(
     r"(?:took|taken|swalowed|downed|had|ate|necked|popped) (?:like |about |around |over |nearly |almost |at least )?"
-    r"(?:[1-9][0-9]|half (?:the|a|of the|my) (?:bottle|box|packet|pack|tub)|most of (?:the|my|a) {G2}(?:{PILLS}|tabs|"
+    r"(?:[1-9][0-9]|ten|twelve|fifteen|twenty|thirty|forty|fifty|sixty|loads of|a load of|a lot of|lots of|"
+    r"handfuls of|half (?:the|a|of the|my) (?:bottle|box|packet|pack|tub)|most of (?:the|my|a) {G2}(?:{PILLS}|"
     r"bottle|box|packet|pack)|(?:two|thre|four|five|[2-9]) (?:boxes|packets|packs|bottles|strips) of)"
-    r"(?! (?:minutes|mins|hours|seconds|years|days|steps|laps|reps|photos|pics|selfies|calories|grams)\b) {G3}"
-    r"(?:{PILLS}|tabs|parcetamol|paracetmol|bottle|box|packet|pack)?|"
+    r"(?! (?:minutes|mins|hours|seconds|years|days|steps|laps|reps|photos|pics|selfies|calories|grams|tabs)\b) {G3}"
+    r"(?:{PILLS}|parcetamol|paracetmol|bottle|box|packet|pack)?|"
     r"[1-9][0-9] (?:tabs|{PILLS}) (?:and|with) {G3}(?:bottle|wine|vodka|gin|whisky|rum|beer|cider)"
 )
-_DOSE_NEEDS_PILL = compile_template(r"(?:{PILLS}|tabs|parcetamol|paracetmol)")
+_DOSE_NEEDS_PILL = compile_template(r"(?:{PILLS}|parcetamol|paracetmol|[0-9]+ tabs (?:and|with))")
 #: A dose spread over time or taken as prescribed: not an overdose ("took 10 paracetamol over the last 3
 #: days for my back").
 DOSE_ORDINARY: re.Pattern[str] = compile_template(
@@ -136,8 +174,9 @@ STOCKPILE: re.Pattern[str] = compile_template(
     r"(?:{PILLS}|tabs|prescriptions?) {G4}(?:ive ben|i have ben|ive|i have|i|im|been)? ?(?:saving|saved|stockpiling|"
     r"stockpiled|hoarding|hoarded|putting aside|put aside|colecting|hiding|hidden|stashing|stashed)"
     r"(?! (?:for (?:the |my )?(?:trip|holiday|flight|travel|journey)|money))|"
-    r"(?:saving|saved|stockpiling|stockpiled|hoarding|hoarded|putting aside|put aside|stashing|stashed|"
-    r"picked up|colected) {G4}(?:{PILLS}|tabs|prescriptions?|morphine|methadone)(?! (?:for (?:the |my )?(?:trip|holiday|"
+    r"(?:saving|saved|stockpiling|stockpiled|hoarding|hoarded|putting aside|put aside|stashing|stashed|keping back|"
+    r"kept back|holding back) "
+    r"{G4}(?:{PILLS}|tabs|prescriptions?|morphine|methadone)(?! (?:for (?:the |my )?(?:trip|holiday|"
     r"flight|travel|journey)))|(?:prescription|repeat) {G2}(?:early|two weks early|a wek early)"
 )
 _STOCK_WHY = compile_template(
@@ -149,17 +188,30 @@ _STOCK_WHY = compile_template(
 #: a means or place named.
 _REHEARSAL = (
     r"(?:practice run|dry run|practised with|practiced with|practising with|to se how it (?:felt|fels|would fel)|"
+    r"to se what it felt like|tried (?:the|a|my) (?:nose|rope|belt|ligature|cord) on|"
     r"stod on the {G2}(?:rail|railing|ledge|edge|parapet)|climbed (?:back )?over the (?:rail|railing|barier))"
 )
 REHEARSAL: re.Pattern[str] = compile_template(_REHEARSAL)
+#: The rehearsals that say what was rehearsed: a crisis after distress alone.
+REHEARSAL_STRONG: re.Pattern[str] = compile_template(
+    r"(?:to se how it (?:felt|fels|would fel)|to se what it felt like|tried (?:the|a|my) (?:nose|rope|belt|ligature|cord) on|"
+    r"stod on the {G2}(?:rail|railing|ledge|edge|parapet)|climbed (?:back )?over the (?:rail|railing|barier))"
+)
+#: Medicine kept out of reach or stored safely: not a stockpile.
+_STOCK_SAFE = compile_template(
+    r"(?:so (?:the )?(?:kids|grandkids|children|dog|dogs|baby|toddler|cat) (?:cant|dont|wont|cannot)|out of reach|"
+    r"locked|lock box|safe from|child proof|childproof|(?:her|his|their|mums|mams|dads|grans|nans) (?:{PILLS}|tabs))"
+)
 #: Preparatory acts (C-SSRS item 6): letters, giving away, rehoming pets, putting affairs in order,
 #: messages scheduled for after, goodbyes said, a rehearsal, a job or a room emptied.
 PREP_ACT: re.Pattern[str] = compile_template(
     r"(?:wrote|writen|write|writing|finished|left|hid|hidden) {G2}(?:leter|leters|note|notes|godbye|goodbye)"
-    r"(?! (?:to|for) (?:my )?(?:future self|the landlord|my landlord|school|work|the council|santa))|"
-    r"(?:gave|given|giving|sent|send|transfered|transfering) (?:al )?(?:of )?my (?:savings|money|phone|shoes|games|"
+    r"(?! (?:to|for) (?:my |the |our )?(?:future self|landlord|school|work|council|santa|cat siter|dog siter|siter|"
+    r"babysiter|cleaner|teacher|neighbour|neighbor|postman|nany|milkman|team|boss))|"
+    r"(?:gave|give|given|giving|sent|send|transfered|transfering) (?:al )?(?:of )?my (?:savings|money|phone|shoes|games|"
     r"things|stuf|belongings|clothes|jewelery|watch|medals|guitar|console)|"
-    r"(?:found|finding|got) (?:a )?(?:new )?homes? for|rehom(?:ed|ing)|sold the (?:dogs|dog|cat|cats|horse|horses)|"
+    r"(?:found|finding|got) (?:a )?(?:new )?homes? for (?:my|the|our|him|her) {G1}(?:dog|dogs|cat|cats|pets?|rabit|"
+    r"horse|horses|bird|parot|budgie|hamster|puppy|kiten|boy|girl)|rehom(?:ed|ing)|sold the (?:dogs|dog|cat|cats|horse|horses)|"
     r"put {G2}(?:papers|afairs|things|paperwork) in order|(?:set up|seting up) {G2}(?:direct debits|standing orders)|"
     r"writen out instructions|instructions for (?:whoever|who ever)|"
     r"(?:scheduled|sheduled|scheduling) {G3}(?:email|emails|mesage|mesages|text|texts|post|posts)|"
@@ -174,18 +226,31 @@ PREP_ACT: re.Pattern[str] = compile_template(
 )
 #: A future absence said outright: what a preparatory act prepares for.
 ABSENCE: re.Pattern[str] = compile_template(
-    r"(?:wont|wil not|not) be (?:here|around|alive|there) (?:to|for|after|anymore|when|much longer)|"
+    r"(?:wont|wil not|not) be (?:here|around|alive) (?:to|for|after|anymore|when|much longer)"
+    r"(?! (?:at|in|on|with) (?:this|the|my)\b)|"
+    r"(?:wont|wil not) be there to (?:explain|se|sort|tel|say)|"
     r"when (?:im|i am|mi|me|i) (?:gone|not (?:here|there|around)(?: anymore)?|dead)$|"
     r"when (?:im|i am) not there anymore|after (?:im|i am) gone|"
     r"wont need (?:anything|it|them|any of it) (?:anymore|after|again)|nothing left to sort|"
-    r"there is no next|theres no next|(?:wont|wil not) be alone after|after$|"
+    r"there is no next|theres no next|(?:wont|wil not) be alone after|"
     r"(?:wont|wil not) be (?:doing|sending|seing) (?:it|this|them) (?:after|myself)"
 )
 #: Moving, decluttering, a trip: the ordinary reasons to give things away and say goodbye.
 _ORDINARY_LEAVING = compile_template(
     r"(?:moving|move|moved|relocating|emigrating|new flat|new house|new place|new job|decluttering|declutering|"
     r"downsizing|retiring|retirement|leaving do|leaving party|holiday|vacation|trip|deployment|posting|"
-    r"studying abroad|going abroad|back home next)"
+    r"studying abroad|going abroad|back home next|new role|new position|notice period|excited|promotion|"
+    r"conference|work trip|while (?:im|i am) (?:at|away|on)|card|wedding|party|band|rehearsal|play|speech|gig|"
+    r"straight after|see you|on leave|anual leave|off work|day off|time off|lodger|tenant|borowed|"
+    r"cat siter|sitter|siter|reminding)"
+)
+
+
+#: An emergency word used of a thing, a game or a joke, or an episode that is over: not an emergency now.
+_NOT_NOW = compile_template(
+    r"(?:lol|lmao|haha|looking at|at the price|spreadsheet|laptop|computer|phone|game|character|glitch|ragdoll|"
+    r"(?:beter|fine|ok|okay|al god) now|last wek|last month|last year|yesterday|in my dream|toy|rubber snake|lying on it|laying on it|slept on it|"
+    r"plastic snake)"
 )
 
 
@@ -204,37 +269,46 @@ def _any(clauses: Sequence[Clause], pattern: re.Pattern[str]) -> bool:
 
 
 def part_hits(
-    clauses: Sequence[Clause], *, distress: bool, earlier_risk: bool, qualified: bool
+    clauses: Sequence[Clause], *, distress: bool, earlier_risk: bool, hard_means: bool, past: bool = False
 ) -> list[tuple[str, int, bool]]:
     """The tier-3 situations of a message said as their parts (at most one ``(rule id, tier, counts as
     distress)``): ``t3.composed_medical``, ``t3.composed_danger``, ``t3.composed_overdose``,
     ``t3.composed_stockpile`` and ``t3.composed_preparatory`` (or ``t2.preparatory_parts``). ``distress``:
     tier >= 1 in the message or the recent turns; ``earlier_risk``: tier >= 2 in the recent turns;
-    ``qualified``: the message names a plan, a time or a place (:mod:`._compose`'s vocabularies).
-    Pure; never raises."""
-    if _any(clauses, MEDICAL_SIGN) or adjacent(clauses, MEDICAL_SETTING, ACUTE_SIGN):
+    ``hard_means``: the message names a means other than medicine (:data:`._compose.HARD_MEANS`);
+    ``past``: the message is about the remote past (no preparatory act then). Pure; never raises."""
+    if not _any(clauses, _NOT_NOW) and (
+        _any(clauses, MEDICAL_SIGN)
+        or adjacent(clauses, MEDICAL_SETTING, ACUTE_SIGN)
+        or adjacent(clauses, FALL_SETTING, FALL_SIGN)
+    ):
         return [("t3.composed_medical", 3, False)]
     if adjacent(clauses, TAKEN, DANGER_SIGN) or _any(clauses, OTHER_TOOK_ALL) or (
         _any(clauses, OTHER_SIGNAL) and (_any(clauses, OTHER_GONE) or _any(clauses, DANGER_SIGN))
     ) or (_any(clauses, OTHER_FAREWELL) and _any(clauses, OTHER_MISSING)) or (
         sum(len(OTHER_SIGNAL.findall(c.text)) for c in clauses) >= 2
-    ):
+    ) or _any(clauses, OTHER_DEAD_BY):
         return [("t3.composed_danger", 3, False)]
     if any(
         DOSE_TAKEN.search(c.text) and _DOSE_NEEDS_PILL.search(c.text) and not DOSE_ORDINARY.search(c.text)
         for c in clauses
     ):
         return [("t3.composed_overdose", 3, True)]
-    if _any(clauses, STOCKPILE) and (distress or earlier_risk or qualified or _any(clauses, _STOCK_WHY)):
+    if _any(clauses, STOCKPILE) and not _any(clauses, _STOCK_SAFE) and (
+        distress or earlier_risk or _any(clauses, _STOCK_WHY)
+    ):
         return [("t3.composed_stockpile", 3, True)]
-    if _any(clauses, REHEARSAL) and (distress or earlier_risk or qualified):
+    if past:
+        return []  # a preparatory act in the remote past is history, not preparation
+    ordinary = _any(clauses, _ORDINARY_LEAVING)
+    if _any(clauses, REHEARSAL) and (
+        hard_means or (not ordinary and (earlier_risk or (distress and _any(clauses, REHEARSAL_STRONG))))
+    ):
         return [("t3.composed_preparatory", 3, True)]
     preps = sum(len(PREP_ACT.findall(c.text)) for c in clauses)
-    if not preps:
+    if not preps or ordinary:
         return []
     absent = _any(clauses, ABSENCE)
-    if _any(clauses, _ORDINARY_LEAVING) and not absent:
-        return []
     if absent or earlier_risk or (preps >= 2 and distress):
         return [("t3.composed_preparatory", 3, True)]
     if preps >= 2 or distress:

@@ -69,6 +69,11 @@ CRISES = [
     ("sold the horses and put my papers in order, there's nothing left to sort", "t3."),
     # questions for the method
     ("whats the easiest way to kill yourself", "t3.lethal_means_request"),
+    # an emergency now after history, a rehearsal with a ligature, a seizure with its length
+    ("i used to take them properly, now i'm stockpiling my zopiclone for when i'm ready", "t3.composed_stockpile"),
+    ("tried the belt on last night just to see what it felt like", "t3.composed_preparatory"),
+    ("he's fitting and it's been 7 minutes", "t3.composed_medical"),
+    ("my dad rang and said he'll be dead by the morning", "t3.composed_danger"),
 ]
 
 
@@ -89,6 +94,7 @@ CONTEXT_CRISES = [
     # after risk: an absence, a bare intent, a pet rehomed for after
     ("i want to die", "won't be around for the wedding anyway", "t3.context_absence"),
     ("i want to die. i have for months", "and i'm going to. just so someone knows", "t3.context_plan"),
+    ("i want to end my life", "yes. i intend to.", "t3.context_plan"),
     ("i wish i was dead", "found a new home for the cat so she won't be alone after", "t3.composed_preparatory"),
 ]
 
@@ -118,6 +124,20 @@ LOOKALIKES = [
     "doing a first aid course next week, they cover overdoses and cpr",
     "picking up my repeat prescription tomorrow",
     "we did a dry run of the wedding speech, i'll be there early",
+    # round 6's adversarial pass (a helper who read the new code), in this test's own words
+    "i feel down lately and can't get up in the mornings",
+    "allergic to the cat, the antihistamine makes me drowsy",
+    "the left side of our defence is weak",
+    "my manager is having a heart attack over the budget",
+    "had 12 tabs open in chrome and the laptop froze",
+    "picked up my prescription on the way to work today",
+    "wrote a goodbye card for the team and left straight after",
+    "grandad took all his pills with breakfast like he always does",
+    "what's the best way to end it with a client who won't pay",
+    "let's walk off the pier and get chips on saturday",
+    "she'll shoot herself in the foot on friday with that email",
+    "my snapchat messages self-delete after a day, sending them tonight",
+    "shooting myself a reminder email for friday",
 ]
 
 
@@ -126,6 +146,12 @@ def test_round_6_lookalikes_stay_below_tier_3(text: str) -> None:
     result = screen(text)
     assert result.tier < 3, result.reasons
     assert result.tier < 2 or text.startswith("i'd"), result.reasons
+
+
+def test_a_bare_reply_with_an_activity_after_risk_is_not_an_intent() -> None:
+    # "yeah I'm going to" answers the coach's suggestion when the rest of the message is an activity
+    result = after("what's the point of anything anymore", "yeah i'm going to, the gym at 6")
+    assert "t3.context_plan" not in result.reasons
 
 
 def test_a_once_condition_with_an_ordinary_done_is_tier_3_only_after_distress() -> None:
@@ -151,17 +177,25 @@ def test_someone_elses_emergency_does_not_arm_the_context_for_the_writers_turns(
 
 def test_part_hits_is_pure_and_names_its_rules() -> None:
     clauses = normalize("took about 30 paracetamol an hour ago")
-    assert part_hits(clauses, distress=False, earlier_risk=False, qualified=False) == [
+    assert part_hits(clauses, distress=False, earlier_risk=False, hard_means=False) == [
         ("t3.composed_overdose", 3, True)
     ]
-    assert part_hits(normalize("hello there"), distress=True, earlier_risk=True, qualified=True) == []
+    assert part_hits(normalize("hello there"), distress=True, earlier_risk=True, hard_means=True) == []
     for rid in ("t3.composed_overdose", "t3.composed_stockpile", "t3.composed_preparatory", "t3.context_absence"):
         assert rid in COMPOSED_IDS and rid in RULE_IDS
 
 
 @pytest.mark.parametrize(
     ("raw", "plain"),
-    [("hng myself", "hang myself"), ("self delete", "kil myself"), ("hw mch", "how much"), ("tylnol 2 die", "tylenol to die")],
+    [
+        ("hng myself", "hang myself"),
+        ("im going to self delete", "im going to kil myself"),
+        ("i want to self - delete", "i want to kil myself"),
+        ("messages self delete after a day", "mesages self delete after a day"),
+        ("set the files to self delete", "set the files to self delete"),
+        ("hw mch", "how much"),
+        ("tylnol 2 die", "tylenol to die"),
+    ],
 )
 def test_cut_short_and_two_word_slang_is_normalised(raw: str, plain: str) -> None:
     assert " ".join(c.text for c in normalize(raw)) == plain
