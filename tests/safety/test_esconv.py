@@ -44,9 +44,12 @@ REVIEWED_TIER3 = {
 # and bail, read as a plan; 19: the one-word answer "jumping"; 49: "my life was put on a pause"; 173: a
 # reading routine in "a room where I can do this", read as a method; and no longer pauses 12, 42, 101,
 # 139, 140, 168; coaching pauses and the user is asked directly; round 5's head adds 4: two work
-# deadlines, "the end of this month and end of next month", read as a timeline)
+# deadlines, "the end of this month and end of next month", read as a timeline; round 6's head adds 187:
+# the seeker's sympathy for the helper's fight with a partner, read as abuse, and 193: 'there is always
+# "next year" so I am waiting for it', read as a timeline)
 REVIEWED_TIER2_DIALOGS = {
     0, 3, 4, 12, 13, 15, 19, 42, 44, 49, 66, 85, 92, 100, 101, 107, 119, 127, 137, 139, 140, 152, 161, 168, 173, 183,
+    187, 193,
 }  # fmt: skip
 
 
