@@ -270,7 +270,9 @@ _HISTORY = compile_template(
 )
 
 
-_THIS_TIME = compile_template(r"(?:this|next) time {G3}(?:get it right|make sure it works|do it properly|finish it)")
+_THIS_TIME = compile_template(
+    r"(?:this|next) time {G3}(?:get it right|make sure it works|do it properly|finish it)"
+)
 
 
 def qualified(clauses: Sequence[Clause]) -> bool:
@@ -281,7 +283,10 @@ def qualified(clauses: Sequence[Clause]) -> bool:
     if any(SAFETY_STEP.search(t) for t in texts):
         return False
     return any(
-        HARD_MEANS.search(t) or CONTEXT_PLACE.search(t) or STATED_PLAN.search(t) or (TIME.search(t) and BARE_ACT.search(t))
+        HARD_MEANS.search(t)
+        or CONTEXT_PLACE.search(t)
+        or STATED_PLAN.search(t)
+        or (TIME.search(t) and BARE_ACT.search(t))
         for t in texts
     )
 
@@ -377,9 +382,16 @@ def composed_hits(
     if any(PAST_MARKERS.search(c.text) for c in clauses):  # "years ago, on a bridge": the remote past
         # ... though an emergency, an overdose or a stockpile said now is all the same (round 6)
         return part_hits(clauses, distress=distress, earlier_risk=earlier_risk, hard_means=False, past=True)
-    act = bool(ids & ACT_RULES) or (
-        not negated and any(ACT_STRONG.search(c.text) or (risk_now and ACT.search(c.text)) for c in clauses)
-    ) or (any(FALL_TAIL.search(c.text) for c in clauses) and any(FALL_PLACE.search(c.text) for c in clauses))
+    act = (
+        bool(ids & ACT_RULES)
+        or (
+            not negated
+            and any(ACT_STRONG.search(c.text) or (risk_now and ACT.search(c.text)) for c in clauses)
+        )
+        or (
+            any(FALL_TAIL.search(c.text) for c in clauses) and any(FALL_PLACE.search(c.text) for c in clauses)
+        )
+    )
     if act and any(_IDIOM_ACT.search(c.text) or _HISTORY.search(c.text) for c in clauses):
         act = any(_THIS_TIME.search(c.text) for c in clauses)  # "my first attempt was in 2019, this time ..."
     hits = _act_hits(clauses, ids, act)

@@ -372,12 +372,42 @@ def _resegment(tokens: list[str]) -> list[str]:
 
 #: Tokens before "self delete" that make it the writer's act, not a message that deletes itself.
 _SELF_DELETE_BEFORE = frozenset(
-    {"to", "going", "gona", "wana", "im", "i", "il", "wil", "just", "might", "should", "fina", "ima", "finaly", "ready"}
+    {
+        "to",
+        "going",
+        "gona",
+        "wana",
+        "im",
+        "i",
+        "il",
+        "wil",
+        "just",
+        "might",
+        "should",
+        "fina",
+        "ima",
+        "finaly",
+        "ready",
+    }
 )
 
 
 _INTENT_BEFORE_TO = frozenset(
-    {"want", "going", "ned", "need", "about", "ready", "planing", "plan", "decided", "try", "tempted", "gona", "wana"}
+    {
+        "want",
+        "going",
+        "ned",
+        "need",
+        "about",
+        "ready",
+        "planing",
+        "plan",
+        "decided",
+        "try",
+        "tempted",
+        "gona",
+        "wana",
+    }
 )
 
 

@@ -22,9 +22,9 @@ __all__ = [
     "DANGER_SIGN",
     "DOSE_ORDINARY",
     "DOSE_TAKEN",
-    "MEDICAL_SETTING",
     "FALL_SETTING",
     "FALL_SIGN",
+    "MEDICAL_SETTING",
     "MEDICAL_SIGN",
     "OTHER_DEAD_BY",
     "OTHER_FAREWELL",
@@ -283,19 +283,24 @@ def part_hits(
         or adjacent(clauses, FALL_SETTING, FALL_SIGN)
     ):
         return [("t3.composed_medical", 3, False)]
-    if adjacent(clauses, TAKEN, DANGER_SIGN) or _any(clauses, OTHER_TOOK_ALL) or (
-        _any(clauses, OTHER_SIGNAL) and (_any(clauses, OTHER_GONE) or _any(clauses, DANGER_SIGN))
-    ) or (_any(clauses, OTHER_FAREWELL) and _any(clauses, OTHER_MISSING)) or (
-        sum(len(OTHER_SIGNAL.findall(c.text)) for c in clauses) >= 2
-    ) or _any(clauses, OTHER_DEAD_BY):
+    if (
+        adjacent(clauses, TAKEN, DANGER_SIGN)
+        or _any(clauses, OTHER_TOOK_ALL)
+        or (_any(clauses, OTHER_SIGNAL) and (_any(clauses, OTHER_GONE) or _any(clauses, DANGER_SIGN)))
+        or (_any(clauses, OTHER_FAREWELL) and _any(clauses, OTHER_MISSING))
+        or (sum(len(OTHER_SIGNAL.findall(c.text)) for c in clauses) >= 2)
+        or _any(clauses, OTHER_DEAD_BY)
+    ):
         return [("t3.composed_danger", 3, False)]
     if any(
         DOSE_TAKEN.search(c.text) and _DOSE_NEEDS_PILL.search(c.text) and not DOSE_ORDINARY.search(c.text)
         for c in clauses
     ):
         return [("t3.composed_overdose", 3, True)]
-    if _any(clauses, STOCKPILE) and not _any(clauses, _STOCK_SAFE) and (
-        distress or earlier_risk or _any(clauses, _STOCK_WHY)
+    if (
+        _any(clauses, STOCKPILE)
+        and not _any(clauses, _STOCK_SAFE)
+        and (distress or earlier_risk or _any(clauses, _STOCK_WHY))
     ):
         return [("t3.composed_stockpile", 3, True)]
     if past:

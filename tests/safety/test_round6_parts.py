@@ -70,7 +70,10 @@ CRISES = [
     # questions for the method
     ("whats the easiest way to kill yourself", "t3.lethal_means_request"),
     # an emergency now after history, a rehearsal with a ligature, a seizure with its length
-    ("i used to take them properly, now i'm stockpiling my zopiclone for when i'm ready", "t3.composed_stockpile"),
+    (
+        "i used to take them properly, now i'm stockpiling my zopiclone for when i'm ready",
+        "t3.composed_stockpile",
+    ),
     ("tried the belt on last night just to see what it felt like", "t3.composed_preparatory"),
     ("he's fitting and it's been 7 minutes", "t3.composed_medical"),
     ("my dad rang and said he'll be dead by the morning", "t3.composed_danger"),
@@ -87,15 +90,31 @@ def test_round_6_crises_are_tier_3(text: str, rule: str) -> None:
 CONTEXT_CRISES = [
     # after distress: a rehearsal, a plan said in passing with a means, a conditional that is ordinary
     # words too, a bleeding-out question
-    ("i hate myself", "practised with the dog lead on the banister to see how it felt", "t3.composed_preparatory"),
-    ("i'm not coping at all", "i've worked it all out. the tablets and the gin, in the car, sunday", "t3.context_plan"),
-    ("i'm failing everyone again", "once the kids are at their dads on friday, im going to go", "t3.conditional_timeline"),
+    (
+        "i hate myself",
+        "practised with the dog lead on the banister to see how it felt",
+        "t3.composed_preparatory",
+    ),
+    (
+        "i'm not coping at all",
+        "i've worked it all out. the tablets and the gin, in the car, sunday",
+        "t3.context_plan",
+    ),
+    (
+        "i'm failing everyone again",
+        "once the kids are at their dads on friday, im going to go",
+        "t3.conditional_timeline",
+    ),
     ("my life is over", "do you bleed out faster in warm water", "t3.context_method"),
     # after risk: an absence, a bare intent, a pet rehomed for after
     ("i want to die", "won't be around for the wedding anyway", "t3.context_absence"),
     ("i want to die. i have for months", "and i'm going to. just so someone knows", "t3.context_plan"),
     ("i want to end my life", "yes. i intend to.", "t3.context_plan"),
-    ("i wish i was dead", "found a new home for the cat so she won't be alone after", "t3.composed_preparatory"),
+    (
+        "i wish i was dead",
+        "found a new home for the cat so she won't be alone after",
+        "t3.composed_preparatory",
+    ),
 ]
 
 
@@ -181,7 +200,12 @@ def test_part_hits_is_pure_and_names_its_rules() -> None:
         ("t3.composed_overdose", 3, True)
     ]
     assert part_hits(normalize("hello there"), distress=True, earlier_risk=True, hard_means=True) == []
-    for rid in ("t3.composed_overdose", "t3.composed_stockpile", "t3.composed_preparatory", "t3.context_absence"):
+    for rid in (
+        "t3.composed_overdose",
+        "t3.composed_stockpile",
+        "t3.composed_preparatory",
+        "t3.context_absence",
+    ):
         assert rid in COMPOSED_IDS and rid in RULE_IDS
 
 
@@ -204,7 +228,9 @@ def test_cut_short_and_two_word_slang_is_normalised(raw: str, plain: str) -> Non
 def test_spelling_correction_is_the_same_under_every_string_hash() -> None:
     # "overdoses" is one edit from both "overdose" and "overdosed"; the correction iterated a set, whose
     # order follows PYTHONHASHSEED, so the result changed from one process to the next
-    code = "from launcher.safety._normalize import normalize; print(normalize('they cover overdoses')[0].text)"
+    code = (
+        "from launcher.safety._normalize import normalize; print(normalize('they cover overdoses')[0].text)"
+    )
     outs = {
         subprocess.run(
             [sys.executable, "-c", code],
