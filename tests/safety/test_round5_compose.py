@@ -9,23 +9,15 @@ from __future__ import annotations
 
 import pytest
 
-from launcher.safety import SafetyConfig, SafetyState, ScreenResult
+from launcher.safety import SafetyConfig
 from launcher.safety import screen as _screen
 from launcher.safety._compose import COMPOSED_IDS, composed_hits, conditional_go
 from launcher.safety._lexical import RULE_IDS
 from launcher.safety._normalize import normalize
+from testsupport.safety_rules import screen_after, screen_rules
 
-RULES_ONLY = SafetyConfig(semantic=False)
-
-
-def screen(text: str, state: SafetyState | None = None) -> ScreenResult:
-    return _screen(text, state, RULES_ONLY)
-
-
-def after(earlier: str, text: str) -> ScreenResult:
-    state = SafetyState()
-    screen(earlier, state)
-    return screen(text, state)
+screen = screen_rules
+after = screen_after
 
 
 CRISES = [

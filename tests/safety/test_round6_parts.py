@@ -13,25 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from launcher.safety import SafetyConfig, SafetyState, ScreenResult
+from launcher.safety import SafetyState
 from launcher.safety import screen as _screen
 from launcher.safety._compose import COMPOSED_IDS
 from launcher.safety._lexical import RULE_IDS
 from launcher.safety._normalize import normalize
 from launcher.safety._parts import part_hits
+from testsupport.safety_rules import screen_after, screen_rules
 
-RULES_ONLY = SafetyConfig(semantic=False)
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def screen(text: str, state: SafetyState | None = None) -> ScreenResult:
-    return _screen(text, state, RULES_ONLY)
-
-
-def after(earlier: str, text: str) -> ScreenResult:
-    state = SafetyState()
-    screen(earlier, state)
-    return screen(text, state)
+screen = screen_rules
+after = screen_after
 
 
 CRISES = [
