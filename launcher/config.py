@@ -155,7 +155,7 @@ CHECKOUT_AGENTS_DIR = Path(__file__).resolve().parent.parent / "agents"
 class AgentsConfig(BaseModel):
     """The agent files and their processes.
 
-    ``warm_process_limit``: Claude Code processes kept warm across turns (about 200 MiB each; docs/claude-code.md);
+    ``warm_process_limit``: Claude Code processes kept warm across turns (about 235 MiB each; docs/claude-code.md);
     beyond it agents start cold. ``retries``: retries of an agent after a transient failure (issue 5:
     one). ``watch``: reload edited agent files in long-running modes. ``idle_close_s``: seconds without a
     turn after which a long-running mode (``coach chat``, ``coach serve``) closes a session (compacts it
@@ -305,7 +305,7 @@ _FIX_HINTS: dict[str, str] = {
     "data.dir": f"a folder path (or set {ENV_DATA_DIR})",
     "data.url": f"a postgresql://user@host:port/dbname URL (or set {ENV_DATABASE_URL}); unset for SQLite",
     "data.schema": "a PostgreSQL schema name: 1-63 characters from a-z 0-9 _",
-    "agents.warm_process_limit": "an integer 0-64 (each warm Claude Code process holds about 200 MiB)",
+    "agents.warm_process_limit": "an integer 0-64 (each warm Claude Code process holds about 235 MiB)",
     "agents.retries": "an integer 0-5",
     "agents.idle_close_s": "seconds 0-604800 (0: never close idle sessions)",
     "safety.locale": 'a locale such as "en-US" or "en-GB"',

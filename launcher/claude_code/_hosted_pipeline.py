@@ -53,7 +53,7 @@ class HostedPipeline:
     """The real pipeline (``launcher.claude_code._turn_jobs.PipelineRun``): ``launcher.pipeline._runtime.coach_runtime``
     (blackboard, agent registry, in-process proxy and signed HTTP MCP server, agent runner, supervisor),
     kept running for the session server's lifetime so the agents' Claude Code processes stay warm
-    between turns (``[agents] warm_process_limit``; about 200 MiB each).
+    between turns (``[agents] warm_process_limit``; about 235 MiB each).
 
     Use :meth:`lifespan` as (part of) the MCP server's lifespan: the runtime starts on the first turn, in
     a task owned by the lifespan, and stops (every agent process with it) when the server shuts down.

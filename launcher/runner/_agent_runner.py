@@ -17,7 +17,7 @@
 
 Processes are kept warm per (user, session, agent) through the session (a persistent
 ``ClaudeSDKClient`` whose conversation holds that agent's session history), at most ``max_warm`` at a
-time (about 200 MiB RSS each, docs/claude-code.md); beyond the limit a one-shot process is used. A warm process
+time (about 235 MiB RSS each, docs/claude-code.md); beyond the limit a one-shot process is used. A warm process
 whose conversation outgrew the agent's context budget, or whose agent file changed, is replaced.
 :meth:`ClaudeAgentRunner.prestart` starts (connects) a warm process ahead of its first run, off the
 critical path (a session opening, Pineal while the specialists work): the run then only sends its query
@@ -203,14 +203,22 @@ class ClaudeAgentRunner:
     def _stale(self, entry: _Warm, inv: AgentInvocation) -> bool:
         return entry.fingerprint != _fingerprint(inv) or entry.last_input_tokens > inv.context_budget_tokens
 
-    def _make_room(self, to_close: list[_Warm]) -> bool:
-        """Under the lock: evict the least recently used idle process if the pool is full."""
-        if len(self._warm) < self.config.max_warm:
-            return True
-        victim = next((k for k, w in self._warm.items() if not w.busy), None)
-        if victim is None:
-            return False
-        to_close.append(self._warm.pop(victim))
+    def _make_room(self, to_close: list[_Warm], inv: AgentInvocation | None = None) -> bool:
+        """Under the lock: make room for one more warm process within ``max_warm``, which counts the
+        pool's idle processes too (the one that will be handed to ``inv`` is not extra). An idle pooled
+        process of another agent goes first (it holds no one's conversation), then the least recently
+        used idle warm process. False when every process is busy."""
+        pooled = self.pool.idle() - (1 if inv is not None and self.pool.has_idle(inv) else 0)
+        keep = _fingerprint(inv) if inv is not None else None
+        while len(self._warm) + max(0, pooled) >= self.config.max_warm:
+            if pooled > 0 and (proc := self.pool.evict_one(keep)) is not None:
+                to_close.append(_Warm(client=proc.client, fingerprint=proc.fingerprint))
+                pooled -= 1
+                continue
+            victim = next((k for k, w in self._warm.items() if not w.busy), None)
+            if victim is None:
+                return False
+            to_close.append(self._warm.pop(victim))
         return True
 
     async def _checkout(self, inv: AgentInvocation) -> _Warm | None:
@@ -247,7 +255,7 @@ class ClaudeAgentRunner:
             entry.busy = True
             self._warm.move_to_end(key)
             return entry
-        if not self._make_room(to_close):
+        if not self._make_room(to_close, inv):
             return None
         entry = _Warm(client=None, fingerprint=_fingerprint(inv), busy=True)
         self._warm[key] = entry
@@ -278,7 +286,7 @@ class ClaudeAgentRunner:
                 to_close.append(entry)
             if not evict and len(self._warm) >= self.config.max_warm:
                 return False
-            if not self._make_room(to_close):
+            if not self._make_room(to_close, inv):
                 return False
             entry = _Warm(client=None, fingerprint=_fingerprint(inv), busy=True, starting=anyio.Event())
             self._warm[key] = entry

@@ -63,8 +63,9 @@ log = logging.getLogger(__name__)
 
 POOL_USER = "_pool"
 """The user id pooled processes start with (owns no data; translated once bound)."""
-PROCESS_RSS_MIB = 200
-"""Resident memory of one idle agent process (docs/claude-code.md: about 200 MiB)."""
+PROCESS_RSS_MIB = 240
+"""Resident memory of one idle agent process, in MiB: 235 MiB measured for a new ``claude`` 2.1.332
+process (docs/scale-out.md, "Sessions per 24 GiB"; the issue's estimate was about 200), rounded up."""
 MEMORY_RESERVE_MIB = 1024
 """Memory left free for everything else when sizing the pool."""
 
@@ -233,6 +234,22 @@ class ProcessPool:
 
     def idle(self) -> int:
         return sum(len(v) for v in self._idle.values())
+
+    def has_idle(self, inv: Any) -> bool:
+        """Whether a started process of ``inv``'s agent (its settings) waits in the pool."""
+        from launcher.runner._agent_runner import _fingerprint
+
+        return bool(self._idle.get(_fingerprint(inv)))
+
+    def evict_one(self, keep: str | None = None) -> PooledProcess | None:
+        """Take one idle pooled process out of the pool (one of another agent than fingerprint ``keep``
+        when there is one, the most recently started first) so that the caller stops it: the warm limit
+        counts pooled processes too. None when the pool holds none. Its refill waits for room."""
+        for fingerprint, procs in self._idle.items():
+            if fingerprint != keep and procs:
+                return procs.pop()
+        procs = self._idle.get(keep or "")
+        return procs.pop() if procs else None
 
     def _missing(self) -> list[Any]:
         from launcher.runner._agent_runner import _fingerprint

@@ -26,7 +26,7 @@ class RunnerConfig:
         proxy_url: the Anthropic-compatible proxy (``ANTHROPIC_BASE_URL``).
         mcp_url: the shared streamable-HTTP MCP server (e.g. ``http://127.0.0.1:PORT/mcp``).
         api_key: sent as ``ANTHROPIC_API_KEY`` (the proxy ignores or checks it).
-        max_warm: most warm processes kept at once (about 200 MiB each); 0 => always one-shot.
+        max_warm: most warm processes kept at once (about 235 MiB each); 0 => always one-shot.
         mcp_turn_header: send ``x-coach-turn`` to the MCP server. Warm processes cannot change their
             headers between turns, so with True every process is one-shot; with False (the default) the
             MCP server must resolve the turn server-side (see :mod:`launcher.pipeline._turn_scope`).

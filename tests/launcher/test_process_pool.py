@@ -155,3 +155,44 @@ async def test_the_pool_fills_one_process_at_a_time_only_while_no_agent_runs(
         busy[0] = 0
     assert [a for a, _ in started] == [i.agent for i in invs] and all(n == 1 for _, n in started)
     assert runner.pool.idle() == 6
+
+
+def _other_agent() -> AgentInvocation:
+    import dataclasses
+
+    return dataclasses.replace(inv(agent="persona"), system_prompt="You are Persona.")
+
+
+def test_the_warm_limit_counts_the_pools_idle_processes() -> None:
+    # max_warm counts pooled processes too: with 2 pooled idle processes (of another agent) and
+    # max_warm 3, a third warm entry for a new agent evicts a pooled process, not a session's process
+    cfg = RunnerConfig(proxy_url="http://proxy", mcp_url="http://mcp/mcp", pool_size=6, max_warm=3)
+    runner = ClaudeAgentRunner(cfg, bindings=bindings_for(TurnDirectory()))
+    pooled = [SimpleNamespace(name=f"pooled{i}") for i in range(2)]
+    runner.pool._idle[_fingerprint(inv())] = [
+        PooledProcess(c, _fingerprint(inv()), f"p{i:024x}", None) for i, c in enumerate(pooled)
+    ]
+    runner._warm[("u1", "s0", "stability")] = _Warm(client=SimpleNamespace(name="warm"), fingerprint="x")
+    to_close: list[_Warm] = []
+    assert runner._make_room(to_close, _other_agent())
+    assert [w.client for w in to_close] == [pooled[1]], "a pooled process goes first"
+    assert runner.pool.idle() == 1 and len(runner._warm) == 1, "the session's warm process stays"
+
+
+def test_the_process_handed_out_to_the_invocation_is_not_counted_twice() -> None:
+    # the pooled process of inv's own agent becomes the new warm entry: warm 1 + pooled 1 - 1 < 2
+    cfg = RunnerConfig(proxy_url="http://proxy", mcp_url="http://mcp/mcp", pool_size=6, max_warm=2)
+    runner = ClaudeAgentRunner(cfg, bindings=bindings_for(TurnDirectory()))
+    runner.pool._idle[_fingerprint(inv())] = [
+        PooledProcess(SimpleNamespace(), _fingerprint(inv()), "p0", None)
+    ]
+    runner._warm[("u1", "s0", "stability")] = _Warm(client=SimpleNamespace(), fingerprint="x")
+    to_close: list[_Warm] = []
+    assert runner._make_room(to_close, inv()) and to_close == []
+
+
+def test_no_room_when_every_process_is_busy_and_the_pool_is_empty() -> None:
+    cfg = RunnerConfig(proxy_url="http://proxy", mcp_url="http://mcp/mcp", max_warm=1)
+    runner = ClaudeAgentRunner(cfg)
+    runner._warm[("u1", "s0", "coach")] = _Warm(client=SimpleNamespace(), fingerprint="x", busy=True)
+    assert not runner._make_room([], inv())
