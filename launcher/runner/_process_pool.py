@@ -248,8 +248,8 @@ class ProcessPool:
         for fingerprint, procs in self._idle.items():
             if fingerprint != keep and procs:
                 return procs.pop()
-        procs = self._idle.get(keep or "")
-        return procs.pop() if procs else None
+        own = self._idle.get(keep or "")
+        return own.pop() if own else None
 
     def _missing(self) -> list[Any]:
         from launcher.runner._agent_runner import _fingerprint
