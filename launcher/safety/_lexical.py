@@ -383,6 +383,9 @@ def _semantic_hits(
         return []
     if not lexical_risk and any(r.startswith(("t2.", "t3.")) for r in negated) and len(pieces(text)) == 1:
         return [("sem.negated", 1, True)]
+    if _told_as_history(ctx.clauses):
+        # "years ago i took 30 paracetamol": a past attempt is tier 2, whatever the context (round 6)
+        return [(f"sem.{verdict.family}", 2, verdict.family not in _NOT_OWN_RISK)]
     if action and (ctx.earlier_risk or (ctx.earlier_distress and verdict.tier >= 2)):
         return [(f"ctx.{verdict.family}", 3, True), (f"sem.{verdict.family}", tier, True)]
     sem3_bar = layer.tier2 + _SEM3_SHARE * (layer.tier3 - layer.tier2)
@@ -396,6 +399,16 @@ def _semantic_hits(
     # user's later turns (round 6: "everybody who uses has some concern of overdosing" then "I got some
     # of that already from the needle exchange")
     return [(f"sem.{verdict.family}", tier, verdict.family not in _NOT_OWN_RISK)]
+
+
+#: Words that put an act in the present although the message also tells history.
+_NOW = re.compile(r"\b(?:now|just|right now|tonight|today|again|an hour ago|this morning|currently)\b")
+
+
+def _told_as_history(clauses: Sequence[Clause]) -> bool:
+    """A message that tells the remote past (:data:`._lexicon.PAST_MARKERS`) and nothing of now: the
+    embedding does not see the tense, so its tier-3 verdict there is capped at tier 2."""
+    return any(PAST_MARKERS.search(c.text) for c in clauses) and not any(_NOW.search(c.text) for c in clauses)
 
 
 #: Semantic families that are someone else's emergency, not the writer's own risk.

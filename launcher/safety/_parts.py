@@ -292,7 +292,7 @@ def part_hits(
         or _any(clauses, OTHER_DEAD_BY)
     ):
         return [("t3.composed_danger", 3, False)]
-    if any(
+    if not past and any(
         DOSE_TAKEN.search(c.text) and _DOSE_NEEDS_PILL.search(c.text) and not DOSE_ORDINARY.search(c.text)
         for c in clauses
     ):

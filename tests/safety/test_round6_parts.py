@@ -235,3 +235,19 @@ def test_spelling_correction_is_the_same_under_every_string_hash() -> None:
         for seed in ("0", "1", "2", "3", "4", "5")
     }
     assert outs == {"they cover overdose"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["years ago i took 30 paracetamol and ended up in hospital", "when i was 15 i took 40 pills"],
+)
+def test_an_overdose_told_as_history_is_tier_2_not_a_crisis_now(text: str) -> None:
+    # the semantic layer does not see the tense, and a dose taken is tier 3 only now (round 6)
+    result = _screen(text)
+    assert result.tier == 2, result.reasons
+    assert part_hits(normalize(text), distress=True, earlier_risk=True, hard_means=False, past=True) == []
+
+
+def test_an_overdose_now_after_history_is_still_a_crisis() -> None:
+    result = _screen("years ago i tried once. just now i took 30 paracetamol")
+    assert result.tier == 3, result.reasons
