@@ -13,7 +13,9 @@ Last line, exactly: ``p95_ms=X recall_t3=X recall_t2plus=X false_alarms_per_1000
 on the chosen set; recalls as shares 0-1). The default set, ``bench/data/safety_fresh5``, is the
 held-out set of round 6; ``bench/data/safety_fresh4``, ``safety_fresh3``, ``safety_fresh2`` and
 ``safety_fresh`` are development sets (docs/safety.md). The latency line also gives the CPU time per
-message (``time.thread_time``) and the load average, since the machine may be shared.
+message (``time.thread_time``) and the load average, since the machine may be shared, and the latency
+with the other BLAS thread count of the encoder (``[safety] encoder_threads`` 1 or 2) measured right
+after, with the ratio of the two p95s.
 
 Usage: .venv/bin/python bench/safety.py [--set bench/data/safety_fresh5] [--shared]
 (``--set PREFIX`` reads PREFIX.dialogs.jsonl and PREFIX.labels.jsonl.) About 20-60 s on 2 cores.
@@ -98,6 +100,13 @@ def main() -> None:
         f"latency per message: p50={statistics.median(times):.2f} ms p95={p95(times):.2f} ms max={max(times):.1f} ms; "
         f"CPU p50={statistics.median(cpu):.2f} ms p95={p95(cpu):.2f} ms; "
         f"load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after"
+    )
+    other = 2 if config.encoder_threads == 1 else 1
+    times2, _ = latency_ms([d.turns for d, _ in pairs], config.model_copy(update={"encoder_threads": other}))
+    print(
+        f"latency with encoder_threads={other} (configured: {config.encoder_threads}), measured right after: "
+        f"p50={statistics.median(times2):.2f} ms p95={p95(times2):.2f} ms; "
+        f"p95 ratio {p95(times2) / p95(times):.2f}"
     )
     print(f"{'layer':<10} {'recall_t3':>10} {'recall_t2plus':>14} {'false_alarms_per_1000':>22}")
     reports = {layer: evaluate_labelled(pairs, config, layer) for layer in LAYERS}

@@ -309,6 +309,7 @@ _FIX_HINTS: dict[str, str] = {
     "agents.retries": "an integer 0-5",
     "agents.idle_close_s": "seconds 0-604800 (0: never close idle sessions)",
     "safety.locale": 'a locale such as "en-US" or "en-GB"',
+    "safety.encoder_threads": "an integer 1-8 (BLAS threads of the safety screen's encoder; 1 on a busy 2-core machine)",
     "broker.url": f"an amqp://user:password@host:5672/vhost URL (or set {ENV_BROKER_URL}); unset: turns run in-process",
 }
 

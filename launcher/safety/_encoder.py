@@ -88,6 +88,10 @@ class _BlasThreads:
         self._limiter: Any = None
         self._controller: Any = None
 
+    def set(self, n: int | None) -> None:
+        with self._lock:
+            self._n = n
+
     @contextmanager
     def __call__(self) -> Iterator[None]:
         if self._n is None:
@@ -242,6 +246,11 @@ class MiniLMEncoder:
         whole = (means * lens[:, None]).sum(axis=0) / lens.sum()
         whole /= max(float(np.linalg.norm(whole)), 1e-12)
         return np.concatenate([whole[None, :].astype(np.float32), unit])
+
+    def set_blas_threads(self, n: int | None) -> None:
+        """Change the BLAS thread cap (None: leave BLAS as configured); it applies from the next
+        outermost :meth:`encode` (an encoding under way keeps its cap)."""
+        self._threads.set(n)
 
     def blas_limit(self) -> Any:
         """A context manager capping BLAS at this encoder's thread cap (re-entrant; see :meth:`encode`),

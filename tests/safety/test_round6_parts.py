@@ -251,3 +251,35 @@ def test_an_overdose_told_as_history_is_tier_2_not_a_crisis_now(text: str) -> No
 def test_an_overdose_now_after_history_is_still_a_crisis() -> None:
     result = _screen("years ago i tried once. just now i took 30 paracetamol")
     assert result.tier == 3, result.reasons
+
+
+def test_encoder_threads_defaults_by_cpu_count_and_is_applied_by_the_screen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from launcher.safety import SafetyConfig
+    from launcher.safety._semantic import semantic_layer
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert SafetyConfig().encoder_threads == 1  # a busy 2-core machine: one BLAS thread
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    assert SafetyConfig().encoder_threads == 2
+    layer = semantic_layer()
+    try:
+        _screen("a calm message about my week", None, SafetyConfig(encoder_threads=3))
+        assert layer.encoder._threads._n == 3
+    finally:
+        layer.encoder.set_blas_threads(1)
+    for bad in (0, 9):
+        with pytest.raises(ValueError):
+            SafetyConfig(encoder_threads=bad)
+
+
+def test_encoder_threads_out_of_range_in_coach_toml_is_a_clear_error(tmp_path: Path) -> None:
+    from launcher.config import load_config
+    from launcher.errors import LauncherError
+
+    path = tmp_path / "coach.toml"
+    path.write_text("[safety]\nencoder_threads = 0\n", encoding="utf-8")
+    with pytest.raises(LauncherError) as err:
+        load_config(path)
+    assert "encoder_threads" in str(err.value) and "1-8" in str(err.value)
