@@ -253,8 +253,13 @@ _IDIOM_ACT = compile_template(
     r"(?:can|go|could) (?:go )?(?:jump|walk) (?:of|into)\b|(?:id|i would|would) (?:\w+ )?jump of (?:a|the) \w+ for\b|"
     r"\brather\b.*\bthan\b|\bif i (?:hear|se|get|have to|do) .*\b(?:again|more|one more)\b|"
     r"(?:can|go|could) (?:go )?(?:jump|walk) in (?:a|the) (?:lake|river|sea)\b|"
-    r"clif jumping|tombstoning|bungee|base jump|skydiv|parachut|training|practise|swim club|lesson|instructor|"
     r"end(?:ing)? (?:it al|things|everything) (?:on a|with a|with the|for the|at the)\b"
+)
+#: A sport or a lesson: the act phrases of a motion ("go under and stay under", "jumping off the cliff")
+#: are then the sport's words. It cancels only an act found as a phrase, never a rule's hit ("my plan is
+#: to hang myself in the garage after training on sunday" stays a plan).
+_RECREATION = compile_template(
+    r"(?:clif jumping|tombstoning|bungee|base jump|skydiv|parachut|training|practise|swim club|lesson|instructor)"
 )
 #: Medicine said as a means at hand (not "my dog needs his tablets at 8am").
 _MEDS_AT_HAND = compile_template(
@@ -382,16 +387,12 @@ def composed_hits(
     if any(PAST_MARKERS.search(c.text) for c in clauses):  # "years ago, on a bridge": the remote past
         # ... though an emergency, an overdose or a stockpile said now is all the same (round 6)
         return part_hits(clauses, distress=distress, earlier_risk=earlier_risk, hard_means=False, past=True)
-    act = (
-        bool(ids & ACT_RULES)
-        or (
-            not negated
-            and any(ACT_STRONG.search(c.text) or (risk_now and ACT.search(c.text)) for c in clauses)
-        )
-        or (
-            any(FALL_TAIL.search(c.text) for c in clauses) and any(FALL_PLACE.search(c.text) for c in clauses)
-        )
-    )
+    phrase_act = (
+        not negated and any(ACT_STRONG.search(c.text) or (risk_now and ACT.search(c.text)) for c in clauses)
+    ) or (any(FALL_TAIL.search(c.text) for c in clauses) and any(FALL_PLACE.search(c.text) for c in clauses))
+    if phrase_act and any(_RECREATION.search(c.text) for c in clauses):
+        phrase_act = False
+    act = bool(ids & ACT_RULES) or phrase_act
     if act and any(_IDIOM_ACT.search(c.text) or _HISTORY.search(c.text) for c in clauses):
         act = any(_THIS_TIME.search(c.text) for c in clauses)  # "my first attempt was in 2019, this time ..."
     hits = _act_hits(clauses, ids, act)

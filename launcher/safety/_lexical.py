@@ -169,7 +169,7 @@ class SafetyConfig(BaseModel):
     semantic: bool = True
     extra_rules: list[ExtraRule] = Field(default_factory=list, max_length=200)
     disabled_rules: list[str] = Field(default_factory=list)
-    encoder_threads: int = Field(default_factory=lambda: default_encoder_threads(), ge=1, le=8)
+    encoder_threads: int = Field(default_factory=default_encoder_threads, ge=1, le=8)
     _compiled: tuple[Rule, ...] | None = PrivateAttr(default=None)
     _any: re.Pattern[str] | None = PrivateAttr(default=None)
 

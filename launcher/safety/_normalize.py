@@ -42,7 +42,12 @@ _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "`": 
 _CLAUSE_SPLIT = re.compile(r"[.!?;,:]+(?=\s|$)|\n+|\s[-\u2013\u2014]+\s|\bbut\b")
 _HAS_LETTER = re.compile(r"[a-z]")
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
-_TO_BEFORE = frozenset({"want", "going", "need", "have", "like", "ready", "about", "plan", "tried", "wish"})
+#: Words of intent before "to" (collapsed spelling: "need" is "ned"): a lone "2" after them reads as "to"
+#: ("want 2 die"), and "to self delete" after them is the writer's act.
+_TO_BEFORE = frozenset(
+    {"want", "going", "ned", "have", "like", "ready", "about", "plan", "planing", "tried", "try", "wish",
+     "decided", "tempted", "gona", "wana"}
+)  # fmt: skip
 _REPEAT = re.compile(r"([a-z])\1+")
 _SPACED_HYPHEN = re.compile(r"(?<=\bself)\s+[-\u2013\u2014]+\s+(?=delet)")
 #: ... and before a verb of the act ("hw mch tylnol 2 die").
@@ -108,15 +113,16 @@ SLANG: dict[str, str] = {
     "hart": "heart",
 }
 
-#: Two-word slang mapped to its plain form after the tokens are made (collapsed spelling): "self
-#: delete" -> "kil myself" (the one-token forms are in :data:`SLANG`).
-PHRASE_SLANG: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
-    (("self", "delete"), ("kil", "myself")),
-    (("self", "deleting"), ("kiling", "myself")),
-    (("selfdelete",), ("kil", "myself")),
-    (("selfdeleting",), ("kiling", "myself")),
-    (("sewer", "slide"), ("suicide",)),
-    (("un", "alive"), ("kil",)),
+#: Slang of one or two tokens mapped to its plain form after the tokens are made (collapsed spelling),
+#: with whether it is slang only as the writer's own act ("im going to self delete", not "messages self
+#: delete after a day"; see :func:`_writer_act`).
+PHRASE_SLANG: tuple[tuple[tuple[str, ...], tuple[str, ...], bool], ...] = (
+    (("self", "delete"), ("kil", "myself"), True),
+    (("self", "deleting"), ("kiling", "myself"), True),
+    (("selfdelete",), ("kil", "myself"), True),
+    (("selfdeleting",), ("kiling", "myself"), True),
+    (("sewer", "slide"), ("suicide",), False),
+    (("un", "alive"), ("kil",), False),
 )
 
 #: Key tokens that tolerate small edit distance (collapsed spelling).
@@ -392,44 +398,23 @@ _SELF_DELETE_BEFORE = frozenset(
 )
 
 
-_INTENT_BEFORE_TO = frozenset(
-    {
-        "want",
-        "going",
-        "ned",
-        "need",
-        "about",
-        "ready",
-        "planing",
-        "plan",
-        "decided",
-        "try",
-        "tempted",
-        "gona",
-        "wana",
-    }
-)
-
-
 def _writer_act(tokens: list[str], i: int) -> bool:
     """Whether the words before ``tokens[i]`` make it the writer's own act: "im going to self delete",
     not "set the files to self delete on friday"."""
     if i == 0 or tokens[i - 1] not in _SELF_DELETE_BEFORE:
         return False
-    return tokens[i - 1] != "to" or (i > 1 and tokens[i - 2] in _INTENT_BEFORE_TO)
+    return tokens[i - 1] != "to" or (i > 1 and tokens[i - 2] in _TO_BEFORE)
 
 
 def _phrase_slang(tokens: list[str]) -> list[str]:
     """Replace the slang of :data:`PHRASE_SLANG` ("self delete" -> "kil myself") where a word of intent
     or the writer comes right before it ("im going to self delete"; "messages self delete after 24
     hours" stays)."""
-    for phrase, plain in PHRASE_SLANG:
+    for phrase, plain, writers_act in PHRASE_SLANG:
         n = len(phrase)
         i = 0
         while i + n <= len(tokens):
-            if tuple(tokens[i : i + n]) == phrase and (
-                phrase[0] not in ("self", "selfdelete", "selfdeleting") or _writer_act(tokens, i)
-            ):
+            if tuple(tokens[i : i + n]) == phrase and (not writers_act or _writer_act(tokens, i)):
                 tokens = [*tokens[:i], *plain, *tokens[i + n :]]
                 i += len(plain)
             else:

@@ -34,6 +34,8 @@ CRISES = [
     ("sunday morning i'm going to walk into the sea and keep going", "t3.composed_"),
     ("gonna hng myself in the loft tonite", "t3."),
     ("my plan is to hang myself in the shed when they go out", "t3.composed_"),
+    # a sport's words cancel only an act said as a motion, not a rule's act
+    ("my plan is to hang myself in the garage after training on sunday", "t3.composed_"),
     ("am gonnae dae masel in the night", "t3."),
     ("im finna self delete fr tonight", "t3."),
     # clinical and euphemistic intent said whole
