@@ -203,14 +203,19 @@ class ClaudeAgentRunner:
     def _stale(self, entry: _Warm, inv: AgentInvocation) -> bool:
         return entry.fingerprint != _fingerprint(inv) or entry.last_input_tokens > inv.context_budget_tokens
 
+    def _pooled_extra(self, inv: AgentInvocation | None) -> int:
+        """The pool's idle processes that take a ``max_warm`` slot besides the warm ones: all of them,
+        but the one that would be handed to ``inv`` (it becomes ``inv``'s warm process)."""
+        return self.pool.idle() - (1 if inv is not None and self.pool.has_idle(inv) else 0)
+
     def _make_room(self, to_close: list[_Warm], inv: AgentInvocation | None = None) -> bool:
         """Under the lock: make room for one more warm process within ``max_warm``, which counts the
         pool's idle processes too (the one that will be handed to ``inv`` is not extra). An idle pooled
         process of another agent goes first (it holds no one's conversation), then the least recently
         used idle warm process. False when every process is busy."""
-        pooled = self.pool.idle() - (1 if inv is not None and self.pool.has_idle(inv) else 0)
+        pooled = self._pooled_extra(inv)
         keep = _fingerprint(inv) if inv is not None else None
-        while len(self._warm) + max(0, pooled) >= self.config.max_warm:
+        while len(self._warm) + pooled >= self.config.max_warm:
             if pooled > 0 and (proc := self.pool.evict_one(keep)) is not None:
                 to_close.append(_Warm(client=proc.client, fingerprint=proc.fingerprint))
                 pooled -= 1
@@ -284,7 +289,7 @@ class ClaudeAgentRunner:
                     return False
                 del self._warm[key]
                 to_close.append(entry)
-            if not evict and len(self._warm) >= self.config.max_warm:
+            if not evict and len(self._warm) + self._pooled_extra(inv) >= self.config.max_warm:
                 return False
             if not self._make_room(to_close, inv):
                 return False

@@ -245,11 +245,9 @@ class ProcessPool:
         """Take one idle pooled process out of the pool (one of another agent than fingerprint ``keep``
         when there is one, the most recently started first) so that the caller stops it: the warm limit
         counts pooled processes too. None when the pool holds none. Its refill waits for room."""
-        for fingerprint, procs in self._idle.items():
-            if fingerprint != keep and procs:
-                return procs.pop()
-        own = self._idle.get(keep or "")
-        return own.pop() if own else None
+        others = [procs for fingerprint, procs in self._idle.items() if fingerprint != keep and procs]
+        procs = others[0] if others else self._idle.get(keep or "")
+        return procs.pop() if procs else None
 
     def _missing(self) -> list[Any]:
         from launcher.runner._agent_runner import _fingerprint

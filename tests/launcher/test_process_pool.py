@@ -196,3 +196,16 @@ def test_no_room_when_every_process_is_busy_and_the_pool_is_empty() -> None:
     runner = ClaudeAgentRunner(cfg)
     runner._warm[("u1", "s0", "coach")] = _Warm(client=SimpleNamespace(), fingerprint="x", busy=True)
     assert not runner._make_room([], inv())
+
+
+@pytest.mark.anyio
+async def test_a_prestart_without_eviction_counts_the_pool_too() -> None:
+    # warm 1 + pooled 1 (of another agent) fills max_warm 2: a prestart that may not evict starts nothing
+    cfg = RunnerConfig(proxy_url="http://proxy", mcp_url="http://mcp/mcp", pool_size=6, max_warm=2)
+    runner = ClaudeAgentRunner(cfg, bindings=bindings_for(TurnDirectory()))
+    runner.pool._idle[_fingerprint(inv())] = [
+        PooledProcess(SimpleNamespace(), _fingerprint(inv()), "p0", None)
+    ]
+    runner._warm[("u1", "s0", "stability")] = _Warm(client=SimpleNamespace(), fingerprint="x")
+    assert not await runner.prestart(_other_agent(), evict=False)
+    assert runner.pool.idle() == 1 and len(runner._warm) == 1
