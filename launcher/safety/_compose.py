@@ -68,6 +68,8 @@ THOUGHT_RULES: frozenset[str] = frozenset({"t2.active_ideation", "t2.ambivalent_
 WISH_RULES: frozenset[str] = frozenset({"t2.passive_ideation", "t2.passive_wish"})
 
 _SELF = r"(?:myself|my self|meself|me self)"
+#: "this time I'll get it right": an act now, even after history told in the same message.
+_THIS_TIME_SRC = r"(?:this|next) time {G3}(?:get it right|make sure it works|do it properly|finish it)"
 #: Act phrases the rules miss alone, in the writer's voice (cut short, slang, euphemism).
 ACT_STRONG: re.Pattern[str] = compile_template(
     r"(?:kil|kiling|kms)(?: (?:myself|my self|meself|me self))(?! (?:for|over|with|at|trying|working|laughing|to|on|at)\b)|"
@@ -98,8 +100,8 @@ ACT_STRONG: re.Pattern[str] = compile_template(
     r"(?:just|and) not (?:turning the wheel|turn the wheel|braking|brake|turning)(?! (?:so|to|too|until)\b)|"
     r"go(?:ing)? under and (?:stay|staying|not come|not coming|never come) (?:under|up|back)(?! for [0-9])|"
     r"swim(?:ing)? out {G3}(?:until|til|till) (?:i|im) (?:cant|cannot|wont) (?:make it back|get back|come back)|"
-    r"(?:this|next) time {G3}(?:get it right|make sure it works|do it properly|finish it)|"
-    r"take my leave of (?:this )?(?:life|world|earth)|stop existing|"
+    + _THIS_TIME_SRC
+    + r"|take my leave of (?:this )?(?:life|world|earth)|stop existing|"
     r"take myself out (?:of the picture )?(?:for god|permanently)(?! (?:fod|food|meal|diner|lunch|drinks|on the|from))|"
     r"put myself out of (?:my )?misery|"
     r"(?:my )?last (?:night|day|wek) (?:on earth|alive|on this planet|of my life)(?! (?:before|as a|in|at|of)\b)|"
@@ -233,6 +235,11 @@ COMPOSED_IDS: frozenset[str] = frozenset(
 )
 
 
+def _some(clauses: Sequence[Clause], *patterns: re.Pattern[str]) -> bool:
+    """Whether any of ``patterns`` matches in any clause."""
+    return any(p.search(c.text) for p in patterns for c in clauses)
+
+
 def _first(clauses: Sequence[Clause], *patterns: tuple[str, re.Pattern[str]]) -> str | None:
     for kind, pattern in patterns:
         if any(pattern.search(c.text) for c in clauses):
@@ -275,9 +282,7 @@ _HISTORY = compile_template(
 )
 
 
-_THIS_TIME = compile_template(
-    r"(?:this|next) time {G3}(?:get it right|make sure it works|do it properly|finish it)"
-)
+_THIS_TIME = compile_template(_THIS_TIME_SRC)
 
 
 def qualified(clauses: Sequence[Clause]) -> bool:
@@ -400,7 +405,7 @@ def composed_hits(
         return hits
     if (
         "t2.third_party_risk" in ids
-        and not _first(clauses, ("idiom", _OTHER_IDIOM))
+        and not _some(clauses, _OTHER_IDIOM)
         and _first(clauses, ("time", TIME), ("place", CONTEXT_PLACE), ("means", HARD_MEANS))
     ):
         return [("t3.composed_other", 3, False)]  # "she'll kill herself on new years eve" (round 6)
@@ -459,7 +464,7 @@ def _context_hits(
         )
         if kind is None and _first(clauses, ("plan", CONTEXT_PLAN)):
             # "i've worked it all out. the pills and the wine, in my tent saturday night" (round 6)
-            kind = "plan" if _first(clauses, ("m", MEANS), ("p", PLACE), ("t", TIME)) else None
+            kind = "plan" if _some(clauses, MEANS, PLACE, TIME) else None
         if kind is not None:
             return [(f"t3.context_{kind}", 3, True)]
     if not earlier_risk:

@@ -277,11 +277,11 @@ def part_hits(
     tier >= 1 in the message or the recent turns; ``earlier_risk``: tier >= 2 in the recent turns;
     ``hard_means``: the message names a means other than medicine (:data:`._compose.HARD_MEANS`);
     ``past``: the message is about the remote past (no preparatory act then). Pure; never raises."""
-    if not _any(clauses, _NOT_NOW) and (
+    if (
         _any(clauses, MEDICAL_SIGN)
         or adjacent(clauses, MEDICAL_SETTING, ACUTE_SIGN)
         or adjacent(clauses, FALL_SETTING, FALL_SIGN)
-    ):
+    ) and not _any(clauses, _NOT_NOW):
         return [("t3.composed_medical", 3, False)]
     if (
         adjacent(clauses, TAKEN, DANGER_SIGN)
