@@ -357,4 +357,82 @@ FAMILY_RULES: tuple[Rule, ...] = (
        r"{ABUSER} {G2}(?:says|said|threatens|threatened|is threatening|swears|swore|keps saying) {G2}"
        r"(?:he|she|they)?(?:l| wil| is going to| gona| wants to)? {G1}(?:kil|hurt|shot|stab|strangle) me",
        negation="before"),
+    # ---- round 7 (docs/safety.md, "Round 7"): a future absence with its date ("I won't see christmas
+    # day", "not seeing another year", "not coming home from this shift alive"), C-SSRS item 4 with a time
+    _r("t3.euphemism_intent", 3,
+       r"(?:im|i am|i m|i) {G1}not (?:coming|going|getting|making it) (?:home|back) {G4}alive|"
+       r"(?:im|i am|i m|i) (?:not|never) (?:seing|going to se|gona se|going to make it to|living to se) another "
+       r"(?:year|birthday|christmas|summer|winter|spring|week|month|day)\b|"
+       r"(?:i )?(?:wont|wil not|am not going to|wont ever) (?:live to se|be alive (?:for|at|on|to se)) "
+       r"(?:another|the next|next|christmas|new year|my (?:\w+ )?birthday|the weekend|tomorow|(?:the )?(?:spring|summer|winter))",
+       negation="before", past=_PAST),
+    _r("t3.euphemism_intent", 3,
+       r"(?:i )?(?:wont|wil not|am not going to) (?:se|make it to) (?:christmas|new year|my (?:\w+ )?birthday|"
+       r"(?:the |another )?(?:morning|weekend|spring|summer|winter)|tomorow|another (?:year|day|wek|month))"
+       r"(?! (?:with|at|in|because|since|cos|as|this year|off|eve|dinner|party)\b)",
+       requires="distress", fallback=("t1.ambiguous_intent", 1), negation="before"),
+    # "i'm done living", "done being alive": a wish to be dead said as being finished with life
+    _r("t2.passive_wish", 2,
+       r"(?:im|i am|i m) (?:so |just |realy |honestly )?done (?:living|being alive|existing|with being alive)",
+       negation="before", past=_PAST),
+    # a lethal amount or height asked or planned: "enough fent to not wake up", "how much gear would it
+    # take to definitely go over", "if the fall from the 9th would be enough" (C-SSRS item 3, method)
+    _r("t3.method", 3,
+       r"enough {G3}(?:to|so i) (?:not wake up|never wake up|die|not come back|stop my heart|finish me|go over|"
+       r"kil me|kil myself|end it|end it al|make sure)$|"
+       r"(?:how much|how many) {G4}(?:would it take|does it take|would i ned|do i ned|wil it take) {G2}"
+       r"(?:to )?(?:definitely |realy |actualy )?(?:go over|not wake up|die|stop my heart|kil me|be fatal|end it)|"
+       r"(?:working out|wondering|thinking about|figuring out) (?:if|whether|how) (?:the )?(?:fal|drop|jump) "
+       r"{G6}(?:would|wil|could) (?:be )?(?:enough|high enough|do it|kil me|be fatal)"
+       r"(?! (?:for|to (?:get|make|hold|reach|se|film|clear|win))\b)",
+       negation="before", past=_PAST),
+    # the act pictured with a means on oneself: "using one of the knives from work on myself", "unclipping
+    # my harness" (an act only after distress: a climber unclips a harness every day)
+    _r("t3.method", 3,
+       r"(?:thinking|think|thought|picturing|imagining|fantasizing) (?:about|of) {G2}(?:using|turning) "
+       r"{G6}(?:knife|knives|blade|blades|razor|gun|rifle|shotgun) {G4}on (?:myself|my self|me)\b|"
+       r"(?:thinking|think|thought|picturing|imagining) (?:about|of) (?:just )?(?:unclipping|undoing|unhooking) "
+       r"(?:my )?(?:harnes|harness|lanyard|safety line|clip)",
+       requires="distress", fallback=("t1.method_words", 1), past=_PAST),
+    # a dose swallowed: "swallowed the lot", "taken all the tablets I saved up", "a handful ... I meant to"
+    _r("t3.in_progress", 3,
+       r"(?:^|{I} {G1}|just )(?:swalowed|downed|necked) (?:the lot|the whole lot|al of (?:it|them)|everything|"
+       r"(?:al|every one of) (?:the|my) {G1}(?:{PILLS}|tabs)|(?:the|a) whole (?:box|bottle|pack|packet|strip))|"
+       r"(?:took|taken|swalowed) (?:al )?(?:the|my|those) {G1}(?:{PILLS}|tabs) {G1}(?:(?:i|id|ive|i had|i have) "
+       r"(?:ben )?(?:saved|saving|stockpiled|stockpiling|kept|hid|colected)|at once|in one go)|"
+       r"(?:took|taken|swalowed) (?:a handful|a load|loads|a bunch) of {G3}(?:{PILLS}|tabs|sedatives) {G6}"
+       r"(?:i meant to|on purpose|meant it|wanted to)",
+       negation="before", past=_PAST),
+    _r("t3.other_in_danger", 3,
+       r"OTHER {G3}(?:put|stuck|took|taken|swalowed) (?:on )?(?:al|every one of|every) (?:of )?(?:her|his|their|the) "
+       r"{G1}(?:patches|{PILLS}|tablets) {G2}(?:on )?(?:at once|in one go|at the same time)",
+       negation="none"),
+    # a plan named as a place, or a way out with one: "my exit strategy is the top floor of the multi-storey",
+    # after earlier risk "plan's the old silo", "i know how and where now. the car park, level 7"
+    _r("t3.plan", 3,
+       r"(?:my )?(?:exit strategy|exit plan|way out|way to go) (?:is|s|wil be|would be) (?:the )?{G3}"
+       r"(?:ACT_PLACE|car park|carpark|multistorey|multistory|multi storey|parking garage|tracks|railway|silo|"
+       r"river|lake|loch|sea|quary|motorway|clifs|rope|pils|tablets|gun)",
+       negation="before"),
+    _r("t3.plan", 3,
+       r"(?:my )?plan(?:s| is| wil be)? (?:the )?(?:old |top of the |edge of the |top flor of the )?"
+       r"(?:ACT_PLACE|car park|carpark|multistorey|multi storey|parking garage|tracks|railway|silo|quary|helideck|"
+       r"rail bridge|river|canal|loch)\b|(?:i )?know (?:how and where|where and how|when and where|how and when) now",
+       requires="risk", fallback=("t1.method_words", 1), negation="before"),
+    # after risk, the follow-up that only the context makes a crisis: "how many?", "is 30 enough?", "i know
+    # what they're for", "and a letter explaining why"
+    _r("t3.lethal_means_request", 3,
+       r"^(?:so |and |ok |okay )?(?:how many|how much|is (?:[0-9]+|that|this|it) enough|would (?:[0-9]+|that|it) "
+       r"(?:be enough|do it|work)|enough)$|^(?:and )?i know (?:what|exactly what) (?:theyre|they are|its|it is) for$",
+       requires="risk", negation="none"),
+    _r("t3.preparatory", 3,
+       r"(?:a |the |my )?(?:leter|note) (?:explaining|saying) (?:why|everything|sory)$|"
+       r"(?:leter|note|leters|notes) for (?:whoever|who ever|the person who) (?:finds|find) me",
+       requires="risk", fallback=("t2.farewell", 2), fallback_requires="distress"),
+    # ready for death after preparing: "i'm ready to go now" with a preparatory act, "ready to meet God"
+    _r("t3.preparatory", 3,
+       r"(?:im|i am|i m) (?:ready to (?:die|meet (?:god|my maker|jesus)|leave this world|go now|be with (?:him|her|them) "
+       r"again)|at peace with (?:dying|going|leaving))|(?:that was|thats) the last thing i (?:neded|had) to do|"
+       r"(?:theyl|they wil|she wil|shel|hel|he wil) (?:get|read|find) (?:them|it|the leters?|the cards?) after$",
+       requires="risk", fallback=("t2.farewell", 2), fallback_requires="distress", negation="before"),
 )  # fmt: skip

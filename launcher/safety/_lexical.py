@@ -219,11 +219,15 @@ class SafetyState(BaseModel):
     Attributes:
         turn: number of messages screened so far.
         last_distress_turn / last_risk_turn: turn number of the last tier >= 1 / >= 2 signal (0 = none).
+        last_rule_signal_turn: turn number of the last tier >= 1 signal of the rules (lexicon and
+            composition), not of the semantic layer alone (round 7: one noisy semantic reading does not
+            make the next one a crisis).
     """
 
     turn: int = 0
     last_distress_turn: int = 0
     last_risk_turn: int = 0
+    last_rule_signal_turn: int = 0
     crisis_turns_left: int = 0
 
 
@@ -356,6 +360,7 @@ class Context(NamedTuple):
     earlier_distress: bool
     corroborated: bool
     clauses: Sequence[Clause]
+    earlier_rule_signal: bool = True
 
 
 def _semantic_hits(
@@ -399,13 +404,20 @@ def _semantic_hits(
     if _told_as_history(ctx.clauses):
         # "years ago i took 30 paracetamol": a past attempt is tier 2, whatever the context (round 6)
         return [(f"sem.{verdict.family}", 2, verdict.family not in _NOT_OWN_RISK)]
-    if action and (ctx.earlier_risk or (ctx.earlier_distress and verdict.tier >= 2)):
+    if layer.by_share:  # halfway from the least a tier-3 score can be (0.5) to the tier-3 bar
+        sem3_ok = verdict.score3 >= 0.5 + _SEM3_SHARE * (layer.tier3 - 0.5)
+    else:
+        sem3_ok = verdict.score >= layer.tier2 + _SEM3_SHARE * (layer.tier3 - layer.tier2)
+    if (
+        action
+        and (ctx.earlier_risk or (ctx.earlier_distress and verdict.tier >= 2))
+        and ctx.earlier_rule_signal
+    ):
         return [(f"ctx.{verdict.family}", 3, True), (f"sem.{verdict.family}", tier, True)]
-    sem3_bar = layer.tier2 + _SEM3_SHARE * (layer.tier3 - layer.tier2)
     if (
         tier == 2
         and verdict.family in _TIER3_FAMILIES
-        and ((ctx.corroborated and verdict.score >= sem3_bar) or qualified(ctx.clauses))
+        and ((ctx.corroborated and sem3_ok) or qualified(ctx.clauses) or (lexical_risk and action))
     ):
         return [(f"sem3.{verdict.family}", 3, True), (f"sem.{verdict.family}", tier, True)]
     # someone else's emergency is not the user's own risk: it does not arm the context rules for the
@@ -447,6 +459,7 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
     window = cfg.distress_window_turns
     earlier_risk = _recent(state, state.last_risk_turn if state else 0, window)
     earlier_distress = _recent(state, state.last_distress_turn if state else 0, window)
+    earlier_rule_signal = _recent(state, state.last_rule_signal_turn if state else 0, window)
     if cfg.semantic and max((t for _, t, _ in hits), default=0) < 3:
         corroborated = means_now or any(CORROBORATION.search(c.text) for c in clauses)
         hits.extend(
@@ -454,7 +467,7 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
                 text,
                 hits,
                 negated,
-                Context(earlier_risk, earlier_distress, corroborated, clauses),
+                Context(earlier_risk, earlier_distress, corroborated, clauses, earlier_rule_signal),
                 cfg.encoder_threads,
             )
         )
@@ -482,7 +495,8 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
     if post_crisis:
         tier = _post_crisis_tier(tier, reasons, cfg)
     if state is not None:
-        _advance(state, cfg, tier, distress_now=distress_now, risk_now=risk_now)
+        rule_signal = any(d and t >= 1 and not rid.startswith(_MODEL_IDS) for rid, t, d in hits)
+        _advance(state, cfg, tier, distress_now=distress_now, risk_now=risk_now, rule_signal=rule_signal)
     return ScreenResult(
         tier=tier, reasons=reasons, negated=negated, distress=distress_now, post_crisis=post_crisis
     )
@@ -560,9 +574,13 @@ def _post_crisis_tier(tier: int, reasons: list[str], cfg: SafetyConfig) -> int:
     return tier
 
 
-def _advance(state: SafetyState, cfg: SafetyConfig, tier: int, *, distress_now: bool, risk_now: bool) -> None:
+def _advance(
+    state: SafetyState, cfg: SafetyConfig, tier: int, *, distress_now: bool, risk_now: bool, rule_signal: bool
+) -> None:
     """Move the session's state past this message."""
     state.turn += 1
+    if rule_signal:
+        state.last_rule_signal_turn = state.turn
     if distress_now:
         state.last_distress_turn = state.turn
     if risk_now:

@@ -371,8 +371,8 @@ RULES: tuple[Rule, ...] = (
     # ---- tier 2: passive / non-specific ideation, recent self-harm, past attempts, abuse (C-SSRS 1-2)
     Rule("t2.passive_ideation", 2,
          r"(?:wish|wished|wishing) {G2}(?:i was|i were|i had|to be|i could be|id be|i would be) "
-         r"(?:dead|gone|never born|not born|not alive|not here)|wish (?:i could|to) (?:die|disapear|"
-         r"not wake up|never wake up|slep forever)|wish i (?:wasnt|werent|hadnt ben|was never|never) "
+         r"(?:dead|gone|never born|not born|not alive|not here)|wish (?:i could|to) {G1}(?:die|disapear|"
+         r"not wake up|never wake up|slep forever|stop existing|not exist|cease to exist)|wish i (?:wasnt|werent|hadnt ben|was never|never) "
          r"(?:born|alive|here|woke up)|"
          r"(?:dont|do not|no longer|dont even|never) (?:want|wish) to (?:live|be alive|be here|exist|"
          r"wake up|go on(?! (?:the|a|an|holiday|trips?|dates?|with|to|at|in|stage|tour|leave|strike|my|our|that|"

@@ -19,7 +19,10 @@ that must not pass and the next score above it (``_train._threshold``), so a sco
 away from a calibration score decides the same on every CPU; the training report (``meta``) records
 the rates and the gaps. Decision rule, for the deciding piece with risk probability ``P``:
 
-- ``P >= tier3`` and the tier-3 families hold most of its risk mass: tier 3, the likeliest tier-3 family;
+- ``P >= tier2`` and its tier-3 score ``P3 = P * m3 / m`` (``m3`` the probability mass of the tier-3
+  families, ``m`` that of all risk families) ``>= tier3``: tier 3, the likeliest tier-3 family (round 7;
+  a head written before it, whose ``meta`` has no ``tier3_score``, uses ``P >= tier3`` and ``m3 >= m / 2``:
+  a message that looks half like ideation and half like an act passed on its ideation's confidence);
 - ``P >= tier2``: tier 2, the likeliest risk family (a tier-3 family named at tier 2 is "looks like
   this, but not confidently enough to replace the reply");
 - ``P >= tier2 / 2``, or distress + negated hold half the probability of a piece: tier 1;
@@ -49,9 +52,13 @@ from ._encoder import MiniLMEncoder
 from ._head import F32, F64, Head
 from ._segments import pieces
 
+#: ``meta["tier3_score"]`` of a head whose ``tier3`` threshold is on the tier-3 score ``P * m3 / m``.
+TIER3_SCORE = "risk_x_tier3_share"
+
 __all__ = [
     "ANCHORS_PATH",
     "HEAD_PATH",
+    "TIER3_SCORE",
     "HeadError",
     "SemanticLayer",
     "SemanticVerdict",
@@ -86,11 +93,12 @@ class HeadError(LauncherError):
 class SemanticVerdict:
     """The semantic layer's view of one message: ``tier`` 0-3, ``family`` (a family of
     ``anchors.jsonl``, or ``"none"`` at tier 0) and ``score``, the calibrated risk probability 0-1 of
-    the deciding piece (see the module docstring)."""
+    the deciding piece (see the module docstring); ``score3``, its tier-3 score ``P * m3 / m`` (0-1)."""
 
     tier: int
     family: str
     score: float
+    score3: float = 0.0
 
 
 def anchors_digest(path: Path = ANCHORS_PATH, labelled: Path = LABELLED_PATH) -> str:
@@ -205,8 +213,11 @@ class SemanticLayer:
     """Scores messages (see the module docstring). Thread-safe; keeps the embeddings of the last
     1024 messages it saw, so :meth:`risk_score` then :meth:`assess` of one text embeds it once."""
 
-    def __init__(self, encoder: MiniLMEncoder, head: Head, tier2: float, tier3: float) -> None:
+    def __init__(
+        self, encoder: MiniLMEncoder, head: Head, tier2: float, tier3: float, *, by_share: bool = True
+    ) -> None:
         self.encoder, self.head, self.tier2, self.tier3 = encoder, head, tier2, tier3
+        self.by_share = by_share  # tier 3 by the tier-3 score P3 (round 7), else by P and a majority
         self._cache: OrderedDict[str, F32] = OrderedDict()
         self._lock = threading.Lock()
         fams = head.families
@@ -223,8 +234,14 @@ class SemanticLayer:
             launcher.safety._encoder.EncoderError: the model package is missing or broken.
             HeadError: the head is missing, unreadable or stale.
         """
-        head, tier2, tier3, _ = load_head(head_path, anchors, labelled)
-        return cls(MiniLMEncoder.load(overrides=load_overrides(head_path)), head, tier2, tier3)
+        head, tier2, tier3, meta = load_head(head_path, anchors, labelled)
+        return cls(
+            MiniLMEncoder.load(overrides=load_overrides(head_path)),
+            head,
+            tier2,
+            tier3,
+            by_share=meta.get("tier3_score") == TIER3_SCORE,
+        )
 
     def _embed(self, text: str) -> F32:
         with self._lock:
@@ -260,9 +277,14 @@ class SemanticLayer:
         fams, tiers, rmask = self.head.families, self.head.tiers, self.head.risk
         if score >= self.tier2:
             mass3, mass = float(p[j, self._t3].sum()), float(p[j, rmask].sum())
-            group = self._t3 if score >= self.tier3 and mass3 >= 0.5 * mass else rmask
+            score3 = score * mass3 / mass if mass > 0 else 0.0
+            if self.by_share:
+                three = score3 >= self.tier3
+            else:
+                three = score >= self.tier3 and mass3 >= 0.5 * mass
+            group = self._t3 if three else rmask
             f = int(np.where(group, p[j], -1.0).argmax())
-            return SemanticVerdict(min(int(tiers[f]), 3 if group is self._t3 else 2), fams[f], score)
+            return SemanticVerdict(min(int(tiers[f]), 3 if three else 2), fams[f], score, score3)
         if score >= self.tier2 / 2:
             f = int(np.where(rmask, p[j], -1.0).argmax())
             return SemanticVerdict(1, fams[f], score)

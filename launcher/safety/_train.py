@@ -44,7 +44,7 @@ from ._augment import typo_variant
 from ._encoder import MiniLMEncoder
 from ._head import F32, Head, fit_platt, fit_softmax, fit_temperature, softmax
 from ._segments import pieces
-from ._semantic import ANCHORS_PATH, HEAD_PATH, LABELLED_PATH, anchors_digest, save_head
+from ._semantic import ANCHORS_PATH, HEAD_PATH, LABELLED_PATH, TIER3_SCORE, anchors_digest, save_head
 
 RISK_FAMILIES = {
     "passive_ideation": 2, "active_ideation": 2, "self_harm": 2, "abuse": 2,
@@ -57,6 +57,9 @@ L2, KNN, KAPPA, FOLDS = 1e-4, 3, 20.0, 5  # chosen by cross-validation (see the 
 # Most held-out corpus turns allowed at tier >= 2 / tier 3 by this layer alone (the screen's budget is
 # 2 % and 0.1 % with the rules; docs/safety.md).
 FA_TIER2, FA_TIER3 = 0.01, 0.0008
+#: Whether the misspelled copies (:mod:`._augment`) are also the gate's anchors. Round 7: no; the
+#: copies train the softmax only, so the head file and the gate's products are about 40 % smaller.
+GATE_COPIES = False
 MAX_CHAT = 3000  # ordinary-talk examples from the corpora's training half
 CORPORA = {
     "esconv": "esconv/ESConv-test.jsonl",
@@ -145,9 +148,18 @@ class _Cache:
             )
 
 
-def _head(x: F32, y: I64, fams: tuple[str, ...], tiers: I64, t: float = 1.0) -> Head:
+def _head(
+    x: F32,
+    y: I64,
+    fams: tuple[str, ...],
+    tiers: I64,
+    t: float = 1.0,
+    gate: npt.NDArray[np.bool_] | None = None,
+) -> Head:
+    """The softmax head fitted on every row; the gate's anchors are the rows of ``gate`` (all when None)."""
     w, b = fit_softmax(x, y, len(fams), l2=L2)
-    return Head(fams, tiers, w, b, t, x, tiers[y] >= 2, KNN, KAPPA)
+    g = np.ones(len(y), dtype=bool) if gate is None else gate
+    return Head(fams, tiers, w, b, t, x[g], tiers[y[g]] >= 2, KNN, KAPPA)
 
 
 def cv_folds(y: I64, classes: int, origin: I64 | None = None) -> I64:
@@ -170,7 +182,11 @@ def cross_validate(
     original); a copy is kept in its original's fold, so no fold is scored on copies of its own
     training rows."""
     folds = cv_folds(y, len(fams), origin)
-    heads = [_head(x[folds != f], y[folds != f], fams, tiers) for f in range(FOLDS)]
+    gate = None if origin is None or GATE_COPIES else origin == np.arange(len(y))
+    heads = [
+        _head(x[folds != f], y[folds != f], fams, tiers, gate=None if gate is None else gate[folds != f])
+        for f in range(FOLDS)
+    ]
     logits = np.zeros((len(y), len(fams)))
     for f, h in enumerate(heads):
         logits[folds == f] = x[folds == f] @ h.w + h.b
@@ -184,21 +200,34 @@ def cross_validate(
     return temp, proba.astype(np.float32), raw.astype(np.float32), pa, pc
 
 
-def _decide(head: Head, p: npt.NDArray[np.float64], risk: npt.NDArray[np.float64]) -> tuple[float, bool]:
-    """(risk probability of the deciding piece, whether tier-3 families hold most of its risk mass)."""
+def tier3_scores(
+    head: Head, p: npt.NDArray[np.float64], risk: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """(n,) tier-3 scores ``P * m3 / m`` of pieces with family probabilities ``p`` (n, k) and calibrated
+    risks ``risk`` (n,): the risk times the share of the tier-3 families in the risk mass (0 without risk mass)."""
+    mass = p[:, head.risk].sum(axis=1)
+    share = np.divide(p[:, head.tiers == 3].sum(axis=1), mass, out=np.zeros_like(mass), where=mass > 0)
+    out: npt.NDArray[np.float64] = risk * share
+    return out
+
+
+def _decide(head: Head, p: npt.NDArray[np.float64], risk: npt.NDArray[np.float64]) -> tuple[float, float]:
+    """(risk probability, tier-3 score) of the deciding piece (the riskiest)."""
     j = int(risk.argmax())
-    return float(risk[j]), bool(p[j, head.tiers == 3].sum() >= 0.5 * p[j, head.risk].sum())
+    return float(risk[j]), float(tier3_scores(head, p[j : j + 1], risk[j : j + 1])[0])
 
 
 def _threshold(
-    scores: list[npt.NDArray[np.float64]], rate: float, floor: float
+    scores: list[npt.NDArray[np.float64]], rate: float, floor: float, ceiling: float = 1.0
 ) -> tuple[float, float, float]:
     """``(threshold, low, high)``: a threshold at or above ``floor`` passing (``score >= threshold``) at
     most ``rate`` of each score array, put in the middle of the gap ``(low, high)`` of the pooled scores.
 
     ``low`` is the highest score that must not pass (per array, the score ranked just after its
-    ``floor(rate * n)`` allowed ones) and ``high`` the next score of any array above it (1.0, the
-    ceiling of a probability, when there is none). When ``floor`` is above every such score it is the
+    ``floor(rate * n)`` allowed ones) and ``high`` the next score of any array above it (``ceiling``,
+    the highest score the head can give, when there is none: a calibrated risk is
+    ``sigmoid(platt_a + platt_c)`` at most, about 0.995, so a gap up to 1.0 put the tier-3 threshold
+    above every reachable score in round 7's first fit, and the layer never said tier 3). When ``floor`` is above every such score it is the
     threshold, and ``(low, high)`` the gap of the pooled scores around it. Every score at or
     below ``low`` fails and every score at or above ``high`` passes, so a score a rounding error away
     from a calibration score (another CPU's BLAS kernel, about 1e-7) gets the same decision. Before
@@ -216,10 +245,12 @@ def _threshold(
         return (
             float(floor),
             float(below.max()) if below.size else 0.0,
-            float(above.min()) if above.size else 1.0,
+            float(above.min()) if above.size else ceiling,
         )
     above = pooled[pooled > low]
-    high = float(above.min()) if above.size else 1.0
+    high = float(above.min()) if above.size else ceiling
+    if high <= low:
+        raise TrainError(f"no score between {low:.6f} and the ceiling {ceiling:.6f}: nothing could pass")
     return (low + high) / 2, low, high
 
 
@@ -383,7 +414,8 @@ def main(argv: list[str] | None = None) -> int:
     x = embed(texts)
     embed.save()
     temp, proba, raw, pa, pc = cross_validate(x, y, fams, tiers, np.array(origin, dtype=np.int64))
-    head = _head(x, y, fams, tiers, temp)
+    originals = np.array(origin) == np.arange(len(origin))
+    head = _head(x, y, fams, tiers, temp, gate=None if GATE_COPIES else originals)
     head = replace(head, platt_a=pa, platt_c=pc)
     print(f"examples: {len(texts)} ({Counter(fam_of)}); temperature {temp:.3f}; platt a={pa:.3f} c={pc:.3f}")
 
@@ -401,11 +433,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}: {len(rows)} user turns ({sum(r[2] for r in rows)} in the training half)")
     embed.save()
     held = [[r for r in scored_rows if not r[3]] for scored_rows in per.values()]
-    tier2, *gap2 = _threshold([np.array([r[1] for r in part]) for part in held], FA_TIER2, 0.5)
+    ceiling = float(head.calibrate(np.array([1.0]))[0])  # the highest calibrated risk there is
+    tier2, *gap2 = _threshold([np.array([r[1] for r in part]) for part in held], FA_TIER2, 0.5, ceiling)
+    # tier 3 needs P >= tier2 as well, so only those turns' tier-3 scores can pass; the floor 0.5 keeps
+    # the tier-3 families the larger part of the risk mass
     tier3, *gap3 = _threshold(
-        [np.array([r[1] if r[2] else 0.0 for r in part]) for part in held], FA_TIER3, tier2
+        [np.array([r[2] if r[1] >= tier2 else 0.0 for r in part]) for part in held], FA_TIER3, 0.5, ceiling
     )
     meta: dict[str, object] = {
+        "tier3_score": TIER3_SCORE,
         "l2": L2,
         "knn": KNN,
         "kappa": KAPPA,
@@ -423,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
             ("train", [r for r in scored_rows if r[3]]),
         ):
             t2 = sum(r[1] >= tier2 for r in part)
-            hits3 = [r[0] for r in part if r[1] >= tier3 and r[2]]
+            hits3 = [r[0] for r in part if r[1] >= tier2 and r[2] >= tier3]
             meta[f"{name}.{half}"] = {
                 "turns": len(part),
                 "tier_ge2": t2,
@@ -436,11 +472,11 @@ def main(argv: list[str] | None = None) -> int:
             )
     oof = head.calibrate(raw.astype(np.float64))
     pos = tiers[y] >= 2
-    major3 = proba[:, tiers == 3].sum(1) >= 0.5 * proba[:, tiers >= 2].sum(1)
+    score3 = tier3_scores(head, proba.astype(np.float64), oof)
     meta["cv"] = cv = {
         "family_accuracy": float((proba.argmax(1) == y).mean()),
         "recall_ge2": float((oof[pos] >= tier2).mean()),
-        "recall_tier3": float(((oof >= tier3) & major3)[tiers[y] == 3].mean()),
+        "recall_tier3": float(((oof >= tier2) & (score3 >= tier3))[tiers[y] == 3].mean()),
         "negatives_ge2": {
             f: float((oof[y == i] >= tier2).mean()) for i, f in enumerate(fams) if tiers[i] < 2
         },

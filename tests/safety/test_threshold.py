@@ -5,8 +5,9 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from launcher.safety._train import _threshold
+from launcher.safety._train import TrainError, _threshold
 
 
 def _calibration() -> list[np.ndarray]:
@@ -50,3 +51,17 @@ def test_the_highest_score_blocked_gets_a_margin_even_with_nothing_above_it() ->
 def test_a_floor_above_every_bar_is_the_threshold() -> None:
     scores = [np.array([0.1, 0.2, 0.3])]
     assert _threshold(scores, 0.5, 0.6) == (0.6, 0.3, 1.0)
+
+
+def test_with_nothing_above_the_last_blocked_score_the_gap_ends_at_the_heads_ceiling() -> None:
+    # A calibrated risk is at most sigmoid(platt_a + platt_c) (about 0.995), not 1.0: a threshold in
+    # the middle of (low, 1.0) could sit above every score the head can give.
+    scores = [np.array([0.1, 0.2, 0.990])]
+    th, low, high = _threshold(scores, 0.0, 0.0, ceiling=0.994)
+    assert (low, high) == (0.990, 0.994) and th == pytest.approx(0.992)
+    assert th < 0.994  # the best score the head can give still passes
+
+
+def test_a_last_blocked_score_at_the_ceiling_is_refused() -> None:
+    with pytest.raises(TrainError, match="nothing could pass"):
+        _threshold([np.array([0.1, 0.994])], 0.0, 0.0, ceiling=0.994)
