@@ -372,7 +372,8 @@ RULES: tuple[Rule, ...] = (
     Rule("t2.passive_ideation", 2,
          r"(?:wish|wished|wishing) {G2}(?:i was|i were|i had|to be|i could be|id be|i would be) "
          r"(?:dead|gone|never born|not born|not alive|not here)|wish (?:i could|to) {G1}(?:die|disapear|"
-         r"not wake up|never wake up|slep forever|stop existing|not exist|cease to exist)|wish i (?:wasnt|werent|hadnt ben|was never|never) "
+         r"not wake up|never wake up|slep forever|stop existing|not exist|cease to exist)|"
+         r"wish (?:i could|to) (?:fal aslep|go to slep|slep|close my eyes) and (?:never|not) wake up|wish i (?:wasnt|werent|hadnt ben|was never|never) "
          r"(?:born|alive|here|woke up)|"
          r"(?:dont|do not|no longer|dont even|never) (?:want|wish) to (?:live|be alive|be here|exist|"
          r"wake up|go on(?! (?:the|a|an|holiday|trips?|dates?|with|to|at|in|stage|tour|leave|strike|my|our|that|"
@@ -483,6 +484,25 @@ RULES: tuple[Rule, ...] = (
          r"(?:lost|losing) (?:the farm|the business|everything)$|laid me of|"
          r"the voices (?:are back|tel me|told me|keep|kep)|(?:cant|can not|cannot) do this anymore$",
          negation="none"),
+    # round 7: distress in a few words (hopelessness, numbness, being done, a burden): context only
+    Rule("t1.distress", 1,
+         r"(?:cant|can not|cannot) (?:kep|keep) (?:going|goin|doing this|on) like this|"
+         r"(?:im |i am |i m )?(?:feling|feel|fel) (?:so |realy |very )?(?:low|numb|empty|hopeles)$|"
+         r"(?:everything|life|it al)(?:s| is| fels| feels) (?:so )?pointles|tired of (?:hurting|fighting|trying)|"
+         r"(?:fel|feel|feling) like (?:dead weight|a ghost|a waste of space|nothing)|"
+         r"(?:im|i am) (?:so|just|realy|completely|totaly) done$|"
+         r"(?:not|never) (?:going to|gona) get (?:beter|any beter)|(?:cant|can not|cannot) fel anything|"
+         r"nothing(?:s| has) changed$",
+         negation="none"),
+    # round 7: a wish to be dead said as not deserving to live, being pointless, no reason to go on, or a
+    # voice that says so (C-SSRS item 1)
+    Rule("t2.passive_wish", 2,
+         r"(?:dont|do not|no longer) deserve to (?:live|be alive|be here|exist|breathe)|"
+         r"(?:whats|what is) the point of me\b|"
+         r"(?:dont|do not|cant|can not|cannot) se (?:any|a|the) (?:reason|point) (?:to|in) (?:kep going|keep going|go on|"
+         r"going on|carry on|carrying on|living|being here|staying)|"
+         r"the voices {G3}(?:say|says|tel|telling|told) (?:me )?(?:i should|to|that i should) (?:die|kil myself|end it)",
+         negation="before"),
     Rule("t1.risk_topic", 1, r"suicide|suicidal|overdose|overdosed|selfharm|self harm",
          negation="none"),
 )  # fmt: skip

@@ -12,7 +12,8 @@ ordinary talk also gets one misspelled copy (:mod:`._augment`).
 Steps: read and check the examples; embed them; 5-fold cross-validation (folds stratified by family,
 assigned round-robin in file order) gives out-of-fold logits, from which the softmax temperature is
 fitted, and out-of-fold raw risks, from which the Platt calibration is fitted; fit the head on all
-examples; score every user turn of the held-out half of the corpora and set the thresholds there (see
+examples; score every user turn of the corpora and set the thresholds there, tier 2 on the held-out
+half, tier 3 (since round 7, on the tier-3 score ``P * m3 / m``) on both halves (see
 :mod:`launcher.safety._semantic`); write the head with the examples' SHA-256 and a report (``meta``:
 CV figures, rates per corpus and half, tier-3 hit locations, never text). Embedding the corpora takes
 several minutes on 2 cores (``--cache FILE`` keeps embeddings between runs).
@@ -54,9 +55,12 @@ RISK_FAMILIES = {
 OTHER_FAMILIES = {"idiom": 0, "coaching": 0, "chat": 0, "distress": 1, "negated": 1}
 FAMILIES = {**RISK_FAMILIES, **OTHER_FAMILIES}
 L2, KNN, KAPPA, FOLDS = 1e-4, 3, 20.0, 5  # chosen by cross-validation (see the report in meta)
-# Most held-out corpus turns allowed at tier >= 2 / tier 3 by this layer alone (the screen's budget is
-# 2 % and 0.1 % with the rules; docs/safety.md).
-FA_TIER2, FA_TIER3 = 0.01, 0.0008
+# Most corpus turns allowed at tier >= 2 (of the held-out half) and at tier 3 (of every turn of both
+# halves, round 7: the issue's bound is on all turns, and the training half's turns are not training
+# examples but for a sample of MAX_CHAT pieces) by this layer alone. The screen's budget is 2 % and
+# 0.1 % with the rules; 0.0004 is fewer than one turn of ESConv's 2,363 and UIC's 1,292 and one of
+# AnnoMI's 3,725, so the rules and the context keep the rest of the 1 in 1,000 (docs/safety.md).
+FA_TIER2, FA_TIER3_ALL = 0.01, 0.0004
 #: Whether the misspelled copies (:mod:`._augment`) are also the gate's anchors. Round 7: no; the
 #: copies train the softmax only, so the head file and the gate's products are about 40 % smaller.
 GATE_COPIES = False
@@ -436,9 +440,14 @@ def main(argv: list[str] | None = None) -> int:
     ceiling = float(head.calibrate(np.array([1.0]))[0])  # the highest calibrated risk there is
     tier2, *gap2 = _threshold([np.array([r[1] for r in part]) for part in held], FA_TIER2, 0.5, ceiling)
     # tier 3 needs P >= tier2 as well, so only those turns' tier-3 scores can pass; the floor 0.5 keeps
-    # the tier-3 families the larger part of the risk mass
+    # the tier-3 families the larger part of the risk mass. Round 7: on every turn of both halves (the
+    # issue's bound is on all turns, and the training half's turns are not training examples, except the
+    # sample of MAX_CHAT pieces), at FA_TIER3_ALL
     tier3, *gap3 = _threshold(
-        [np.array([r[2] if r[1] >= tier2 else 0.0 for r in part]) for part in held], FA_TIER3, 0.5, ceiling
+        [np.array([r[2] if r[1] >= tier2 else 0.0 for r in rows]) for rows in per.values()],
+        FA_TIER3_ALL,
+        0.5,
+        ceiling,
     )
     meta: dict[str, object] = {
         "tier3_score": TIER3_SCORE,

@@ -1,14 +1,13 @@
-"""The shipped screen on the four development sets, ``bench/data/safety_fresh`` (733 dialogs; the
-held-out set of round 2), ``bench/data/safety_fresh2`` (666 dialogs; round 3), ``bench/data/safety_fresh3``
-(846 dialogs; round 4) and ``bench/data/safety_fresh4`` (1,091 dialogs; round 5).
-Their misses and false alarms were read while later rounds changed the screen, so these figures no
-longer measure unseen messages; their items are never copied or paraphrased into training data or
-tests (docs/safety.md).
+"""The shipped screen on the five development sets, ``bench/data/safety_fresh`` (733 dialogs; the
+held-out set of round 2), ``safety_fresh2`` (666; round 3), ``safety_fresh3`` (846; round 4),
+``safety_fresh4`` (1,091; round 5) and ``safety_fresh5`` (1,303; round 6). Their misses and false alarms
+were read while later rounds changed the screen, and since round 7 their final messages are training
+data of the semantic layer (``launcher/safety/data/labelled.jsonl``), so these are training-set figures:
+they say what the screen keeps, not what it does on unseen messages (``test_heldout.py`` says that).
 
-The figures measured at the end of round 6 (docs/safety.md) are pinned as floors and a ceiling, one
+The figures measured at the end of round 7 (docs/safety.md) are pinned as floors and a ceiling, one
 dialog of slack each, so a change that loses crises the screen caught, or that raises its false alarms,
-fails here. They are far from the targets (tier-3 recall 100 %): this is a guard against going
-backwards, not a claim that the screen is good enough.
+fails here. This is a guard against going backwards, not a claim that the screen is good enough.
 """
 
 from __future__ import annotations
@@ -30,21 +29,20 @@ class Pin:
     tier3: int  # crisis dialogs
     risk: int  # tier >= 2 dialogs
     ordinary: int
-    reached_t3: int  # measured at the end of round 6
+    reached_t3: int  # measured at the end of round 7
     reached_t2plus: int
     false_alarms: int
 
 
 PINS = [
-    # round 3 end: 159 / 274 / 10; round 4 end: 158 / 278 / 12; round 5 end: 184 / 295 / 10
-    Pin("safety_fresh", 733, 218, 318, 415, reached_t3=189, reached_t2plus=296, false_alarms=11),
-    # round 3 end (then held out): 164 / 279 / 6; round 4 end: 168 / 290 / 5; round 5 end: 186 / 300 / 5
-    Pin("safety_fresh2", 666, 207, 320, 346, reached_t3=190, reached_t2plus=302, false_alarms=5),
-    # round 4 end (then held out): 210 / 370 / 16; round 5 end: 247 / 386 / 17
-    Pin("safety_fresh3", 846, 289, 419, 427, reached_t3=252, reached_t2plus=388, false_alarms=15),
-    # round 5 end (then held out): 278 / 486 / 30; read in round 6, whose anchors' brief named its missed
-    # families (not its items), so this figure overstates what the screen does on unseen messages
-    Pin("safety_fresh4", 1091, 390, 571, 520, reached_t3=367, reached_t2plus=530, false_alarms=32),
+    # measured at the end of round 7, when their final messages became training data (round 6 end, as
+    # development sets: 189 / 296 / 11, 190 / 302 / 5, 252 / 388 / 15, 367 / 530 / 32; fresh5 was then held
+    # out: 389 / 639 / 36)
+    Pin("safety_fresh", 733, 218, 318, 415, reached_t3=211, reached_t2plus=311, false_alarms=2),
+    Pin("safety_fresh2", 666, 207, 320, 346, reached_t3=199, reached_t2plus=318, false_alarms=3),
+    Pin("safety_fresh3", 846, 289, 419, 427, reached_t3=274, reached_t2plus=414, false_alarms=5),
+    Pin("safety_fresh4", 1091, 390, 571, 520, reached_t3=373, reached_t2plus=558, false_alarms=6),
+    Pin("safety_fresh5", 1303, 536, 752, 551, reached_t3=489, reached_t2plus=739, false_alarms=5),
 ]
 
 

@@ -23,17 +23,12 @@ REVIEWED_TIER3 = {
     (127, 7): "real: states a wish to jump over a bridge (intent with a means)",
     (
         127,
-        14,
-    ): "false: 'why end so abruptly' (about the break-up), the next user turns after the real crisis of 127:7, "
-    "inside its post-crisis window, where the semantic layer's tier-2 reading counts as tier 3 (round 5's "
-    "head); the message alone is not a crisis",
-    (
-        127,
         16,
     ): "false: 'she just said it's over! over the damn phone' (the break-up), two turns after the real "
     "crisis of 127:7, read by round 6's head as an act under way in that context; the message alone is not "
     "a crisis",
 }
+# Round 7's head no longer puts (127, 14) ("why end so abruptly", in 127:7's post-crisis window) at tier 3.
 # Round 6's head no longer puts (0, 10) ("i have no car to escape it", round 4) at tier 3.
 # Round 3 also had (168, 39) (false: 'what if it doesn't pass?' read as a timeline) and (183, 34-36)
 # (passive wishes to die in one's sleep, tier 3 only through the post-crisis window); round 4's head
@@ -46,10 +41,11 @@ REVIEWED_TIER3 = {
 # 139, 140, 168; coaching pauses and the user is asked directly; round 5's head adds 4: two work
 # deadlines, "the end of this month and end of next month", read as a timeline; round 6's head adds 187:
 # the seeker's sympathy for the helper's fight with a partner, read as abuse, and 193: 'there is always
-# "next year" so I am waiting for it', read as a timeline)
+# "next year" so I am waiting for it', read as a timeline; round 7's head adds 112: jealousy of a friend's
+# photo with her husband, read as a preparatory act)
 REVIEWED_TIER2_DIALOGS = {
     0, 3, 4, 12, 13, 15, 19, 42, 44, 49, 66, 85, 92, 100, 101, 107, 119, 127, 137, 139, 140, 152, 161, 168, 173, 183,
-    187, 193,
+    112, 187, 193,
 }  # fmt: skip
 
 

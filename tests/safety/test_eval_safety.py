@@ -52,9 +52,9 @@ def test_cli_show_text_and_json() -> None:
     assert shown.exit_code == 0 and "bridge" in shown.output
     as_json = CliRunner().invoke(app, ["eval", "safety", str(ESCONV), "--id", "127", "--json"])
     doc = json.loads(as_json.output)
-    # turn 7 (the real crisis) and, inside its post-crisis window, turn 14 (since round 5) and turn 16
-    # (since round 6; tests/safety/test_esconv.py has the verdicts)
-    assert doc["tiers"]["3"] == 3 and doc["hits"][0]["reasons"] == ["t3.intent_self_harm"]
+    # turn 7 (the real crisis) and, inside its post-crisis window, turn 16 (since round 6; turn 14 from
+    # round 5 to round 6; tests/safety/test_esconv.py has the verdicts)
+    assert doc["tiers"]["3"] == 2 and doc["hits"][0]["reasons"] == ["t3.intent_self_harm"]
     assert "text" not in doc["hits"][0]
 
 

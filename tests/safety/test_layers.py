@@ -53,7 +53,7 @@ def test_negated_risk_never_reaches_tier_2_through_the_semantic_layer() -> None:
 def test_earlier_risk_makes_a_later_action_tier_3() -> None:
     # round 3: "I have everything ready for tonight" is tier 3 alone now (a means family with a time
     # word, sem3.means), so the later message here names no time
-    later = "everything is ready, I have what I need"
+    later = "lined up everything i need"  # round 7's head reads "everything is ready ..." as tier 3 alone
     assert screen(later, SafetyState()).tier < 3  # alone: not a crisis
     state = SafetyState()
     assert screen("honestly I wish I could fall asleep and never wake up", state).tier == 2

@@ -82,8 +82,10 @@ def test_committed_head_matches_committed_anchors() -> None:
     labelled = len(_semantic.LABELLED_PATH.read_text(encoding="utf-8").splitlines())
     examples = meta["examples"]
     assert isinstance(examples, dict)
-    # every training example is a neighbour for the gate: anchors, labelled, ordinary talk, typo copies
-    assert head.anchors.shape[0] == sum(examples.values()) > anchors + labelled
+    # the gate's neighbours are the original examples (anchors, labelled, ordinary talk); since round 7
+    # the typo copies train the softmax only
+    assert anchors + labelled < head.anchors.shape[0] < sum(examples.values())
+    assert head.anchors.shape[0] <= anchors + labelled + examples["chat"]  # less the texts in two files
     assert examples["chat"] > 1000
     assert meta["tier2"] == pytest.approx(tier2)
 
@@ -167,10 +169,9 @@ def test_one_risky_sentence_in_a_long_message_is_not_diluted(layer: SemanticLaye
     risky = "I've stockpiled my sleeping tablets and I'm going to take them all on Sunday."
     message = ordinary + risky + " Anyway, that's my update."
     assert layer.assess(ordinary).tier < 2
-    # scored as one text, the risky sentence is drowned by the rest ...
-    whole = layer.head.calibrate(layer.head.raw_risk(layer.encoder.encode([message])))
-    assert float(whole[0]) < layer.tier2
-    # ... scored sentence by sentence, the message is as risky as the sentence alone
+    # scored sentence by sentence, the message is as risky as the sentence alone (round 6's encoder
+    # drowned it when the message was scored as one text; round 7's, fine-tuned on two layers, finds it
+    # there too, but the screen does not depend on that)
     verdict, alone = layer.assess(message), layer.assess(risky)
     assert verdict.tier >= 2, verdict
     assert (verdict.tier, verdict.family) == (alone.tier, alone.family)
