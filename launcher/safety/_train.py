@@ -423,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     head = replace(head, platt_a=pa, platt_c=pc)
     print(f"examples: {len(texts)} ({Counter(fam_of)}); temperature {temp:.3f}; platt a={pa:.3f} c={pc:.3f}")
 
-    per: dict[str, list[tuple[str, float, bool, bool]]] = {}
+    per: dict[str, list[tuple[str, float, float, bool]]] = {}
     for name, rows in corpora.items():
         uniq = sorted({p for _, text, _ in rows for p in pieces(text)})
         emb = dict(zip(uniq, embed(uniq), strict=True))
