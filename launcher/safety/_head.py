@@ -163,6 +163,14 @@ class Head:
         out: F64 = p[:, self.risk].sum(axis=1) * gate
         return out
 
+    def tier3_score(self, p: F64, risk: F64) -> F64:
+        """(n,) tier-3 scores ``P * m3 / m`` of pieces with family probabilities ``p`` (n, k) and calibrated
+        risks ``risk`` (n,): the risk times the tier-3 families' share of the risk mass (0 without any)."""
+        mass = p[:, self.risk].sum(axis=1)
+        share = np.divide(p[:, self.tiers == 3].sum(axis=1), mass, out=np.zeros_like(mass), where=mass > 0)
+        out: F64 = risk * share
+        return out
+
     def calibrate(self, s: F64) -> F64:
         """Calibrated risk probability ``P`` (step 3) of raw risks ``s``."""
         out: F64 = 1.0 / (1.0 + np.exp(-(self.platt_a * s + self.platt_c)))

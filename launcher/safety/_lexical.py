@@ -360,7 +360,7 @@ class Context(NamedTuple):
     earlier_distress: bool
     corroborated: bool
     clauses: Sequence[Clause]
-    earlier_rule_signal: bool = True
+    earlier_rule_signal: bool
 
 
 def _semantic_hits(
@@ -378,8 +378,9 @@ def _semantic_hits(
       can't do this anymore" (other families do not: "she won't pick up her phone" stays ordinary);
       after earlier distress only (round 5), the same holds for an action family at its tier-2 bar;
     - a tier-3 family at tier 2 is tier 3 (``sem3.<family>``) when the message names a means, a place
-      to fall from or a plan (:func:`._compose.qualified`; round 5), or when its score is at least
-      halfway from the tier-2 to the tier-3 bar and the message anchors the act in time or place
+      to fall from or a plan (:func:`._compose.qualified`; round 5), or when its tier-3 score is at least
+      halfway from 0.5 to the tier-3 bar (round 7; before, its risk score halfway from the tier-2 bar) and
+      the message anchors the act in time or place
       (:data:`CORROBORATION`): "the plan is sunday, the bridge" is a plan, not a thought;
     - a one-sentence message whose risk phrases the rules found negated ("I'm not going to kill
       myself") stays below tier 2 (``sem.negated``): negation never reaches tier 3 (docs/coaching.md,
@@ -404,10 +405,8 @@ def _semantic_hits(
     if _told_as_history(ctx.clauses):
         # "years ago i took 30 paracetamol": a past attempt is tier 2, whatever the context (round 6)
         return [(f"sem.{verdict.family}", 2, verdict.family not in _NOT_OWN_RISK)]
-    if layer.by_share:  # halfway from the least a tier-3 score can be (0.5) to the tier-3 bar
-        sem3_ok = verdict.score3 >= 0.5 + _SEM3_SHARE * (layer.tier3 - 0.5)
-    else:
-        sem3_ok = verdict.score >= layer.tier2 + _SEM3_SHARE * (layer.tier3 - layer.tier2)
+    # halfway from the least a tier-3 score can be (0.5: a majority of tier-3 mass) to the tier-3 bar
+    sem3_ok = verdict.score3 >= 0.5 + _SEM3_SHARE * (layer.tier3 - 0.5)
     if (
         action
         and (ctx.earlier_risk or (ctx.earlier_distress and verdict.tier >= 2))

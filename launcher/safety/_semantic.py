@@ -21,8 +21,9 @@ the rates and the gaps. Decision rule, for the deciding piece with risk probabil
 
 - ``P >= tier2`` and its tier-3 score ``P3 = P * m3 / m`` (``m3`` the probability mass of the tier-3
   families, ``m`` that of all risk families) ``>= tier3``: tier 3, the likeliest tier-3 family (round 7;
-  a head written before it, whose ``meta`` has no ``tier3_score``, uses ``P >= tier3`` and ``m3 >= m / 2``:
-  a message that looks half like ideation and half like an act passed on its ideation's confidence);
+  before, ``P >= tier3`` with ``m3 >= m / 2``, so a message that read half as ideation and half as an act
+  passed on its ideation's confidence; a head written that way, whose ``meta`` has no ``tier3_score``, is
+  refused at load);
 - ``P >= tier2``: tier 2, the likeliest risk family (a tier-3 family named at tier 2 is "looks like
   this, but not confidently enough to replace the reply");
 - ``P >= tier2 / 2``, or distress + negated hold half the probability of a piece: tier 1;
@@ -160,8 +161,8 @@ def load_head(
 
     Raises:
         HeadError: the file is missing or unreadable (``head_missing``), or its anchors digest differs
-            from ``anchors``' (``head_stale``); both messages say to run ``python -m
-            launcher.safety._train``.
+            from ``anchors``' or it predates the tier-3 score (``head_stale``); the messages say to run
+            ``python -m launcher.safety._train``.
     """
     try:
         with np.load(path, allow_pickle=False) as z:
@@ -195,6 +196,12 @@ def load_head(
             f"{digest[:12]}... vs {current[:12]}...). Fix: run `{_RETRAIN}`",
             code="head_stale",
         )
+    if meta.get("tier3_score") != TIER3_SCORE:
+        raise HeadError(
+            f"the semantic head {path} was written by an older trainer: its tier-3 threshold is not on the "
+            f"tier-3 score ({TIER3_SCORE}). Fix: run `{_RETRAIN}`",
+            code="head_stale",
+        )
     return head, tier2, tier3, meta
 
 
@@ -213,11 +220,8 @@ class SemanticLayer:
     """Scores messages (see the module docstring). Thread-safe; keeps the embeddings of the last
     1024 messages it saw, so :meth:`risk_score` then :meth:`assess` of one text embeds it once."""
 
-    def __init__(
-        self, encoder: MiniLMEncoder, head: Head, tier2: float, tier3: float, *, by_share: bool = True
-    ) -> None:
+    def __init__(self, encoder: MiniLMEncoder, head: Head, tier2: float, tier3: float) -> None:
         self.encoder, self.head, self.tier2, self.tier3 = encoder, head, tier2, tier3
-        self.by_share = by_share  # tier 3 by the tier-3 score P3 (round 7), else by P and a majority
         self._cache: OrderedDict[str, F32] = OrderedDict()
         self._lock = threading.Lock()
         fams = head.families
@@ -234,14 +238,8 @@ class SemanticLayer:
             launcher.safety._encoder.EncoderError: the model package is missing or broken.
             HeadError: the head is missing, unreadable or stale.
         """
-        head, tier2, tier3, meta = load_head(head_path, anchors, labelled)
-        return cls(
-            MiniLMEncoder.load(overrides=load_overrides(head_path)),
-            head,
-            tier2,
-            tier3,
-            by_share=meta.get("tier3_score") == TIER3_SCORE,
-        )
+        head, tier2, tier3, _ = load_head(head_path, anchors, labelled)
+        return cls(MiniLMEncoder.load(overrides=load_overrides(head_path)), head, tier2, tier3)
 
     def _embed(self, text: str) -> F32:
         with self._lock:
@@ -276,12 +274,8 @@ class SemanticLayer:
         score = float(risk[j])
         fams, tiers, rmask = self.head.families, self.head.tiers, self.head.risk
         if score >= self.tier2:
-            mass3, mass = float(p[j, self._t3].sum()), float(p[j, rmask].sum())
-            score3 = score * mass3 / mass if mass > 0 else 0.0
-            if self.by_share:
-                three = score3 >= self.tier3
-            else:
-                three = score >= self.tier3 and mass3 >= 0.5 * mass
+            score3 = float(self.head.tier3_score(p[j : j + 1], risk[j : j + 1])[0])
+            three = score3 >= self.tier3
             group = self._t3 if three else rmask
             f = int(np.where(group, p[j], -1.0).argmax())
             return SemanticVerdict(min(int(tiers[f]), 3 if three else 2), fams[f], score, score3)

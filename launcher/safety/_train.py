@@ -61,9 +61,6 @@ L2, KNN, KAPPA, FOLDS = 1e-4, 3, 20.0, 5  # chosen by cross-validation (see the 
 # 0.1 % with the rules; 0.0004 is fewer than one turn of ESConv's 2,363 and UIC's 1,292 and one of
 # AnnoMI's 3,725, so the rules and the context keep the rest of the 1 in 1,000 (docs/safety.md).
 FA_TIER2, FA_TIER3_ALL = 0.01, 0.0004
-#: Whether the misspelled copies (:mod:`._augment`) are also the gate's anchors. Round 7: no; the
-#: copies train the softmax only, so the head file and the gate's products are about 40 % smaller.
-GATE_COPIES = False
 MAX_CHAT = 3000  # ordinary-talk examples from the corpora's training half
 CORPORA = {
     "esconv": "esconv/ESConv-test.jsonl",
@@ -160,7 +157,9 @@ def _head(
     t: float = 1.0,
     gate: npt.NDArray[np.bool_] | None = None,
 ) -> Head:
-    """The softmax head fitted on every row; the gate's anchors are the rows of ``gate`` (all when None)."""
+    """The softmax head fitted on every row; the gate's anchors are the rows of ``gate`` (all when None).
+    Since round 7 the gate is the original examples: the misspelled copies (:mod:`._augment`) train the
+    softmax only, so the head file and the gate's products are about 40 % smaller."""
     w, b = fit_softmax(x, y, len(fams), l2=L2)
     g = np.ones(len(y), dtype=bool) if gate is None else gate
     return Head(fams, tiers, w, b, t, x[g], tiers[y[g]] >= 2, KNN, KAPPA)
@@ -185,12 +184,10 @@ def cross_validate(
     ``origin[i]`` is the index of the example that row ``i`` was augmented from (itself for an
     original); a copy is kept in its original's fold, so no fold is scored on copies of its own
     training rows."""
+    origin = np.arange(len(y)) if origin is None else origin
     folds = cv_folds(y, len(fams), origin)
-    gate = None if origin is None or GATE_COPIES else origin == np.arange(len(y))
-    heads = [
-        _head(x[folds != f], y[folds != f], fams, tiers, gate=None if gate is None else gate[folds != f])
-        for f in range(FOLDS)
-    ]
+    gate = origin == np.arange(len(y))  # the originals
+    heads = [_head(x[folds != f], y[folds != f], fams, tiers, gate=gate[folds != f]) for f in range(FOLDS)]
     logits = np.zeros((len(y), len(fams)))
     for f, h in enumerate(heads):
         logits[folds == f] = x[folds == f] @ h.w + h.b
@@ -204,21 +201,10 @@ def cross_validate(
     return temp, proba.astype(np.float32), raw.astype(np.float32), pa, pc
 
 
-def tier3_scores(
-    head: Head, p: npt.NDArray[np.float64], risk: npt.NDArray[np.float64]
-) -> npt.NDArray[np.float64]:
-    """(n,) tier-3 scores ``P * m3 / m`` of pieces with family probabilities ``p`` (n, k) and calibrated
-    risks ``risk`` (n,): the risk times the share of the tier-3 families in the risk mass (0 without risk mass)."""
-    mass = p[:, head.risk].sum(axis=1)
-    share = np.divide(p[:, head.tiers == 3].sum(axis=1), mass, out=np.zeros_like(mass), where=mass > 0)
-    out: npt.NDArray[np.float64] = risk * share
-    return out
-
-
 def _decide(head: Head, p: npt.NDArray[np.float64], risk: npt.NDArray[np.float64]) -> tuple[float, float]:
     """(risk probability, tier-3 score) of the deciding piece (the riskiest)."""
     j = int(risk.argmax())
-    return float(risk[j]), float(tier3_scores(head, p[j : j + 1], risk[j : j + 1])[0])
+    return float(risk[j]), float(head.tier3_score(p[j : j + 1], risk[j : j + 1])[0])
 
 
 def _threshold(
@@ -418,8 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     x = embed(texts)
     embed.save()
     temp, proba, raw, pa, pc = cross_validate(x, y, fams, tiers, np.array(origin, dtype=np.int64))
-    originals = np.array(origin) == np.arange(len(origin))
-    head = _head(x, y, fams, tiers, temp, gate=None if GATE_COPIES else originals)
+    head = _head(x, y, fams, tiers, temp, gate=np.array(origin) == np.arange(len(origin)))
     head = replace(head, platt_a=pa, platt_c=pc)
     print(f"examples: {len(texts)} ({Counter(fam_of)}); temperature {temp:.3f}; platt a={pa:.3f} c={pc:.3f}")
 
@@ -481,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
             )
     oof = head.calibrate(raw.astype(np.float64))
     pos = tiers[y] >= 2
-    score3 = tier3_scores(head, proba.astype(np.float64), oof)
+    score3 = head.tier3_score(proba.astype(np.float64), oof)
     meta["cv"] = cv = {
         "family_accuracy": float((proba.argmax(1) == y).mean()),
         "recall_ge2": float((oof[pos] >= tier2).mean()),

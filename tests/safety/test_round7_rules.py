@@ -81,7 +81,7 @@ def test_done_living_is_a_wish_to_be_dead_and_its_negation_is_not() -> None:
 class _Layer:
     """A stand-in for the semantic layer at one boundary: it returns a fixed verdict."""
 
-    tier2, tier3, by_share = 0.9, 0.95, True
+    tier2, tier3 = 0.9, 0.95
 
     def __init__(self, verdict: SemanticVerdict) -> None:
         self.verdict = verdict

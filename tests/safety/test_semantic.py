@@ -110,6 +110,37 @@ def test_stale_head_is_refused(tmp_path: Path) -> None:
     assert exc.value.code == "head_stale"
 
 
+def test_a_head_from_before_the_tier3_score_is_refused(tmp_path: Path) -> None:
+    # a round-6 head's tier-3 threshold is on the risk score, not on the tier-3 score: read as one, it
+    # would say tier 3 at other messages than it was calibrated for
+    head, tier2, tier3, meta = load_head()
+    old = tmp_path / "old_head.npz"
+    _semantic.save_head(
+        old,
+        head,
+        digest=_semantic.anchors_digest(),
+        tier2=tier2,
+        tier3=tier3,
+        meta={k: v for k, v in meta.items() if k != "tier3_score"},
+    )
+    with pytest.raises(HeadError, match=r"older trainer.*python -m launcher\.safety\._train") as exc:
+        load_head(old)
+    assert exc.value.code == "head_stale"
+
+
+def test_the_tier3_score_is_the_risk_times_the_tier3_share_of_the_risk_mass() -> None:
+    head, _, _, _ = load_head()
+    p = np.zeros((3, len(head.families)))
+    i3 = list(head.tiers).index(3)
+    i2 = list(head.tiers).index(2)
+    i0 = list(head.tiers).index(0)
+    p[0, [i3, i2]] = 0.3, 0.1  # three quarters of the risk mass is tier 3
+    p[1, i0] = 1.0  # no risk mass at all
+    p[2, i2] = 0.9  # all of it tier 2
+    out = head.tier3_score(p, np.array([0.8, 0.5, 0.99]))
+    np.testing.assert_allclose(out, [0.6, 0.0, 0.0])
+
+
 def test_missing_head_is_refused(tmp_path: Path) -> None:
     with pytest.raises(HeadError, match=r"python -m launcher\.safety\._train") as exc:
         load_head(tmp_path / "nope.npz")
