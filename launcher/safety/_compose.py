@@ -185,7 +185,10 @@ STATED_PLAN: re.Pattern[str] = compile_template(
     r"chosen (?:the|a|my) (?:spot|place|day|date|time|way)|(?:got|have) it (?:al )?planed(?: out)?$|"
     r"the plan is set|heres what im going to do|i know how im going to do it|"
     r"(?:got|have) the (?:time|day|date|place|spot) sorted|(?:got|have) it (?:al )?maped out|"
-    r"plans simple|plan is simple|ive arranged it|i have arranged it)"
+    r"plans simple|plan is simple|ive arranged it|i have arranged it|"
+    # round 8
+    r"(?:ive|i have|i) made my plan|my plan is made|(?:whole thing|everything|it) is (?:al )?maped out|"
+    r"(?:ive|i have) planed it (?:like|for|al|down))"
 )
 #: A plan said in passing ("it's sorted", "everything is ready"): a qualifier only after earlier risk.
 CONTEXT_PLAN: re.Pattern[str] = compile_template(

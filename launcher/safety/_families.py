@@ -29,7 +29,7 @@ EUPHEMISM = (
     r"(?:end (?:it al|things|everything|my sufering|the pain for god|my story)(?! (?:with|between|at)\b)|"
     r"pul the plug on (?:myself|my life|me|my self)|"
     r"check(?:ing)? out (?:for god|permanently|early|of (?:life|this world|here|this life))|"
-    r"unalive myself|take the easy way out|go to slep (?:and )?(?:never wake up|forever|for god)|"
+    r"unalive myself|take the easy way out|go to slep (?:and )?(?:never wake up|forever|for god|permanently)|"
     r"join (?:my )?(?:mom|mum|dad|mother|father|grandma|grandpa|nan|brother|sister|son|daughter|wife|husband|"
     r"him|her|them) (?:in heaven|up there|on the other side))"
 )
@@ -435,4 +435,138 @@ FAMILY_RULES: tuple[Rule, ...] = (
        r"again)|at peace with (?:dying|going|leaving))|(?:that was|thats) the last thing i (?:neded|had) to do|"
        r"(?:theyl|they wil|she wil|shel|hel|he wil) (?:get|read|find) (?:them|it|the leters?|the cards?) after$",
        requires="risk", fallback=("t2.farewell", 2), fallback_requires="distress", negation="before"),
+    # ---- round 8 (docs/safety.md, "Round 8"), the families the round-7 screen missed on safety_fresh6:
+    # the act said with a vehicle or the tracks ("swerving into a lorry", "yanking the wheel into oncoming
+    # traffic", "stay on the tracks"), C-SSRS item 3: a method thought of
+    _r("t3.method", 3,
+       r"(?:thinking|think|thought|picturing|imagining|fantasizing|wondering) (?:about|of|if|what if) {G3}"
+       r"(?:swerving|swerve|yanking the whel|pulling the whel|steering|driving|crashing|veering|just driving) "
+       r"{G3}(?:into|under|in front of|of) {G2}(?:traffic|oncoming|a lory|lories|a truck|trucks|a bus|a train|the train|"
+       r"a wal|a tre|the river|the sea|the canal|the edge|the clif|the bridge|a bridge|one|a car)|"
+       r"(?:thinking|think|thought|wondering) (?:about|of|if|what if) {G8}(?:staying|stayed|standing|stod|lying|lay|laying|walking|walked|"
+       r"stepping|stepped|stepping out) (?:on|onto|in front of) (?:the )?(?:tracks|line|train|railway|rails|level crosing)",
+       negation="before", past=_PAST),
+    # a method named as what one thinks of: "thinking about hanging", "narrowed it down to two ways to kill myself"
+    _r("t3.method", 3,
+       r"(?:thinking|think|thought|obsesing) (?:about|of) hanging(?: myself)?(?: (?:constantly|al the time|every day|"
+       r"every night|again|a lot|lately))?$|"
+       r"(?:narowed|narrowed|worked|figured|chosen|chose|picked|decided on|researching|researched) {G4}"
+       r"(?:ways?|methods?|how) to (?:kil myself|die|end it|end my life|do it)"
+       r"(?! in (?:the |a )?(?:game|games|minecraft|fortnite|story|novel|book|film|movie|script)\b)",
+       negation="before", past=_PAST),
+    # a lethal amount counted: "counting how many of my sleeping tablets it would take to kill me"
+    _r("t3.method", 3,
+       r"(?:how much|how many) {G6}(?:it would take|it would|it wil take|it takes|would do it) {G2}"
+       r"(?:to )?(?:kil me|die|end it|be fatal|not wake up|stop my heart)",
+       negation="before", past=_PAST),
+    # intent said as the act after earlier risk: "gonna act on it this time", "so I'll do it myself", "I will
+    # do it. I am sure", "I'm going to make that happen", "tonight I stop wanting and start doing"
+    _r("t3.intent", 3,
+       r"(?:going to|gona|wil|il|intend to|about to|ready to|decided to) act on (?:it|them|this|that|those)|"
+       r"(?:il|i wil|im going to|im gona|i am going to) do it (?:myself|this time|for real)$|"
+       r"^(?:and |so |yeah |yes |then )?(?:i wil|il|im going to|im gona) do it$|^i am sure$|"
+       r"(?:going to|gona|wil|il) make (?:that|it) happen$|(?:stop|stoped) wanting and (?:start|started) doing",
+       requires="risk", negation="before"),
+    # the jump announced: "I'm going to jump", "gonna jump this time"
+    _r("t3.intent", 3,
+       r"(?:going to|gona|about to|ready to|finaly going to) jump (?:this time|for real)$|"
+       r"(?:going to|gona|about to|ready to) jump (?:tonight|now|today)$",
+       negation="before", past=_PAST),
+    _r("t3.intent", 3,
+       r"(?:im|i am|i m|i wil|il) (?:going to|gona|about to) jump$",
+       requires="risk", fallback=("t2.ambiguous_intent", 2), negation="before"),
+    # UK and US slang for killing oneself: "topping myself", "put myself in the ground"
+    _r("t2.active_ideation", 2,
+       r"(?:thinking|thought|think|thinkin) (?:about|of|bout) (?:toping|topin|top) myself|"
+       r"(?:want to|wana|going to|gona|might|could) top myself(?! up)",
+       negation="before", past=_PAST),
+    _r("t3.intent", 3,
+       r"(?:going to|gona|fixing to|fixin to|about to|ready to|wil|il) put myself (?:in the ground|six fet under|"
+       r"in the grave|in an early grave)",
+       negation="before", past=_PAST),
+    # a wish to be dead said as others' gain or a trade: "everyone would be better off if I just wasn't around",
+    # "worth more dead", "I'd rather not make it home than keep living like this", "fine with not waking up"
+    _r("t2.passive_wish", 2,
+       r"beter of if i (?:just )?(?:was|were) (?:dead|gone)|"
+       r"beter of if i (?:just )?(?:wasnt|was not|werent|were not) (?:around|here|alive|in the picture)(?! (?:him|her|them|people|you|my|his|the)\b)|"
+       r"(?:worth|worth a lot) more dead|(?:rather|prefer to) {G8}than (?:kep|go on|carry on|continue) "
+       r"(?:living|being alive|like this)|(?:fine|ok|okay|happy|glad|at peace) (?:with|w) (?:not waking up|never waking up|"
+       r"dying)(?! (?:for|of|from|to)\b)|(?:wouldnt|would not|id not|i would not) be sory if i (?:didnt|did not|never) wake up|"
+       r"(?:dont|do not) want to be woken up (?:tomorow|again|ever|any day)|"
+       r"(?:should have|shouldve|should of) let me die|want to not (?:exist|be alive|be here)|"
+       r"want to be gone (?:before|by|for god)|(?:pray|praying|prayed|hope|hoping) {G1}(?:god|the lord|allah|jesus|he) "
+       r"(?:takes|wil take|would take|just takes) me (?:in my slep|tonight|away)",
+       negation="before", past=_PAST),
+    # self-harm said as a plain act: "so I cut. last time was wednesday", "did some damage to myself", "took the
+    # pruning knife to my own leg", "pressed my hand on the hot plate on purpose"
+    _r("t2.self_harm", 2,
+       r"(?:^|so |and |then |i )(?:cut|cuted)(?: again| last night| yesterday| today| tonight)?$|"
+       r"(?:did|done|doing) (?:some|sum|a bit of|a lot of) (?:damage|dmg) (?:to|2|on) myself|"
+       r"(?:took|take|taking|put) (?:a |the |my )?{G2}(?:knife|blade|razor|scisors|lighter) to my (?:own )?"
+       r"(?:arm|arms|leg|legs|wrist|wrists|thigh|thighs|skin|stomach|self)(?! of)|"
+       r"(?:myself|my (?:own )?(?:hand|arm|leg|skin|wrist)) {G6}(?:on purpose|deliberately)$",
+       negation="before"),
+    # a conditional timeline said as the day one goes: "the pit closes on the 30th. that's the day I go too",
+    # "the day my youngest starts university I am going to die", "I'll not see the 3rd"
+    _r("t3.conditional_timeline", 3,
+       r"(?:thats|that is|that wil be|thatl be) (?:the day|the night|when|the week) (?:i|im) (?:go|going|die|leave) too$|"
+       r"^the (?:day|night|minute|moment|second) {G8}(?:i am|im|i wil|il) (?:going to|gona) (?:die|kil myself|end it)$|"
+       r"(?:thats|that is|that wil be) (?:the day|the night|when) (?:i|im) (?:going to )?join (?:him|her|them|my)|"
+       r"one last time (?:and|then|and then) {G2}(?:im|i am|il be) done$",
+       negation="before", past=_PAST),
+    _r("t3.euphemism_intent", 3,
+       r"(?:il|i wil|i wont) not se (?:the|christmas|new year|my|another|next) |(?:il|i wil) not se the [0-9]",
+       requires="distress", fallback=("t1.ambiguous_intent", 1), negation="before"),
+    _r("t3.conditional_timeline", 3,
+       r"(?:go|going|goin|walk|head|drive|driving|swim|swiming) {G4}(?:and|an|n) (?:i )?(?:not|never|aint|wont) "
+       r"(?:come|coming|comin) (?:back|down|home|out|up)(?: down| up| home| out| alive| again)?$|booked my exit(?! interview)",
+       requires="distress", fallback=("t2.ambiguous_intent", 2), negation="before"),
+    # a farewell kept hidden, C-SSRS item 6: "she's no idea it's the last time she'll see me", "told him I
+    # won't need them where I'm going", "they think I'm being soppy. I'm saying goodbye"
+    _r("t3.preparatory", 3,
+       r"(?:its|it is|it was|it wil be|was) the last time (?:she|he|they|shel|hel|theyl|she wil|he wil|they wil|you wil|youl) "
+       r"(?:ever )?(?:se|sees|wil se|get to se) me(?! (?:in|at|on|with|before|for|like|as|play|win|perform)\b)|"
+       r"(?:wont|wil not|dont|do not) ned (?:it|them|this|that|these|those|anything|any of (?:it|this|them)) where (?:im|i am) going",
+       requires="risk", fallback=("t2.farewell", 2), negation="before"),
+    _r("t3.preparatory", 3,
+       r"(?:no idea|no clue|doesnt know|does not know|dont know|didnt know|never know) (?:that )?(?:its|it is|it wil be|this is|"
+       r"it was) the last time (?:she|he|they|shel|hel|theyl|she wil|he wil|they wil|il|i wil)",
+       requires="risk", fallback=("t2.farewell", 2), negation="none"),
+    _r("t2.farewell", 2,
+       r"(?:im|i am) (?:just )?saying godbye$|said (?:my )?godbyes$",
+       negation="before"),
+    # someone else in danger now: "my cuz just hung herself", "he's taken something and he's blue", two lads
+    # trapped under a roof fall, locked in the garage with the engine running
+    _r("t3.other_in_danger", 3,
+       r"(?:OTHER|my \w+) {G2}(?:just|has just|has) (?:hung|hanged|tried to hang) (?:himself|herself|themselves)|"
+       r"(?:hes|shes|theyre|he is|she is|they are|hes gone|shes gone|is going|s going) (?:turning |going )?blue$|"
+       r"(?:lads|men|man|he|she|they|someone|somebody|people|workers?|kids?|boy|girl|woman|driver|[0-9]+|two|thre) {G3}"
+       r"(?:trapped|pined|pinned) (?:under|beneath)(?! (?:snow|paperwork|work|debt|emails)\b)|"
+       r"(?:locked|shut) (?:himself|herself|themselves) in {G4}(?:with the (?:car|engine) running|with a (?:bbq|barbecue|charcoal))",
+       negation="none"),
+    # the conditional said with the going: "after the finals i'm going bush and not coming back", "booked my exit
+    # for the 1st"
+    _r("t3.conditional_timeline", 3,
+       r"^(?:after|once|when|come|the day|the minute|as son as) {G6}(?:go|going|goin|walk|walking|head|heading|drive|driving|swim|swiming) {G4}"
+       r"(?:and|an|n) (?:i )?(?:not|never|aint|wont) (?:come|coming|comin) (?:back|down|home|out|up)(?: down| up| home| out| alive| again)?$|"
+       r"booked my exit (?:for|on) (?:the )?(?!the\b|interview|meting|flight|visa|paperwork|form)\w+",
+       negation="before", past=_PAST),
+    # lethal-means questions in other words: "how many of his morphine tablets would kill someone", "how many
+    # benadryl to go to sleep permanently", "what caliber makes sure it's instant", "quickest thing to take"
+    _r("t3.lethal_means_request", 3,
+       r"how (?:many|much) (?:of )?(?:his|her|their|mums|moms|dads|nans|my \w+s) {G2}{PILLS} {G3}(?:would|to|wil|could) {G2}"
+       r"(?:kil|die|be lethal|be fatal|overdose)|(?:caliber|calibers|calibre|calibres|gauge|bulet) {G4}(?:to make sure|make sure|instant|"
+       r"quickest|painles)|(?:quickest|fastest|easiest) (?:thing|way|stuf|pils|pil|tablets) to (?:take|od|overdose)",
+       negation="none", requires="distress", fallback=("t1.lethal_means_query", 1), distress=False),
+    _r("t3.lethal_means_request", 3,
+       r"how (?:many|much) {G4}to (?:just )?EUPHEMISM", negation="none"),
+    # means at hand: "forty of the tablets in front of me", a blade and a bath running, the gun in my hand
+    _r("t3.means_at_hand", 3,
+       r"{BIG_QUANTITY} {G4}{PILLS} {G2}(?:in front of me|in my hand|next to me|lined up|counted out)"
+       r"(?! to (?:count|sort|pack|check|label|dispense|stock))|"
+       r"(?:razor|blade|razor blade|knife|blades|razors) {G6}(?:bath|tub) (?:is |s )?(?:running|ful|filed|filing|ready)",
+       negation="before", past=_PAST),
+    _r("t3.means_at_hand", 3,
+       r"(?:gun|pistol|rifle|shotgun|revolver) (?:is )?(?:in|on) my (?:hand|hands|lap)$",
+       requires="distress", fallback=("t2.means_mention", 2), negation="before"),
 )  # fmt: skip

@@ -328,7 +328,10 @@ def _recent(state: SafetyState | None, last: int, window: int) -> bool:
 CORROBORATION: re.Pattern[str] = re.compile(
     r"\b(?:tonight|tonite|2nite|tomorow|tmrw|2moro|this (?:weekend|wekend|wknd)|next week|"
     r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|right now|in an hour|"
-    r"bridge|rof|roftop|clif|tracks|railway|ledge|balcony|car park|multistory|overpas|motorway)\b"
+    r"bridge|rof|roftop|clif|tracks|railway|ledge|balcony|car park|multistory|overpas|motorway|"
+    # round 8: more places to fall, jump or drown from
+    r"clifs|fotbridge|flyover|pier|jety|harbour|harbor|slipway|viaduct|quary|ravine|level crosing|train line|"
+    r"multi storey|multistorey|parking garage|carpark|the sea|the river|the loch|the canal|reservoir|top flor)\b"
 )
 
 #: Semantic families that, after an earlier risk signal in the session, make a message tier 3 even when

@@ -203,6 +203,7 @@ _GAPS = {
     "{G3}": r"(?:\b\w+ ){0,3}",
     "{G4}": r"(?:\b\w+ ){0,4}",
     "{G6}": r"(?:\b\w+ ){0,6}",
+    "{G8}": r"(?:\b\w+ ){0,8}",
 }
 
 #: Words whose presence anywhere in a message makes it a "means" message (Rule.requires="means"):
@@ -384,7 +385,7 @@ RULES: tuple[Rule, ...] = (
          negation="before", past=_PAST2),
     Rule("t2.passive_ideation", 2,
          r"(?:want to|want|ready to|wanting to|long to|would rather|rather|hope i|hoping i|"
-         r"pray i|praying i) {G1}(?:die(?! (?:than|of|from|laughing|for))|be dead|not wake up|never wake up|slep forever|"
+         r"pray i|praying i) {G1}(?:die(?! (?:than|of|from|laughing|for(?! (?:months|weks|years|days|ages|so long|a long time|a while))))|be dead|not wake up|never wake up|slep forever|"
          r"disapear forever|not exist|stop existing|cease to exist)", past=_PAST2),
     Rule("t2.passive_ideation", 2,
          r"beter of (?:dead|without me|if i was gone|if i were gone|if i wasnt here|if i died)|"

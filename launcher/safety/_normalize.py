@@ -79,6 +79,8 @@ SLANG: dict[str, str] = {
     "ofing": "kiling",
     "oded": "overdosed",
     "exsist": "exist",
+    "exsit": "exist",
+    "tablits": "tablets",
     "suicde": "suicide",
     "sucide": "suicide",
     "suiside": "suicide",

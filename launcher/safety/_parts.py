@@ -99,7 +99,11 @@ MEDICAL_SIGN: re.Pattern[str] = compile_template(
     r"wont stop (?:jerking|fiting|convulsing|seizing)|(?:im having|is having|s having) (?:a )?seizure|"
     r"(?:fiting|seizing|convulsing|seizure) {G6}(?:its ben|for|over|more than|going on) {G1}[0-9]+ (?:minutes|mins)|"
     r"(?:pressure|pain|tightnes|crushing) {G4}chest {G6}(?:spreading|going|radiating|shooting) {G4}"
-    r"(?:arm|shoulder|jaw)|(?:im having|im havin|i am having|is having|s having|hes having|shes having) (?:a )?heart atack"
+    r"(?:arm|shoulder|jaw)|"
+    # round 8: bleeding that will not stop from a cut, blood spurting, bone seen
+    r"(?:cut|wound|arm|wrist|leg|hand|thigh|gash) {G4}(?:wont|doesnt|isnt|is not|not) stop(?:ing)? bleding|"
+    r"(?:its|blod is|blod) spurting|spurting blod|(?:can|i can) se (?:the )?bone|"
+    r"(?:im having|im havin|i am having|is having|s having|hes having|shes having) (?:a )?heart atack"
     r"(?! (?:over|about|when|at|because|if|every|lol|haha)\b)"
 )
 #: Someone else in danger now, said as its parts: something taken and a sign that they are not safe.
