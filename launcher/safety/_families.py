@@ -42,7 +42,9 @@ ACT_PLACE = (
     r"(?:bridge|rof|roftop|clif|tracks|train tracks|railway|ledge|edge|balcony|top flor|overpas|tower)"
 )
 MEANS_ITEM = (
-    r"(?:pils|sleping pils|painkilers|tablets|meds|medication|insulin|rope|nose|gun|pistol|rifle|shotgun|"
+    # round 8: "pills of written works" is a typo for piles (ESConv), not a means
+    r"(?:pils(?! of (?:writen|work|works|paper|papers|paperwork|books|stuf|clothes|laundry|dishes|junk|things|"
+    r"homework|bils|mail|leaves|rubish|trash|boxes)\b)|sleping pils|painkilers|tablets|meds|medication|insulin|rope|nose|gun|pistol|rifle|shotgun|"
     r"bulets|ammo|knife|razor|razor blades|blades|charcoal|poison|cyanide|antifreze|paracetamol|tylenol)"
 )
 # someone else, for "in danger now" rules

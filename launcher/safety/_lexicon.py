@@ -210,7 +210,8 @@ _GAPS = {
 #: firearms, blades, ligatures, medication, poison (collapsed spelling; Barber & Miller 2014 on lethal means).
 MEANS_WORDS: re.Pattern[str] = re.compile(
     r"\b(?:guns?|pistols?|rifles?|shotguns?|firearms?|revolvers?|handguns?|knife|knives|blades?|razors?|"
-    r"ropes?|pils|pil|tablets|meds|medication|poison|cyanide|bulets?|ammo|"
+    r"ropes?|pils(?! of (?:writen|work|works|paper|papers|paperwork|books|stuf|clothes|laundry|dishes|junk|"
+    r"things|homework|bils|mail|leaves|rubish|trash|boxes))|pil|tablets|meds|medication|poison|cyanide|bulets?|ammo|"
     r"painkilers|sleping pils|insulin|tylenol|paracetamol)\b"
 )
 
