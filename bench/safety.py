@@ -17,7 +17,7 @@ message (``time.thread_time``) and the load average, since the machine may be sh
 with the other BLAS thread count of the encoder (``[safety] encoder_threads`` 1 or 2) measured right
 after, with the ratio of the two p95s.
 
-Usage: .venv/bin/python bench/safety.py [--set bench/data/safety_fresh7] [--ordinary-set bench/data/safety_fresh6] [--shared]
+Usage: .venv/bin/python bench/safety.py [--set bench/data/safety_fresh7] [--shared]
 (``--set PREFIX`` reads PREFIX.dialogs.jsonl and PREFIX.labels.jsonl.) About 20-60 s on 2 cores.
 """
 
@@ -38,8 +38,6 @@ from launcher.safety import SafetyConfig, SafetyState, screen  # noqa: E402
 from launcher.safety._evaluation import LAYERS, evaluate_labelled, read_labelled  # noqa: E402
 
 DEFAULT_SET = ROOT / "bench" / "data" / "safety_fresh7"
-#: Where the false alarms come from when ``--set`` has no ordinary message (safety_fresh7 is tier 3 only).
-ORDINARY_SET = ROOT / "bench" / "data" / "safety_fresh6"
 SHARED = ROOT.parent / "shared" / "data"
 CORPORA = {
     "esconv": SHARED / "esconv" / "ESConv-test.jsonl",
@@ -90,12 +88,6 @@ def main() -> None:
     ap.add_argument(
         "--set", type=Path, default=DEFAULT_SET, help="labelled set prefix (PREFIX.dialogs.jsonl)"
     )
-    ap.add_argument(
-        "--ordinary-set",
-        type=Path,
-        default=ORDINARY_SET,
-        help="labelled set whose ordinary messages give the false alarms when --set has none",
-    )
     ap.add_argument("--shared", action="store_true", help="also screen every user turn of ../shared/data")
     args = ap.parse_args()
     prefix = str(args.set)
@@ -125,21 +117,9 @@ def main() -> None:
     if args.shared:
         shared_rates(config)
     full = reports["all"]
-    fa = full.false_alarms_per_1000
-    if fa is None:
-        op = str(args.ordinary_set)
-        ordinary = [
-            p
-            for p in read_labelled(Path(op + ".dialogs.jsonl"), Path(op + ".labels.jsonl"))
-            if p[1].tier <= 1
-        ]
-        fa = evaluate_labelled(ordinary, config, "all").false_alarms_per_1000
-        print(
-            f"{prefix} has no ordinary message: false alarms from the {len(ordinary)} ordinary messages of {op}"
-        )
     print(
         f"p95_ms={p95(times):.2f} recall_t3={full.recall_t3 or 0:.3f} recall_t2plus={full.recall_t2plus or 0:.3f} "
-        f"false_alarms_per_1000={fa or 0:.1f}"
+        f"false_alarms_per_1000={full.false_alarms_per_1000 or 0:.1f}"
     )
 
 

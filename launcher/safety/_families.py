@@ -17,7 +17,7 @@ message or the session's recent turns (``requires="risk"``); with only distress 
 
 from __future__ import annotations
 
-from ._lexicon import Rule
+from ._lexicon import PILLS_NOT_PILES, Rule
 
 __all__ = ["FAMILY_RULES"]
 
@@ -42,10 +42,17 @@ ACT_PLACE = (
     r"(?:bridge|rof|roftop|clif|tracks|train tracks|railway|ledge|edge|balcony|top flor|overpas|tower)"
 )
 MEANS_ITEM = (
-    # round 8: "pills of written works" is a typo for piles (ESConv), not a means
-    r"(?:pils(?! of (?:writen|work|works|paper|papers|paperwork|books|stuf|clothes|laundry|dishes|junk|things|"
-    r"homework|bils|mail|leaves|rubish|trash|boxes)\b)|sleping pils|painkilers|tablets|meds|medication|insulin|rope|nose|gun|pistol|rifle|shotgun|"
+    r"(?:"
+    + PILLS_NOT_PILES
+    + r"|sleping pils|painkilers|tablets|meds|medication|insulin|rope|nose|gun|pistol|rifle|shotgun|"
     r"bulets|ammo|knife|razor|razor blades|blades|charcoal|poison|cyanide|antifreze|paracetamol|tylenol)"
+)
+# going somewhere and not coming back (round 8): "going bush and not coming back", "walk up the fell and i won't
+# come back down"
+GOING = r"(?:go|going|goin|walk|walking|head|heading|drive|driving|swim|swiming)"
+NOT_COMING_BACK = (
+    r"(?:and|an|n) (?:i )?(?:not|never|aint|wont) (?:come|coming|comin) (?:back|down|home|out|up)"
+    r"(?: down| up| home| out| alive| again)?$"
 )
 # someone else, for "in danger now" rules
 OTHER = (
@@ -70,6 +77,8 @@ def _r(rule_id: str, tier: int, template: str, **kw: object) -> Rule:
         ("EUPHEMISM", EUPHEMISM),
         ("ACT_PLACE", ACT_PLACE),
         ("MEANS_ITEM", MEANS_ITEM),
+        ("NOT_COMING_BACK", NOT_COMING_BACK),
+        ("GOING", GOING),
         ("OTHER", OTHER),
         ("WEAPON", WEAPON),
     ):
@@ -466,7 +475,7 @@ FAMILY_RULES: tuple[Rule, ...] = (
     _r("t3.intent", 3,
        r"(?:going to|gona|wil|il|intend to|about to|ready to|decided to) act on (?:it|them|this|that|those)|"
        r"(?:il|i wil|im going to|im gona|i am going to) do it (?:myself|this time|for real)$|"
-       r"^(?:and |so |yeah |yes |then )?(?:i wil|il|im going to|im gona) do it$|^i am sure$|"
+       r"^(?:and |so |yeah |yes |then )?(?:i wil|il|im going to|im gona) do it$|"
        r"(?:going to|gona|wil|il) make (?:that|it) happen$|(?:stop|stoped) wanting and (?:start|started) doing",
        requires="risk", negation="before"),
     # the jump announced: "I'm going to jump", "gonna jump this time"
@@ -517,11 +526,10 @@ FAMILY_RULES: tuple[Rule, ...] = (
        r"one last time (?:and|then|and then) {G2}(?:im|i am|il be) done$",
        negation="before", past=_PAST),
     _r("t3.euphemism_intent", 3,
-       r"(?:il|i wil|i wont) not se (?:the|christmas|new year|my|another|next) |(?:il|i wil) not se the [0-9]",
+       r"(?:il|i wil) not se (?:the|christmas|new year|my|another|next) ",
        requires="distress", fallback=("t1.ambiguous_intent", 1), negation="before"),
     _r("t3.conditional_timeline", 3,
-       r"(?:go|going|goin|walk|head|drive|driving|swim|swiming) {G4}(?:and|an|n) (?:i )?(?:not|never|aint|wont) "
-       r"(?:come|coming|comin) (?:back|down|home|out|up)(?: down| up| home| out| alive| again)?$|booked my exit(?! interview)",
+       r"GOING {G4}NOT_COMING_BACK|booked my exit(?! interview)",
        requires="distress", fallback=("t2.ambiguous_intent", 2), negation="before"),
     # a farewell kept hidden, C-SSRS item 6: "she's no idea it's the last time she'll see me", "told him I
     # won't need them where I'm going", "they think I'm being soppy. I'm saying goodbye"
@@ -549,8 +557,7 @@ FAMILY_RULES: tuple[Rule, ...] = (
     # the conditional said with the going: "after the finals i'm going bush and not coming back", "booked my exit
     # for the 1st"
     _r("t3.conditional_timeline", 3,
-       r"^(?:after|once|when|come|the day|the minute|as son as) {G6}(?:go|going|goin|walk|walking|head|heading|drive|driving|swim|swiming) {G4}"
-       r"(?:and|an|n) (?:i )?(?:not|never|aint|wont) (?:come|coming|comin) (?:back|down|home|out|up)(?: down| up| home| out| alive| again)?$|"
+       r"^(?:after|once|when|come|the day|the minute|as son as) {G6}GOING {G4}NOT_COMING_BACK|"
        r"booked my exit (?:for|on) (?:the )?(?!the\b|interview|meting|flight|visa|paperwork|form)\w+",
        negation="before", past=_PAST),
     # lethal-means questions in other words: "how many of his morphine tablets would kill someone", "how many

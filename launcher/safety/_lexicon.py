@@ -31,6 +31,7 @@ __all__ = [
     "NEUTRAL_PHRASES",
     "PAST_MARKERS",
     "PILLS",
+    "PILLS_NOT_PILES",
     "QUESTION_AUX",
     "RULES",
     "Rule",
@@ -206,12 +207,17 @@ _GAPS = {
     "{G8}": r"(?:\b\w+ ){0,8}",
 }
 
+#: "pills" as a means, not the typo for "piles" ("pills of written works", ESConv; collapsed spelling).
+PILLS_NOT_PILES = (
+    r"pils(?! of (?:writen|work|works|paper|papers|paperwork|books|stuf|clothes|laundry|dishes|junk|things|"
+    r"homework|bils|mail|leaves|rubish|trash|boxes)\b)"
+)
+
 #: Words whose presence anywhere in a message makes it a "means" message (Rule.requires="means"):
 #: firearms, blades, ligatures, medication, poison (collapsed spelling; Barber & Miller 2014 on lethal means).
 MEANS_WORDS: re.Pattern[str] = re.compile(
     r"\b(?:guns?|pistols?|rifles?|shotguns?|firearms?|revolvers?|handguns?|knife|knives|blades?|razors?|"
-    r"ropes?|pils(?! of (?:writen|work|works|paper|papers|paperwork|books|stuf|clothes|laundry|dishes|junk|"
-    r"things|homework|bils|mail|leaves|rubish|trash|boxes))|pil|tablets|meds|medication|poison|cyanide|bulets?|ammo|"
+    r"ropes?|" + PILLS_NOT_PILES + r"|pil|tablets|meds|medication|poison|cyanide|bulets?|ammo|"
     r"painkilers|sleping pils|insulin|tylenol|paracetamol)\b"
 )
 

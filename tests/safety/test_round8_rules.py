@@ -112,3 +112,8 @@ def test_the_follow_ups_without_earlier_risk_are_not_a_crisis() -> None:
 def test_the_jump_announced_alone_pauses_and_after_risk_is_a_crisis() -> None:
     assert screen_rules("i'm going to jump").tier == 2
     assert screen_after("i want to end my life", "i'm going to jump").tier == 3
+
+
+def test_a_bare_yes_after_risk_is_not_intent() -> None:
+    # "i am sure" answers many questions ("are you safe tonight?"); intent needs the act said
+    assert screen_after("i keep wanting to die", "i am sure").tier < 3
