@@ -97,6 +97,11 @@ class TurnDirectory:
                 del self._open[(user, session)]
                 self._tell("close", user, session, turn, ())
 
+    def open_turns(self) -> int:
+        """How many sessions have a turn open now (between :meth:`open` and :meth:`close`)."""
+        with self._lock:
+            return len(self._open)
+
     def turn_for(self, user: str, session: str, agent: str | None) -> str | None:
         """The open turn for an armed ``agent`` of this session, else None."""
         with self._lock:

@@ -30,7 +30,10 @@ proxy (``create_app(identity_for=...)``) translate the pool identity to the boun
 Size: at most one process per agent, and never more than the runner's free warm slots
 (``RunnerConfig.max_warm`` counts pooled processes too) nor what the memory available allows
 (:data:`PROCESS_RSS_MIB` each, keeping :data:`MEMORY_RESERVE_MIB` free). Refill happens off the
-critical path: only while no agent of any turn is running, one process at a time.
+critical path: only once no turn has been open and no agent running for :data:`REFILL_IDLE_S`, one
+process at a time (a turn between two steps, its Coach done and its specialists not yet started, runs no
+agent, yet a start-up then would compete with the rest of that turn, and take the slot its Pineal is
+about to use).
 
 Only with the in-process stack (``coach worker``, the Claude Code session mode, the benchmarks:
 ``launcher.pipeline._runtime.coach_runtime(pool=True)``): an external proxy or MCP server cannot
@@ -117,12 +120,15 @@ class FreshStarts:
 
 class Bindings:
     """Pool session -> the (user, session) it was handed to; revoked once its process is stopped.
-    ``fresh``: the pool sessions of reset processes whose next request must start a conversation."""
+    ``fresh``: the pool sessions of reset processes whose next request must start a conversation.
+    ``turns_open``: how many turns the directory has open now (the refill waits while any is: between
+    two steps of a turn no agent may be running, yet the turn is not over)."""
 
-    def __init__(self) -> None:
+    def __init__(self, turns_open: Callable[[], int] | None = None) -> None:
         self._lock = threading.Lock()
         self._bound: dict[str, tuple[str, str] | None] = {}
         self.fresh = FreshStarts()
+        self.turns_open: Callable[[], int] = turns_open or (lambda: 0)
 
     def bind(self, pool_session: str, user: str, session: str) -> None:
         with self._lock:
@@ -162,7 +168,7 @@ def bindings_for(directory: Any) -> Bindings:
     with _BINDINGS_LOCK:
         b = _BINDINGS.get(directory)
         if b is None:
-            b = _BINDINGS[directory] = Bindings()
+            b = _BINDINGS[directory] = Bindings(getattr(directory, "open_turns", None))
         return b
 
 
@@ -205,7 +211,7 @@ async def warm_up(client: Any) -> None:
                 raise RuntimeError(f"warm-up ended with {msg.subtype}")
 
 
-#: Seconds without a running agent before the pool refills (a refill's start-up must not compete with a
+#: Seconds without an open turn or a running agent before the pool refills (a refill's start-up must not compete with a
 #: turn that follows at once).
 REFILL_IDLE_S = 2.0
 _POLL_S = 0.25
@@ -359,7 +365,7 @@ class ProcessPool:
 
         idle_since = time.monotonic()
         while self._missing() and self._room() > 0:
-            if self._runner.busy_count():
+            if self._runner.busy_count() or (self._bindings is not None and self._bindings.turns_open()):
                 idle_since = time.monotonic()
             elif time.monotonic() - idle_since >= REFILL_IDLE_S:
                 await self._start(self._missing()[0])

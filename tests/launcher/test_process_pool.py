@@ -157,6 +157,41 @@ async def test_the_pool_fills_one_process_at_a_time_only_while_no_agent_runs(
     assert runner.pool.idle() == 6
 
 
+@pytest.mark.anyio
+async def test_an_open_turn_holds_the_refill_even_while_no_agent_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # between two steps of a turn (its Coach done, its specialists not yet checked out) no process is
+    # busy, but a start-up then would compete with the turn and take the slot its Pineal is about to use
+    import anyio
+
+    import launcher.runner._process_pool as pp
+    from launcher.agents import load_agents
+
+    monkeypatch.setattr(pp, "REFILL_IDLE_S", 0.05)
+    monkeypatch.setattr(pp, "_POLL_S", 0.01)
+    directory = TurnDirectory()
+    cfg = RunnerConfig(proxy_url="http://proxy", mcp_url="http://mcp/mcp", pool_size=6, max_warm=12)
+    runner = ClaudeAgentRunner(cfg, bindings=bindings_for(directory))
+    runner.busy_count = lambda: 0  # type: ignore[method-assign]
+    started: list[str] = []
+
+    async def start(template: AgentInvocation) -> bool:
+        started.append(template.agent)
+        fp = _fingerprint(template)
+        runner.pool._idle.setdefault(fp, []).append(PooledProcess(object(), fp, "p" + "0" * 24, None))
+        return True
+
+    monkeypatch.setattr(runner.pool, "_start", start)
+    directory.open("u1", "s1", "t000001", ["coach"])
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(runner.pool.fill_when_idle, pool_invocations(load_agents("agents")))
+        await anyio.sleep(0.3)
+        assert started == [], "a turn is open: nothing starts"
+        directory.close("u1", "s1", "t000001")
+    assert len(started) == 6
+
+
 def _other_agent() -> AgentInvocation:
     import dataclasses
 

@@ -38,13 +38,17 @@ def test_an_evicted_sessions_processes_are_reset_and_serve_the_next_session(
         try:
             a = front(cfg, f"My code word is {TOKEN}; I skip my runs", "u1", "s1", data_dir=tmp_path / "fe")
             before = len(upstream.model_calls())
+            started_a = _counter(
+                urllib.request.urlopen(worker.metrics_url, timeout=10).read().decode(), "processes_started"
+            )
             b = front(cfg, "I ran once this week", "u2", "s2", data_dir=tmp_path / "fe")
             metrics = urllib.request.urlopen(worker.metrics_url, timeout=10).read().decode()
         finally:
             worker.stop()
     assert a["synthesis_source"] == "model" and b["synthesis_source"] == "model", b
     assert _counter(metrics, "processes_reset") == 6 and _counter(metrics, "resets_failed") == 0
-    assert _counter(metrics, "processes_started") == 6, "the second session started its own processes"
+    # session 1's processes may come from the pool filled at start-up (not counted as started): compare
+    assert _counter(metrics, "processes_started") == started_a, "the second session started its own processes"
     calls = upstream.model_calls()[before:]
     assert calls and not [r.agent for r in calls if TOKEN in json.dumps(r.body)]
     assert TOKEN not in worker.log.read_text()
