@@ -188,7 +188,9 @@ STATED_PLAN: re.Pattern[str] = compile_template(
     r"plans simple|plan is simple|ive arranged it|i have arranged it|"
     # round 8
     r"(?:ive|i have|i) made my plan|my plan is made|(?:whole thing|everything|it) is (?:al )?maped out|"
-    r"(?:ive|i have) planed it (?:like|for|al|down))"
+    r"(?:ive|i have) planed it (?:like|for|al|down)|"
+    # round 9: "because i've made a plan and i can't think about anything else"
+    r"(?:ive|i have|i) (?:made|got) a plan(?= and\b|$)|(?:ive|i have) a plan$)"
 )
 #: A plan said in passing ("it's sorted", "everything is ready"): a qualifier only after earlier risk.
 CONTEXT_PLAN: re.Pattern[str] = compile_template(

@@ -46,6 +46,7 @@ from pydantic import (
 )
 
 from ._compose import COMPOSED_IDS, composed_hits, qualified
+from ._corroboration import corroborated as corroborates
 from ._families import FAMILY_RULES
 from ._lexicon import MEANS_WORDS, NEGATORS, NEUTRAL_PHRASES, PAST_MARKERS, QUESTION_AUX, Rule
 from ._lexicon import RULES as _BASE_RULES
@@ -322,18 +323,6 @@ def _recent(state: SafetyState | None, last: int, window: int) -> bool:
     return state is not None and last > 0 and state.turn - last < window
 
 
-#: Words that anchor an act in time or place, or name a means (collapsed spelling): a tier-3 family the
-#: semantic layer names at tier 2 is tier 3 when one of these is in the message (``sem3.<family>``):
-#: "the plan is sunday" or "got the pills" is a plan or means, not a thought.
-CORROBORATION: re.Pattern[str] = re.compile(
-    r"\b(?:tonight|tonite|2nite|tomorow|tmrw|2moro|this (?:weekend|wekend|wknd)|next week|"
-    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|right now|in an hour|"
-    r"bridge|rof|roftop|clif|tracks|railway|ledge|balcony|car park|multistory|overpas|motorway|"
-    # round 8: more places to fall, jump or drown from
-    r"clifs|fotbridge|flyover|pier|jety|harbour|harbor|slipway|viaduct|quary|ravine|level crosing|train line|"
-    r"multi storey|multistorey|parking garage|carpark|the sea|the river|the loch|the canal|reservoir|top flor)\b"
-)
-
 #: Semantic families that, after an earlier risk signal in the session, make a message tier 3 even when
 #: the layer alone is only confident enough for tier 2: means, preparation, farewells, timelines and the
 #: act itself (docs/coaching.md: earlier ideation plus later means, preparation or a timeline is a crisis).
@@ -355,7 +344,7 @@ _SEM3_SHARE = 0.5
 
 class Context(NamedTuple):
     """What the semantic layer's verdict is read with: risk (tier >= 2) or distress (tier >= 1) in the
-    session's recent turns, a corroborating word (:data:`CORROBORATION`) in the message, and the
+    session's recent turns, a corroborating word (:func:`._corroboration.corroborated`) in the message, and the
     message's ``clauses``, read for a qualifier (:func:`._compose.qualified`: a means, a place to fall
     from, a plan) only when the verdict needs one."""
 
@@ -384,7 +373,8 @@ def _semantic_hits(
       to fall from or a plan (:func:`._compose.qualified`; round 5), or when its tier-3 score is at least
       halfway from 0.5 to the tier-3 bar (round 7; before, its risk score halfway from the tier-2 bar) and
       the message anchors the act in time or place
-      (:data:`CORROBORATION`): "the plan is sunday, the bridge" is a plan, not a thought;
+      (:mod:`._corroboration`: a time, a place, or from round 9 the act's vocabulary, a means, a farewell or
+      a danger sign): "the plan is sunday, the bridge" is a plan, not a thought;
     - a one-sentence message whose risk phrases the rules found negated ("I'm not going to kill
       myself") stays below tier 2 (``sem.negated``): negation never reaches tier 3 (docs/coaching.md,
       SAFETY), and an embedding does not see "not". In a longer message the negated phrase may be
@@ -399,7 +389,10 @@ def _semantic_hits(
     verdict = layer.assess(text)
     tier = verdict.tier
     action = verdict.family in _ACTION_FAMILIES
-    if tier == 1 and action and ctx.earlier_risk and verdict.score >= _CTX_SHARE * layer.tier2:
+    # the act's words after earlier distress (round 9): "panic attacks every day" then "can you mix
+    # alcohol with my diazepam to make it more deadly"
+    armed = ctx.earlier_risk or (ctx.earlier_distress and ctx.corroborated)
+    if tier == 1 and action and armed and verdict.score >= _CTX_SHARE * layer.tier2:
         tier = 2
     if tier < 2:
         return []
@@ -412,8 +405,8 @@ def _semantic_hits(
     sem3_ok = verdict.score3 >= 0.5 + _SEM3_SHARE * (layer.tier3 - 0.5)
     if (
         action
-        and (ctx.earlier_risk or (ctx.earlier_distress and verdict.tier >= 2))
-        and ctx.earlier_rule_signal
+        and (armed or (ctx.earlier_distress and verdict.tier >= 2))
+        and (ctx.earlier_rule_signal or ctx.corroborated)
     ):
         return [(f"ctx.{verdict.family}", 3, True), (f"sem.{verdict.family}", tier, True)]
     if (
@@ -463,7 +456,7 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
     earlier_distress = _recent(state, state.last_distress_turn if state else 0, window)
     earlier_rule_signal = _recent(state, state.last_rule_signal_turn if state else 0, window)
     if cfg.semantic and max((t for _, t, _ in hits), default=0) < 3:
-        corroborated = means_now or any(CORROBORATION.search(c.text) for c in clauses)
+        corroborated = means_now or corroborates(clauses)
         hits.extend(
             _semantic_hits(
                 text,
