@@ -58,7 +58,8 @@ _ACT_WORDS_SOURCE = (
     r"rope|noose|hang|hanging|hanged|train|trains|tracks|rail line|gun|shotgun|rifle|handgun|pistol|bullet|"
     r"shot|shoot|shooting|PILLS|tablets|tabs|paracetamol|codamol|cocodamol|co codamol|morphine|oramorph|oxy|"
     r"fentanyl|insulin|diazepam|heroin|needle|vodka|ld50|jump|jumping|jumped|drown|gas|hose|hosepipe|"
-    r"exhaust|carbon monoxide|engine|engine running|petrol|lighter|bleach|oven cleaner|cleaner|chemical|"
+    r"exhaust|carbon monoxide|engine|engine running|petrol|lighter|drive into|drove into|crash into|not braking|"
+    r"the brakes|the wheel|bleach|oven cleaner|cleaner|chemical|"
     r"chemicals|chem|weedkiller|spray|slurry|methane|razor|blade|knife|knives|cut|cutting|poison|swallowed|"
     r"drank|stash|ledge|edge|floor|storey|balcony|beam|water|lake|sea|river|cliff|bridge|"
     # finality and farewells
@@ -67,7 +68,7 @@ _ACT_WORDS_SOURCE = (
     r"logging off|logging out of life|last one|last login|sorry for everything|thanks for everything|"
     r"been a pleasure|look after|my peace|be with her|join her|join him|join them|the same day|my turn|"
     r"im done|i am done|done after|im finished|so do i|not living past|wont be alive|wont be here|no go dey|"
-    r"this world|letter|letters|letta|lettr|note|notes|envelope|written it|wrote to|funeral|goodbye|"
+    r"this world|letter|letters|letta|lettr|note|notes|envelope|written it|written to|wrote to|funeral|goodbye|"
     r"goodbyes|gave away|given away|gave my|given my|gave all|sold my|homes for|rehome|rehomed|deleted|"
     r"cleared my|cleared out|handover|"
     # someone in danger, a medical emergency
@@ -86,6 +87,10 @@ ACT_WORDS: re.Pattern[str] = re.compile(
     r"\b(?:" + collapse_pattern(_ACT_WORDS_SOURCE).replace("PILS", PILLS_NOT_PILES) + r")\b"
 )
 
+
+#: The fewest tokens a message needs for :data:`ACT_WORDS` to corroborate: in a shorter one the act word is
+#: all the semantic layer read, so it cannot also be the evidence beyond that reading.
+MIN_TOKENS = 3
 
 #: Tokens before an act word that take it back ("i wont do it", "never the pills").
 _NEGATED_WITHIN = 3
@@ -113,10 +118,13 @@ RESOLVED: re.Pattern[str] = re.compile(
 def corroborated(clauses: Sequence[Clause]) -> bool:
     """Whether a clause names a time or place (:data:`CORROBORATION`) or the act's vocabulary
     (:data:`ACT_WORDS`, not within three tokens after a negator: "i wont do it" corroborates nothing;
-    not in a message that tells the emergency as over, :data:`RESOLVED`). ``clauses``: the output of
+    not in a message that tells the emergency as over, :data:`RESOLVED`, nor in one of fewer than
+    :data:`MIN_TOKENS` tokens). ``clauses``: the output of
     :func:`._normalize.normalize`."""
     if any(CORROBORATION.search(c.text) for c in clauses):
         return True
     if any(RESOLVED.search(c.text) for c in clauses):
         return False
+    if sum(len(c.text.split()) for c in clauses) < MIN_TOKENS:
+        return False  # "jumping" alone (a typo corrected, ESConv): the word is all the model read
     return any(_act_word(c.text) for c in clauses)

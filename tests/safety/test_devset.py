@@ -1,13 +1,13 @@
-"""The shipped screen on the six development sets, ``bench/data/safety_fresh`` (733 dialogs; the
+"""The shipped screen on the seven development sets, ``bench/data/safety_fresh`` (733 dialogs; the
 held-out set of round 2), ``safety_fresh2`` (666; round 3), ``safety_fresh3`` (846; round 4),
-``safety_fresh4`` (1,091; round 5), ``safety_fresh5`` (1,303; round 6) and ``safety_fresh6`` (1,516;
-round 7). Their misses and false alarms
-were read while later rounds changed the screen, and since round 7 their final messages are training
-data of the semantic layer (``launcher/safety/data/labelled.jsonl``; ``safety_fresh6``'s are not), so these
-are training-set figures (for the first five):
+``safety_fresh4`` (1,091; round 5), ``safety_fresh5`` (1,303; round 6), ``safety_fresh6`` (1,516;
+round 7) and ``safety_fresh7`` (1,866; round 8). Their misses and false alarms
+were read while later rounds changed the screen, and since round 7 the final messages of the first five
+are training data of the semantic layer (``launcher/safety/data/labelled.jsonl``; those of ``safety_fresh6``
+and ``safety_fresh7`` are not), so these are training-set figures (for the first five):
 they say what the screen keeps, not what it does on unseen messages (``test_heldout.py`` says that).
 
-The figures measured at the end of round 8 (docs/safety.md) are pinned as floors and a ceiling, one
+The figures measured at the end of round 9 (docs/safety.md) are pinned as floors and a ceiling, one
 dialog of slack each, so a change that loses crises the screen caught, or that raises its false alarms,
 fails here. This is a guard against going backwards, not a claim that the screen is good enough.
 """
@@ -31,24 +31,27 @@ class Pin:
     tier3: int  # crisis dialogs
     risk: int  # tier >= 2 dialogs
     ordinary: int
-    reached_t3: int  # measured at the end of round 7
+    reached_t3: int  # measured at the end of the latest round
     reached_t2plus: int
     false_alarms: int
 
 
 PINS = [
-    # measured at the end of round 8 (the first five: round 7 end 211/311/2, 199/318/3, 274/414/5,
-    # 373/558/6, 489/739/5, when their final messages became training data; round 6 end, as
-    # development sets: 189 / 296 / 11, 190 / 302 / 5, 252 / 388 / 15, 367 / 530 / 32; fresh5 was then held
-    # out: 389 / 639 / 36)
-    Pin("safety_fresh", 733, 218, 318, 415, reached_t3=212, reached_t2plus=311, false_alarms=2),
-    Pin("safety_fresh2", 666, 207, 320, 346, reached_t3=199, reached_t2plus=318, false_alarms=3),
-    Pin("safety_fresh3", 846, 289, 419, 427, reached_t3=275, reached_t2plus=415, false_alarms=5),
-    Pin("safety_fresh4", 1091, 390, 571, 520, reached_t3=375, reached_t2plus=558, false_alarms=6),
-    Pin("safety_fresh5", 1303, 536, 752, 551, reached_t3=491, reached_t2plus=739, false_alarms=5),
+    # measured at the end of round 9 (round 8 end: 212/311/2, 199/318/3, 275/415/5, 375/558/6, 491/739/5,
+    # 482/813/13; the first five: round 7 end 211/311/2, 199/318/3, 274/414/5, 373/558/6, 489/739/5, when
+    # their final messages became training data; round 6 end, as development sets: 189 / 296 / 11,
+    # 190 / 302 / 5, 252 / 388 / 15, 367 / 530 / 32; fresh5 was then held out: 389 / 639 / 36)
+    Pin("safety_fresh", 733, 218, 318, 415, reached_t3=214, reached_t2plus=311, false_alarms=2),
+    Pin("safety_fresh2", 666, 207, 320, 346, reached_t3=205, reached_t2plus=318, false_alarms=3),
+    Pin("safety_fresh3", 846, 289, 419, 427, reached_t3=282, reached_t2plus=415, false_alarms=5),
+    Pin("safety_fresh4", 1091, 390, 571, 520, reached_t3=383, reached_t2plus=558, false_alarms=6),
+    Pin("safety_fresh5", 1303, 536, 752, 551, reached_t3=518, reached_t2plus=739, false_alarms=5),
     # the held-out set of round 7, read as the development set of round 8 (not training data; round 7's
     # screen on it: 435 / 783 / 13)
-    Pin("safety_fresh6", 1516, 560, 882, 634, reached_t3=482, reached_t2plus=813, false_alarms=13),
+    Pin("safety_fresh6", 1516, 560, 882, 634, reached_t3=509, reached_t2plus=814, false_alarms=13),
+    # the held-out set of round 8, read as the development set of round 9 (not training data; round 8's
+    # screen on it: 635 / 1011 / 20)
+    Pin("safety_fresh7", 1866, 814, 1172, 694, reached_t3=713, reached_t2plus=1014, false_alarms=20),
 ]
 
 
