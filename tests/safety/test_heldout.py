@@ -1,13 +1,12 @@
-"""The shipped screen on the held-out set of round 8, ``bench/data/safety_fresh7`` (1,866 dialogs: 814
-tier 3, 358 tier 2, 694 ordinary; 538 multi-turn), written by two writers who read only a brief, the label
+"""The shipped screen on the held-out set of round 9, ``bench/data/safety_fresh8`` (2,130 dialogs: 970
+tier 3, 407 tier 2, 753 ordinary; 806 multi-turn), written by two writers who read only a brief, the label
 format, the previous set's README and the issue's list of families, and saw neither the screen, its
-training data, its tests nor the earlier sets (its README says how). Its crises were scored once with the
-round-7 screen and once with each round-8 candidate, the rest once with the round-7 and the shipped
-screen, in aggregate, after round 8 was finished (docs/safety.md). Its items are never read while changing the
-screen, nor copied into training data or tests. (The held-out set of round 7, ``bench/data/safety_fresh6``,
-is now a development set, pinned in ``test_devset.py``.)
+training data, its tests nor the earlier sets (its README says how). It was scored once with the round-8
+screen and once with the round-9 screen, in aggregate, after round 9 was finished (docs/safety.md). Its
+items are never read while changing the screen, nor copied into training data or tests. (The held-out set
+of round 8, ``bench/data/safety_fresh7``, is now a development set, pinned in ``test_devset.py``.)
 
-The round-8 figures are pinned as floors and a ceiling, one dialog of slack each: a guard against going
+The round-9 figures are pinned as floors and a ceiling, one dialog of slack each: a guard against going
 backwards, not a claim that the screen is good enough (the target is tier-3 recall 100 %).
 """
 
@@ -19,12 +18,12 @@ import pytest
 
 from launcher.safety._evaluation import LabelledReport, evaluate_labelled, read_labelled
 
-PREFIX = Path(__file__).resolve().parents[2] / "bench" / "data" / "safety_fresh7"
-DIALOGS, TIER3, RISK, ORDINARY = 1866, 814, 1172, 694
-# Round 8, measured once at the end of the round (round-7 screen on the same set: 628, 1009, 19; coached 163).
-REACHED_T3, REACHED_T2PLUS, FALSE_ALARMS = 635, 1011, 20
+PREFIX = Path(__file__).resolve().parents[2] / "bench" / "data" / "safety_fresh8"
+DIALOGS, TIER3, RISK, ORDINARY = 2130, 970, 1377, 753
+# Round 9, measured once at the end of the round (round-8 screen on the same set: 777, 1214, 42; coached 163).
+REACHED_T3, REACHED_T2PLUS, FALSE_ALARMS = 830, 1214, 44
 #: Risk messages (tier 2 or 3) the screen left below tier 2, so coaching went on: the worst outcome.
-COACHED_RISK = 161
+COACHED_RISK = 163
 
 
 @pytest.fixture(scope="module")
