@@ -1,8 +1,10 @@
 """The safety screen's rules alone (no semantic layer), for tests of the lexicon and the composition:
 :func:`screen_rules` screens one message, :func:`screen_after` one message after an earlier one in the
-same session."""
+same session; :class:`FixedVerdictLayer` replaces the semantic layer with one fixed verdict."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from launcher.safety import SafetyConfig, SafetyState, ScreenResult, screen
 
@@ -19,3 +21,22 @@ def screen_after(earlier: str, text: str) -> ScreenResult:
     state = SafetyState()
     screen_rules(earlier, state)
     return screen_rules(text, state)
+
+
+class FixedVerdictLayer:
+    """A stand-in for the semantic layer at one boundary (``launcher.safety._semantic.semantic_layer``):
+    it returns one fixed verdict for any text, with bars ``tier2`` 0.9 and ``tier3`` 0.95."""
+
+    tier2, tier3 = 0.9, 0.95
+
+    def __init__(self, verdict: Any) -> None:
+        self.verdict = verdict
+        self.encoder = _NoThreads()
+
+    def assess(self, text: str) -> Any:
+        return self.verdict
+
+
+class _NoThreads:
+    def set_blas_threads(self, n: int) -> None:
+        pass

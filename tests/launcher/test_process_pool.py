@@ -118,20 +118,19 @@ def test_pool_invocations_are_one_per_agent_with_no_user_and_no_prompt() -> None
     assert len({i.session for i in invs}) == 6
 
 
-@pytest.mark.anyio
-async def test_the_pool_fills_one_process_at_a_time_only_while_no_agent_runs(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def _refill_runner(
+    monkeypatch: pytest.MonkeyPatch, directory: TurnDirectory, busy: list[int]
+) -> tuple[ClaudeAgentRunner, list[tuple[str, int]]]:
+    """A runner whose pool refills at once (idle bar 0.05 s) with fake starts, recorded as (agent, starts
+    running at once); ``busy[0]`` is its busy-process count."""
     import anyio
 
     import launcher.runner._process_pool as pp
-    from launcher.agents import load_agents
 
     monkeypatch.setattr(pp, "REFILL_IDLE_S", 0.05)
     monkeypatch.setattr(pp, "_POLL_S", 0.01)
     cfg = RunnerConfig(proxy_url="http://proxy", mcp_url="http://mcp/mcp", pool_size=6, max_warm=12)
-    runner = ClaudeAgentRunner(cfg, bindings=bindings_for(TurnDirectory()))
-    busy = [1]
+    runner = ClaudeAgentRunner(cfg, bindings=bindings_for(directory))
     runner.busy_count = lambda: busy[0]  # type: ignore[method-assign]
     started: list[tuple[str, int]] = []
     running = [0]
@@ -147,6 +146,19 @@ async def test_the_pool_fills_one_process_at_a_time_only_while_no_agent_runs(
         return True
 
     monkeypatch.setattr(runner.pool, "_start", start)
+    return runner, started
+
+
+@pytest.mark.anyio
+async def test_the_pool_fills_one_process_at_a_time_only_while_no_agent_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import anyio
+
+    from launcher.agents import load_agents
+
+    busy = [1]
+    runner, started = _refill_runner(monkeypatch, TurnDirectory(), busy)
     invs = pool_invocations(load_agents("agents"))
     async with anyio.create_task_group() as tg:
         tg.start_soon(runner.pool.fill_when_idle, invs)
@@ -165,24 +177,10 @@ async def test_an_open_turn_holds_the_refill_even_while_no_agent_runs(
     # busy, but a start-up then would compete with the turn and take the slot its Pineal is about to use
     import anyio
 
-    import launcher.runner._process_pool as pp
     from launcher.agents import load_agents
 
-    monkeypatch.setattr(pp, "REFILL_IDLE_S", 0.05)
-    monkeypatch.setattr(pp, "_POLL_S", 0.01)
     directory = TurnDirectory()
-    cfg = RunnerConfig(proxy_url="http://proxy", mcp_url="http://mcp/mcp", pool_size=6, max_warm=12)
-    runner = ClaudeAgentRunner(cfg, bindings=bindings_for(directory))
-    runner.busy_count = lambda: 0  # type: ignore[method-assign]
-    started: list[str] = []
-
-    async def start(template: AgentInvocation) -> bool:
-        started.append(template.agent)
-        fp = _fingerprint(template)
-        runner.pool._idle.setdefault(fp, []).append(PooledProcess(object(), fp, "p" + "0" * 24, None))
-        return True
-
-    monkeypatch.setattr(runner.pool, "_start", start)
+    runner, started = _refill_runner(monkeypatch, directory, [0])
     directory.open("u1", "s1", "t000001", ["coach"])
     async with anyio.create_task_group() as tg:
         tg.start_soon(runner.pool.fill_when_idle, pool_invocations(load_agents("agents")))

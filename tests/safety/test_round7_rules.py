@@ -13,7 +13,7 @@ from launcher.safety import SafetyState
 from launcher.safety._lexical import Context, _semantic_hits
 from launcher.safety._normalize import normalize
 from launcher.safety._semantic import SemanticVerdict
-from testsupport.safety_rules import screen_after, screen_rules
+from testsupport.safety_rules import FixedVerdictLayer, screen_after, screen_rules
 
 ALONE = [
     ("honestly i'm not getting back from this fishing trip alive, that's settled", "t3.euphemism_intent"),
@@ -78,24 +78,6 @@ def test_done_living_is_a_wish_to_be_dead_and_its_negation_is_not() -> None:
     assert screen_rules("i'm not done living, i just need a break").tier < 2
 
 
-class _Layer:
-    """A stand-in for the semantic layer at one boundary: it returns a fixed verdict."""
-
-    tier2, tier3 = 0.9, 0.95
-
-    def __init__(self, verdict: SemanticVerdict) -> None:
-        self.verdict = verdict
-
-        class _Enc:
-            def set_blas_threads(self, n: int) -> None:
-                pass
-
-        self.encoder = _Enc()
-
-    def assess(self, text: str) -> SemanticVerdict:
-        return self.verdict
-
-
 @pytest.mark.parametrize(("rule_signal", "expected"), [(True, "ctx.intent"), (False, "sem.intent")])
 def test_an_earlier_semantic_reading_alone_does_not_make_the_next_one_a_crisis(
     monkeypatch: pytest.MonkeyPatch, rule_signal: bool, expected: str
@@ -104,7 +86,9 @@ def test_an_earlier_semantic_reading_alone_does_not_make_the_next_one_a_crisis(
     # "stepping away" tier 3; an earlier signal of the rules still does (docs/safety.md)
     import launcher.safety._semantic as semantic
 
-    monkeypatch.setattr(semantic, "semantic_layer", lambda: _Layer(SemanticVerdict(2, "intent", 0.91, 0.6)))
+    monkeypatch.setattr(
+        semantic, "semantic_layer", lambda: FixedVerdictLayer(SemanticVerdict(2, "intent", 0.91, 0.6))
+    )
     text = "so i'll be stepping away this weekend"
     ctx = Context(True, True, False, normalize(text), rule_signal)
     hits = _semantic_hits(text, [], [], ctx)

@@ -14,7 +14,7 @@ from launcher.safety._corroboration import ACT_WORDS, corroborated
 from launcher.safety._lexical import Context, _semantic_hits
 from launcher.safety._normalize import normalize
 from launcher.safety._semantic import SemanticVerdict
-from testsupport.safety_rules import screen_after, screen_rules
+from testsupport.safety_rules import FixedVerdictLayer, screen_after, screen_rules
 
 CORROBORATED = [
     "keep picturing the noose in the loft",
@@ -53,28 +53,10 @@ def test_the_idioms_are_not_act_words_but_the_acts_are() -> None:
     assert ACT_WORDS.search("i am dying") and ACT_WORDS.search("i want to be dead")
 
 
-class _Layer:
-    """A stand-in for the semantic layer at one boundary: it returns a fixed verdict."""
-
-    tier2, tier3 = 0.9, 0.95
-
-    def __init__(self, verdict: SemanticVerdict) -> None:
-        self.verdict = verdict
-
-        class _Enc:
-            def set_blas_threads(self, n: int) -> None:
-                pass
-
-        self.encoder = _Enc()
-
-    def assess(self, text: str) -> SemanticVerdict:
-        return self.verdict
-
-
 def _hits(monkeypatch: pytest.MonkeyPatch, verdict: SemanticVerdict, text: str, **ctx: bool) -> list[str]:
     import launcher.safety._semantic as semantic
 
-    monkeypatch.setattr(semantic, "semantic_layer", lambda: _Layer(verdict))
+    monkeypatch.setattr(semantic, "semantic_layer", lambda: FixedVerdictLayer(verdict))
     clauses = normalize(text)
     context = Context(
         ctx.get("risk", False),
