@@ -401,6 +401,8 @@ class Worker:
                     job.user, job.session, text, on_coach_reply=on_reply, hooks=hooks
                 )
             except BaseException as exc:
+                for fut in replies:  # not awaited now: their errors (a stale lease) are this one's
+                    fut.add_done_callback(_retrieve)
                 stale = _find(exc, StaleLeaseError)
                 if stale is not None:
                     raise stale from None
@@ -471,6 +473,13 @@ def _dead_reason(attempts: int, limit: int, requeues: int) -> str:
         f"dead-lettered after {attempts} attempts ([broker] delivery_limit {limit}): every worker that "
         "started it stopped before finishing it"
     )
+
+
+def _retrieve(fut: asyncio.Future[Any]) -> None:
+    """Mark a finished future's exception as retrieved (asyncio logs "Future exception was never
+    retrieved" with a traceback otherwise)."""
+    if not fut.cancelled():
+        fut.exception()
 
 
 def _find(exc: BaseException, kind: type[BaseException]) -> Any:

@@ -109,6 +109,24 @@ ALONE = [
     ("reckon i'm going to neck myself this weekend", "t3.intent_self_harm"),
 ]
 
+WISHES = [
+    "honestly i'd be glad if i caught something nasty and died",
+    "i'm hoping for a stroke every time my head pounds",
+    "some days i wish i'd just drop dead on the bus",
+    "every time the alarm goes i'm gutted i'm still alive",
+    "if i'm honest i want my life to be over",
+    "been asking god to take me home soon",
+    "i'm envious of the people who died in that crash",
+]
+
+NOT_WISHES = [
+    "i want this term to be over",
+    "i want it all to be over with so i can sleep",
+    "i'm gutted i woke up late for the match",
+    "she's hoping for a stroke of luck every time she plays",
+    "i'm not disappointed that i'm still here, i'm glad",
+]
+
 ORDINARY = [
     "topping myself up with coffee before the shift",
     "i topped myself up at the bar",
@@ -133,3 +151,15 @@ def test_a_plan_said_outright_after_risk_is_a_crisis_and_not_after_low_mood() ->
     r = screen_after("i think about dying every day", "because i've made a plan and i can't think straight")
     assert r.tier == 3 and "t3.context_plan" in r.reasons, r.reasons
     assert screen_after("feeling low today", "i've made a plan for the week").tier < 2
+
+
+@pytest.mark.parametrize("text", WISHES)
+def test_round9_wishes_to_be_dead_reach_tier_2(text: str) -> None:
+    r = screen_rules(text)
+    assert r.tier == 2 and "t2.passive_wish" in r.reasons, (text, r.reasons)
+
+
+@pytest.mark.parametrize("text", NOT_WISHES)
+def test_round9_wish_look_alikes_stay_below_tier_2(text: str) -> None:
+    r = screen_rules(text)
+    assert r.tier < 2, (text, r.reasons)
