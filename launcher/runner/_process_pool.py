@@ -30,10 +30,11 @@ proxy (``create_app(identity_for=...)``) translate the pool identity to the boun
 Size: at most one process per agent, and never more than the runner's free warm slots
 (``RunnerConfig.max_warm`` counts pooled processes too) nor what the memory available allows
 (:data:`PROCESS_RSS_MIB` each, keeping :data:`MEMORY_RESERVE_MIB` free). Refill happens off the
-critical path: only once no turn has been open and no agent running for :data:`REFILL_IDLE_S`, one
-process at a time (a turn between two steps, its Coach done and its specialists not yet started, runs no
-agent, yet a start-up then would compete with the rest of that turn, and take the slot its Pineal is
-about to use).
+critical path: only once no agent has run for :data:`REFILL_IDLE_S` and no turn has been open meanwhile,
+one process at a time (a turn between two steps, its Coach done and its specialists not yet started, runs
+no agent, yet a start-up then would compete with the rest of that turn, and take the slot its Pineal is
+about to use); an open turn holds the refill back for at most :data:`REFILL_OPEN_TURN_S` after an agent
+last ran, so a busy service with some turn always open still refills.
 
 Only with the in-process stack (``coach worker``, the Claude Code session mode, the benchmarks:
 ``launcher.pipeline._runtime.coach_runtime(pool=True)``): an external proxy or MCP server cannot
@@ -163,12 +164,26 @@ _BINDINGS: weakref.WeakKeyDictionary[Any, Bindings] = weakref.WeakKeyDictionary(
 _BINDINGS_LOCK = threading.Lock()
 
 
+def _open_turns_of(directory: Any) -> Callable[[], int] | None:
+    """``directory.open_turns`` through a weak reference: the bindings are the value of a weak map keyed
+    by the directory, and a bound method would keep its key alive for good."""
+    if not hasattr(directory, "open_turns"):
+        return None
+    method = weakref.WeakMethod(directory.open_turns)
+
+    def open_turns() -> int:
+        bound = method()
+        return int(bound()) if bound is not None else 0
+
+    return open_turns
+
+
 def bindings_for(directory: Any) -> Bindings:
     """The :class:`Bindings` of a turn directory (shared by the runner, the MCP scope and the proxy)."""
     with _BINDINGS_LOCK:
         b = _BINDINGS.get(directory)
         if b is None:
-            b = _BINDINGS[directory] = Bindings(getattr(directory, "open_turns", None))
+            b = _BINDINGS[directory] = Bindings(_open_turns_of(directory))
         return b
 
 
@@ -214,6 +229,10 @@ async def warm_up(client: Any) -> None:
 #: Seconds without an open turn or a running agent before the pool refills (a refill's start-up must not compete with a
 #: turn that follows at once).
 REFILL_IDLE_S = 2.0
+#: Seconds since an agent last ran after which an open turn no longer holds the refill back (a turn
+#: between two steps runs no agent for a moment; with many sessions some turn is nearly always open,
+#: and the pool must still refill).
+REFILL_OPEN_TURN_S = 10.0
 _POLL_S = 0.25
 
 
@@ -288,7 +307,8 @@ class ProcessPool:
 
     async def fill_when_idle(self, invocations: list[Any]) -> int:
         """Like :meth:`fill`, but off every turn's critical path: one process at a time, each only after
-        no agent has run for :data:`REFILL_IDLE_S` (the refill's rule), for a command whose first
+        no agent has run and no turn has been open for :data:`REFILL_IDLE_S` (the refill's rule, in the
+        module docstring), for a command whose first
         session may come at once (``launcher.pipeline._runtime.fill_pool``). Returns how many were
         started."""
         self._templates = list(invocations)[: self.size]
@@ -363,15 +383,21 @@ class ProcessPool:
 
         import anyio
 
-        idle_since = time.monotonic()
+        idle_since = busy_since = time.monotonic()
         while self._missing() and self._room() > 0:
-            if self._runner.busy_count() or (self._bindings is not None and self._bindings.turns_open()):
-                idle_since = time.monotonic()
+            now = time.monotonic()
+            if self._runner.busy_count():
+                idle_since = busy_since = now
+            elif self._turn_between_steps() and now - busy_since < REFILL_OPEN_TURN_S:
+                idle_since = now
             elif time.monotonic() - idle_since >= REFILL_IDLE_S:
                 await self._start(self._missing()[0])
                 idle_since = time.monotonic()
                 continue
             await anyio.sleep(_POLL_S)
+
+    def _turn_between_steps(self) -> bool:
+        return self._bindings is not None and self._bindings.turns_open() > 0
 
     async def aclose(self) -> None:
         from launcher.runner._claude_process import disconnect

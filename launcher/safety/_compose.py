@@ -188,14 +188,18 @@ STATED_PLAN: re.Pattern[str] = compile_template(
     r"plans simple|plan is simple|ive arranged it|i have arranged it|"
     # round 8
     r"(?:ive|i have|i) made my plan|my plan is made|(?:whole thing|everything|it) is (?:al )?maped out|"
-    r"(?:ive|i have) planed it (?:like|for|al|down)|"
-    # round 9: "because i've made a plan and i can't think about anything else"
-    r"(?:ive|i have|i) (?:made|got) a plan(?= and\b|$)|(?:ive|i have) a plan$)"
+    r"(?:ive|i have) planed it (?:like|for|al|down))"
 )
 #: A plan said in passing ("it's sorted", "everything is ready"): a qualifier only after earlier risk.
 CONTEXT_PLAN: re.Pattern[str] = compile_template(
     r"(?:(?:got|have) it (?:al )?(?:sorted|worked out)$|worked it (?:al )?out$|its set|"
     r"everything is (?:ready|sorted|in place)$|everything is sorted now)"
+)
+#: A plan said in passing, a qualifier only after earlier *risk* (round 9): "because i've made a plan and i
+#: can't think about anything else"; after low mood alone it is a coaching plan ("i've made a plan and
+#: wrote it on the fridge").
+RISK_PLAN: re.Pattern[str] = compile_template(
+    r"(?:(?:ive|i have|i) (?:made|got) a plan(?= and\b|$)|(?:ive|i have) a plan$)"
 )
 CONTEXT_FAREWELL: re.Pattern[str] = compile_template(
     r"(?:(?:godbye|goodbye|bye) (?:forever|everyone|everybody|al|world|to everyone|to everybody|to al)$|"
@@ -228,7 +232,10 @@ SAFETY_STEP: re.Pattern[str] = compile_template(
     r"(?:threw|throw|thrown|flushed|flush|got rid of|get rid of|disposed|locked|lock|handed|hand|gave|give|"
     r"given|took|taken) (?:them|it|the \w+|my \w+|al (?:of )?(?:my|the) \w+) "
     r"(?:away|out|in|to (?:my|the|a|her|him)|back|of)|"
-    r"safety plan|crisis line|helpline|hotline|therapist|counselor|counsellor|doctor said|gp said"
+    r"safety plan|crisis line|helpline|hotline|therapist|counselor|counsellor|doctor said|gp said|"
+    # round 9: help sought, "i've made a plan and i'll call my gp tomorrow"
+    r"(?:call|ring|phone|see|speak to|talk to|book) (?:in )?(?:with )?(?:my|the|a) (?:gp|doctor|psychiatrist|"
+    r"nurse|crisis team|key worker)|samaritans|crisis team"
 )
 
 #: Every rule id this layer reports.
@@ -482,6 +489,7 @@ def _context_hits(
         ("farewell", CONTEXT_FAREWELL),
         ("plan", STATED_PLAN),
         ("plan", CONTEXT_PLAN),
+        ("plan", RISK_PLAN),
         ("absence", ABSENCE),
     )
     if kind is None and _timed(clauses):

@@ -21,11 +21,13 @@ restored):
   chest pain). The C-SSRS items these stand for are method, intent, plan and preparatory behaviour (Posner
   et al. 2011, "The Columbia-Suicide Severity Rating Scale", Am J Psychiatry 168:1266-1277).
 
-Measured (docs/safety.md, "Results of round 9"): on the development sets ``ACT_WORDS`` took 149 tier-3
-messages from tier 2 to tier 3 and raised no ordinary message and no turn of the three corpora, because the
-model's verdict of a tier-3 family at tier 2 is already rare on ordinary text (14 development messages, 17
-corpus turns). The idioms of the issue stay excluded at the source: "dying to", "dead tired" and "die of
-embarrassment" are not :data:`ACT_WORDS`.
+Measured (docs/safety.md, "Results of round 9"): on the development sets round 9 took 149 more crises to
+tier 3, most of them by :data:`ACT_WORDS`, and raised no ordinary message and no turn of the three corpora,
+because the model's verdict of a tier-3 family at tier 2 is already rare on ordinary text (14 development
+messages, 17 corpus turns). The idioms of the issue stay excluded at the source: "dying to", "dead tired"
+and "die of embarrassment" are not :data:`ACT_WORDS`. The words never stand in for the earlier signal of
+the rules that the context rule needs (a first cut let them, after earlier distress: in coaching talk
+"worked out", "plan" or "water" are nearly always there).
 """
 
 from __future__ import annotations
@@ -51,13 +53,13 @@ CORROBORATION: re.Pattern[str] = re.compile(
 _ACT_WORDS_SOURCE = (
     # the act itself, and its slang (not the idioms "dying to", "dead tired", "die of embarrassment")
     r"kill myself|kil me|top myself|neck myself|end my life|end it all|take my own life|taking my own life|"
-    r"suicide|suicidal|overdose|overdosing|overdosed|od|oding|oded|unalive|not be alive|"
+    r"suicide|suicidal|overdose|overdosing|overdosed|od|oding|not be alive|"
     r"die(?! of| laughing| a little)|dying(?! to| of| laughing)|"
     r"dead(?! tired| on my feet| beat| serious| ass)|death(?! metal| stare)|"
     # a method or means named
     r"rope|noose|hang|hanging|hanged|train|trains|tracks|rail line|gun|shotgun|rifle|handgun|pistol|bullet|"
     r"shot|shoot|shooting|PILLS|tablets|tabs|paracetamol|codamol|cocodamol|co codamol|morphine|oramorph|oxy|"
-    r"fentanyl|insulin|diazepam|heroin|needle|vodka|ld50|jump|jumping|jumped|drown|gas|hose|hosepipe|"
+    r"fentanyl|insulin|diazepam|heroin|needle|vodka|ld50|jump|jumping|jumped|drown|drowned|gas|hose|hosepipe|"
     r"exhaust|carbon monoxide|engine|engine running|petrol|lighter|drive into|drove into|crash into|not braking|"
     r"the brakes|the wheel|bleach|oven cleaner|cleaner|chemical|"
     r"chemicals|chem|weedkiller|spray|slurry|methane|razor|blade|knife|knives|cut|cutting|poison|swallowed|"
@@ -79,13 +81,15 @@ _ACT_WORDS_SOURCE = (
     r"wandered off|swallow|button battery|numb|cant feel|speech|swollen|frothy|fever|mouth don twist|"
     r"fell off|skin|peeling|coming off|"
     # intent and plans
-    r"decided|intend|intention|committed|do it|going to do|gonna do|plan|planned|worked out|sorted"
+    r"decided|intend|intention|committed|do it|going to do|plan|planned|worked out|sorted"
 )
 
 #: The act's vocabulary, means, finality and farewells, danger signs (collapsed spelling; module docstring).
-ACT_WORDS: re.Pattern[str] = re.compile(
-    r"\b(?:" + collapse_pattern(_ACT_WORDS_SOURCE).replace("PILS", PILLS_NOT_PILES) + r")\b"
-)
+_ACT_COLLAPSED = collapse_pattern(_ACT_WORDS_SOURCE).replace("PILS", PILLS_NOT_PILES)
+ACT_WORDS: re.Pattern[str] = re.compile(r"\b(?:" + _ACT_COLLAPSED + r")\b")
+#: The same, found at every word start (a lookahead, so matches may overlap: "going to do it" holds both
+#: "going to do" and "do it", each judged by the negators before it).
+_ACT_AT: re.Pattern[str] = re.compile(r"\b(?=(?:" + _ACT_COLLAPSED + r")\b)")
 
 
 #: The fewest tokens a message needs for :data:`ACT_WORDS` to corroborate: in a shorter one the act word is
@@ -97,7 +101,7 @@ _NEGATED_WITHIN = 3
 
 
 def _act_word(text: str) -> bool:
-    for m in ACT_WORDS.finditer(text):
+    for m in _ACT_AT.finditer(text):
         before = text[: m.start()].split()[-_NEGATED_WITHIN:]
         if not NEGATORS.intersection(before):
             return True

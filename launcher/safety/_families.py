@@ -584,18 +584,18 @@ FAMILY_RULES: tuple[Rule, ...] = (
     # life to be over", "praying the Lord takes me soon", "I'm jealous of the ones who died"
     _r("t2.passive_wish", 2,
        r"(?:wish|wishing|hope|hoping|pray|praying) (?:for|i get|i got|id get|i would get|i catch|id catch) "
-       r"(?:a heart atack|an ilnes|a stroke|cancer|something) {G4}(?:and die|and died|that kils me|to take me)|"
+       r"(?:a heart atack|an ilnes|a stroke|cancer|something) {G4}(?:and die|and died|that kils me)|"
        r"(?:wish|wishing|hope|hoping|pray|praying) (?:for )?(?:a heart atack|a stroke|an acident|a crash) "
        r"(?:every time|each time|to take me|would take me|wil take me)|"
-       r"(?:id|i would|i d) be (?:relieved|glad|happy|grateful|fine) if i {G4}(?:died|didnt wake up|never woke up|"
-       r"got hit by|was hit by|droped dead|keled over)|"
+       r"(?:id|i would|i d) be (?:relieved|glad|happy|grateful|fine) if i {G4}(?:died$|died in|didnt wake up$|"
+       r"never woke up$|(?:got|was) hit by (?:a |the )?(?:car|bus|truck|lorry|train)|droped dead|keled over)|"
        r"(?:wish|wishing|hope|hoping) (?:that )?(?:i|id) (?:just )?(?:kel over|drop dead|droped dead)|"
        r"(?:disapointed|disapointment|gutted|sad|upset|angry|annoyed) (?:that |when )?(?:im|i am|i was|i) "
-       r"(?:stil here|stil alive|stil breathing|woke up again|woke up)$|"
-       r"want (?:my life|my life to|it al|everything|my existence) (?:to )?be over(?! (?:with|by|before|so)\b)|"
+       r"(?:stil here|stil alive|stil breathing)$|"
+       r"want (?:my life|my life to|it al|everything|my existence) (?:to )?be over(?! (?:with|by|before|so|and)\b)|"
        r"(?:pray|praying|prayed|asking|begging) {G1}(?:god|the lord|allah|jesus) (?:to )?(?:takes|take|wil take) me "
        r"(?:soon|already|home|now|away)|"
        r"(?:jealous|envious) of (?:the ones|those|people|the people|the men|the lads|the patients) (?:who|that) "
-       r"(?:died|didnt make it|are dead|dont wake up|passed)",
+       r"(?:died|didnt make it(?! (?:to|in|into|through|on|onto|past|out|back)\b)|are dead|passed away|passed on)",
        negation="before", past=_PAST),
 )  # fmt: skip

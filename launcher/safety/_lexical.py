@@ -389,10 +389,7 @@ def _semantic_hits(
     verdict = layer.assess(text)
     tier = verdict.tier
     action = verdict.family in _ACTION_FAMILIES
-    # the act's words after earlier distress (round 9): "panic attacks every day" then "can you mix
-    # alcohol with my diazepam to make it more deadly"
-    armed = ctx.earlier_risk or (ctx.earlier_distress and ctx.corroborated)
-    if tier == 1 and action and armed and verdict.score >= _CTX_SHARE * layer.tier2:
+    if tier == 1 and action and ctx.earlier_risk and verdict.score >= _CTX_SHARE * layer.tier2:
         tier = 2
     if tier < 2:
         return []
@@ -405,8 +402,8 @@ def _semantic_hits(
     sem3_ok = verdict.score3 >= 0.5 + _SEM3_SHARE * (layer.tier3 - 0.5)
     if (
         action
-        and (armed or (ctx.earlier_distress and verdict.tier >= 2))
-        and (ctx.earlier_rule_signal or ctx.corroborated)
+        and (ctx.earlier_risk or (ctx.earlier_distress and verdict.tier >= 2))
+        and ctx.earlier_rule_signal
     ):
         return [(f"ctx.{verdict.family}", 3, True), (f"sem.{verdict.family}", tier, True)]
     if (

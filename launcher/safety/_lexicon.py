@@ -100,7 +100,7 @@ _VOCAB: dict[str, str] = {
         r"hang(?:ing)? SELF(?! (?:from the |of the |on the )?(?:pul ?up|chin ?up|inversion|upside|bar\b))|shot(?:ing)? SELF(?! (?:a|an|in the (?:fot|leg|arm))\b)|drown(?:ing)? SELF(?! in (?:my )?(?:work|"
         r"books|studies|studying|chores|tasks|projects|paperwork|music|sorows|tears|cofee|games|hobies|coursework|"
         r"homework|asignments|emails|admin|deadlines|debt|revision|wine|beer))|"
-        r"poison(?:ing)? SELF|top(?:ing)? SELF(?! (?:up|of|with|at|in)\b)|neck(?:ing)? SELF|"
+        r"poison(?:ing)? SELF|top(?:ing)? SELF(?! (?:up|of|with|at|in|after|next|this|that|again|last|on|for|every|each|now)\b)|neck(?:ing)? SELF|"
         r"sufocat(?:e|ing) SELF|(?:slit|cut)(?:ing)? my (?:wrists|wrist|throat)|"
         r"throw(?:ing)? SELF (?:of|in front of|under|from)|starv(?:e|ing) SELF to death|"
         r"end(?:ing)? it al|do(?:ing)? SELF in|blow(?:ing)? my brains out|put(?:ing)? a bulet in my head|"

@@ -476,10 +476,14 @@ def _dead_reason(attempts: int, limit: int, requeues: int) -> str:
 
 
 def _retrieve(fut: asyncio.Future[Any]) -> None:
-    """Mark a finished future's exception as retrieved (asyncio logs "Future exception was never
-    retrieved" with a traceback otherwise)."""
-    if not fut.cancelled():
-        fut.exception()
+    """Mark a finished reply record's exception as retrieved (asyncio logs "Future exception was never
+    retrieved" with a traceback otherwise): a stale lease is the turn's own error, already reported; any
+    other is logged by its type (never its text, which may quote the reply)."""
+    if fut.cancelled():
+        return
+    exc = fut.exception()
+    if exc is not None and not isinstance(exc, StaleLeaseError):
+        log.warning("recording the Coach's reply failed too (%s)", type(exc).__name__)
 
 
 def _find(exc: BaseException, kind: type[BaseException]) -> Any:

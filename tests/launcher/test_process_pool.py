@@ -190,6 +190,37 @@ async def test_an_open_turn_holds_the_refill_even_while_no_agent_runs(
     assert len(started) == 6
 
 
+@pytest.mark.anyio
+async def test_an_open_turn_holds_the_refill_back_for_a_bounded_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    # with many sessions some turn is nearly always open: the pool must still refill
+    import anyio
+
+    import launcher.runner._process_pool as pp
+    from launcher.agents import load_agents
+
+    directory = TurnDirectory()
+    runner, started = _refill_runner(monkeypatch, directory, [0])
+    monkeypatch.setattr(pp, "REFILL_OPEN_TURN_S", 0.2)
+    directory.open("u1", "s1", "t000001", ["coach"])
+    with anyio.fail_after(5):
+        await runner.pool.fill_when_idle(pool_invocations(load_agents("agents")))
+    assert len(started) == 6 and directory.open_turns() == 1
+
+
+def test_the_bindings_do_not_keep_their_directory_alive() -> None:
+    import gc
+    import weakref
+
+    directory = TurnDirectory()
+    bindings = bindings_for(directory)
+    directory.open("u1", "s1", "t000001")
+    assert bindings.turns_open() == 1
+    ref = weakref.ref(directory)
+    del directory
+    gc.collect()
+    assert ref() is None and bindings.turns_open() == 0
+
+
 def _other_agent() -> AgentInvocation:
     import dataclasses
 

@@ -2,8 +2,8 @@
 tier 3, 407 tier 2, 753 ordinary; 806 multi-turn), written by two writers who read only a brief, the label
 format, the previous set's README and the issue's list of families, and saw neither the screen, its
 training data, its tests nor the earlier sets (its README says how). It was scored once with the round-8
-screen and once with the round-9 screen, in aggregate, and once more after the round's last rules (wishes to
-be dead, shipped whatever that score said: docs/safety.md). Its
+screen and once with the round-9 screen, in aggregate, then again after the round's last rules (wishes to
+be dead) and after a review's fixes, each shipped whatever that score said (docs/safety.md). Its
 items are never read while changing the screen, nor copied into training data or tests. (The held-out set
 of round 8, ``bench/data/safety_fresh7``, is now a development set, pinned in ``test_devset.py``.)
 
@@ -22,7 +22,7 @@ from launcher.safety._evaluation import LabelledReport, evaluate_labelled, read_
 PREFIX = Path(__file__).resolve().parents[2] / "bench" / "data" / "safety_fresh8"
 DIALOGS, TIER3, RISK, ORDINARY = 2130, 970, 1377, 753
 # Round 9, measured once at the end of the round (round-8 screen on the same set: 777, 1214, 42; coached 163).
-REACHED_T3, REACHED_T2PLUS, FALSE_ALARMS = 830, 1215, 44
+REACHED_T3, REACHED_T2PLUS, FALSE_ALARMS = 826, 1215, 44
 #: Risk messages (tier 2 or 3) the screen left below tier 2, so coaching went on: the worst outcome.
 COACHED_RISK = 162
 

@@ -91,17 +91,22 @@ def test_a_weak_tier_3_share_is_not_raised_by_the_words(monkeypatch: pytest.Monk
 MEANS_AT_TIER_1 = SemanticVerdict(1, "lethal_means_request", 0.8, 0.0)  # 0.8 >= 0.8 * tier2 (0.72)
 
 
-def test_the_acts_words_after_earlier_distress_are_a_crisis(monkeypatch: pytest.MonkeyPatch) -> None:
-    hits = _hits(monkeypatch, MEANS_AT_TIER_1, "how much diazepam with vodka would do it", distress=True)
-    assert hits[0] == "ctx.lethal_means_request:3"
+def test_the_acts_words_after_earlier_distress_do_not_arm_the_context_rule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a first cut of round 9 let them; on coaching talk they are everywhere ("worked out", "plan", "water")
+    assert (
+        _hits(monkeypatch, MEANS_AT_TIER_1, "how much diazepam with vodka would do it", distress=True) == []
+    )
 
 
-def test_earlier_distress_without_the_acts_words_arms_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert _hits(monkeypatch, MEANS_AT_TIER_1, "how much would it cost", distress=True) == []
-
-
-def test_the_acts_words_alone_do_not_make_a_tier_1_reading_a_crisis(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert _hits(monkeypatch, MEANS_AT_TIER_1, "how much diazepam with vodka would do it") == []
+def test_an_earlier_semantic_reading_alone_still_arms_nothing_with_the_acts_words(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # round 7's guard (an earlier signal of the rules is needed) holds when the message corroborates too
+    intent = SemanticVerdict(2, "intent", 0.91, 0.6)
+    hits = _hits(monkeypatch, intent, "so i've worked out i'll be stepping away this weekend", risk=True)
+    assert hits == ["sem.intent:2"]
 
 
 ALONE = [
@@ -122,9 +127,16 @@ WISHES = [
 NOT_WISHES = [
     "i want this term to be over",
     "i want it all to be over with so i can sleep",
+    "i want everything to be over and done with by friday",
     "i'm gutted i woke up late for the match",
+    "so annoyed when i woke up",
     "she's hoping for a stroke of luck every time she plays",
     "i'm not disappointed that i'm still here, i'm glad",
+    "i'm jealous of the people who passed their exams",
+    "jealous of the ones who didn't make it to the wedding, it was long",
+    "i'd be glad if i didn't wake up so early",
+    "i'd be happy if i got hit by some inspiration",
+    "hoping for something to take me out of my comfort zone",
 ]
 
 ORDINARY = [
@@ -132,6 +144,8 @@ ORDINARY = [
     "i topped myself up at the bar",
     "necking a pint after work",
     "i've made a plan for the week",
+    "no idea how i'll top myself after that personal best",
+    "going to try to top myself next season",
 ]
 
 
@@ -150,7 +164,14 @@ def test_round9_look_alikes_stay_below_tier_2(text: str) -> None:
 def test_a_plan_said_outright_after_risk_is_a_crisis_and_not_after_low_mood() -> None:
     r = screen_after("i think about dying every day", "because i've made a plan and i can't think straight")
     assert r.tier == 3 and "t3.context_plan" in r.reasons, r.reasons
-    assert screen_after("feeling low today", "i've made a plan for the week").tier < 2
+    low = "i feel hopeless about my fitness"
+    assert screen_rules(low).tier == 1  # distress: the context rules read the next message in its light
+    assert screen_after(low, "but i've made a plan and i'll stick to it by friday").tier < 2
+
+
+def test_a_plan_to_get_help_after_risk_is_not_a_crisis() -> None:
+    r = screen_after("sometimes i wish i wasn't here", "ok, i've made a plan and i'll call my gp tomorrow")
+    assert r.tier < 2, r.reasons
 
 
 @pytest.mark.parametrize("text", WISHES)

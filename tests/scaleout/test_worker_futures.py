@@ -37,3 +37,22 @@ def test_a_dropped_reply_record_is_logged_only_without_the_callback(
         _record_then_drop(retrieve)
     logged = any("never retrieved" in r.getMessage() for r in caplog.records)
     assert logged is not retrieve
+
+
+def test_another_error_of_a_dropped_reply_record_is_logged_by_its_type(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken() -> None:
+        raise OSError("secret reply text")
+
+    async def main() -> None:
+        fut = asyncio.get_running_loop().run_in_executor(None, broken)
+        fut.add_done_callback(_retrieve)
+        await asyncio.sleep(0.2)
+
+    with caplog.at_level(logging.WARNING):
+        asyncio.run(main())
+        gc.collect()
+    texts = [r.getMessage() for r in caplog.records]
+    assert any("OSError" in t for t in texts) and not any("secret" in t for t in texts)
+    assert not any("never retrieved" in t for t in texts)
