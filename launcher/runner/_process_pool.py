@@ -164,11 +164,9 @@ _BINDINGS: weakref.WeakKeyDictionary[Any, Bindings] = weakref.WeakKeyDictionary(
 _BINDINGS_LOCK = threading.Lock()
 
 
-def _open_turns_of(directory: Any) -> Callable[[], int] | None:
+def _open_turns_of(directory: Any) -> Callable[[], int]:
     """``directory.open_turns`` through a weak reference: the bindings are the value of a weak map keyed
     by the directory, and a bound method would keep its key alive for good."""
-    if not hasattr(directory, "open_turns"):
-        return None
     method = weakref.WeakMethod(directory.open_turns)
 
     def open_turns() -> int:
@@ -226,8 +224,8 @@ async def warm_up(client: Any) -> None:
                 raise RuntimeError(f"warm-up ended with {msg.subtype}")
 
 
-#: Seconds without an open turn or a running agent before the pool refills (a refill's start-up must not compete with a
-#: turn that follows at once).
+#: Seconds without an open turn or a running agent before the pool refills (a refill's start-up must not
+#: compete with a turn that follows at once).
 REFILL_IDLE_S = 2.0
 #: Seconds since an agent last ran after which an open turn no longer holds the refill back (a turn
 #: between two steps runs no agent for a moment; with many sessions some turn is nearly always open,
@@ -390,7 +388,7 @@ class ProcessPool:
                 idle_since = busy_since = now
             elif self._turn_between_steps() and now - busy_since < REFILL_OPEN_TURN_S:
                 idle_since = now
-            elif time.monotonic() - idle_since >= REFILL_IDLE_S:
+            elif now - idle_since >= REFILL_IDLE_S:
                 await self._start(self._missing()[0])
                 idle_since = time.monotonic()
                 continue

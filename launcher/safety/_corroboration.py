@@ -35,7 +35,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ._lexicon import NEGATORS, PILLS_NOT_PILES
+from ._lexicon import PILLS_NOT_PILES
+from ._negation import negated_before, neutral_mask
 from ._normalize import Clause, collapse_pattern
 
 __all__ = ["ACT_WORDS", "CORROBORATION", "RESOLVED", "corroborated"]
@@ -85,27 +86,21 @@ _ACT_WORDS_SOURCE = (
 )
 
 #: The act's vocabulary, means, finality and farewells, danger signs (collapsed spelling; module docstring).
-_ACT_COLLAPSED = collapse_pattern(_ACT_WORDS_SOURCE).replace("PILS", PILLS_NOT_PILES)
-ACT_WORDS: re.Pattern[str] = re.compile(r"\b(?:" + _ACT_COLLAPSED + r")\b")
-#: The same, found at every word start (a lookahead, so matches may overlap: "going to do it" holds both
-#: "going to do" and "do it", each judged by the negators before it).
-_ACT_AT: re.Pattern[str] = re.compile(r"\b(?=(?:" + _ACT_COLLAPSED + r")\b)")
+#: A lookahead, so that matches may overlap: "going to do it" holds both "going to do" and "do it", each
+#: judged by the negators before it.
+ACT_WORDS: re.Pattern[str] = re.compile(
+    r"\b(?=(?:" + collapse_pattern(_ACT_WORDS_SOURCE).replace("PILS", PILLS_NOT_PILES) + r")\b)"
+)
 
 
 #: The fewest tokens a message needs for :data:`ACT_WORDS` to corroborate: in a shorter one the act word is
 #: all the semantic layer read, so it cannot also be the evidence beyond that reading.
 MIN_TOKENS = 3
 
-#: Tokens before an act word that take it back ("i wont do it", "never the pills").
-_NEGATED_WITHIN = 3
 
-
-def _act_word(text: str) -> bool:
-    for m in _ACT_AT.finditer(text):
-        before = text[: m.start()].split()[-_NEGATED_WITHIN:]
-        if not NEGATORS.intersection(before):
-            return True
-    return False
+def _act_word(clause: Clause) -> bool:
+    neutral = neutral_mask(clause.tokens)
+    return any(not negated_before(clause, m.start(), neutral) for m in ACT_WORDS.finditer(clause.text))
 
 
 #: An emergency told as over ("we got to him in time and he's fine"): the act's words then tell what
@@ -121,14 +116,14 @@ RESOLVED: re.Pattern[str] = re.compile(
 
 def corroborated(clauses: Sequence[Clause]) -> bool:
     """Whether a clause names a time or place (:data:`CORROBORATION`) or the act's vocabulary
-    (:data:`ACT_WORDS`, not within three tokens after a negator: "i wont do it" corroborates nothing;
-    not in a message that tells the emergency as over, :data:`RESOLVED`, nor in one of fewer than
-    :data:`MIN_TOKENS` tokens). ``clauses``: the output of
+    (:data:`ACT_WORDS`): not negated, as the rules' phrases are not (:func:`._negation.negated_before`:
+    "i wont do it" corroborates nothing), not in a message that tells the emergency as over
+    (:data:`RESOLVED`), nor in one of fewer than :data:`MIN_TOKENS` tokens. ``clauses``: the output of
     :func:`._normalize.normalize`."""
     if any(CORROBORATION.search(c.text) for c in clauses):
         return True
     if any(RESOLVED.search(c.text) for c in clauses):
         return False
-    if sum(len(c.text.split()) for c in clauses) < MIN_TOKENS:
+    if sum(len(c.tokens) for c in clauses) < MIN_TOKENS:
         return False  # "jumping" alone (a typo corrected, ESConv): the word is all the model read
-    return any(_act_word(c.text) for c in clauses)
+    return any(_act_word(c) for c in clauses)

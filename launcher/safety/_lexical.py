@@ -48,8 +48,9 @@ from pydantic import (
 from ._compose import COMPOSED_IDS, composed_hits, qualified
 from ._corroboration import corroborated as corroborates
 from ._families import FAMILY_RULES
-from ._lexicon import MEANS_WORDS, NEGATORS, NEUTRAL_PHRASES, PAST_MARKERS, QUESTION_AUX, Rule
+from ._lexicon import MEANS_WORDS, NEGATORS, PAST_MARKERS, QUESTION_AUX, Rule
 from ._lexicon import RULES as _BASE_RULES
+from ._negation import negated_before, neutral_mask
 from ._normalize import Clause, normalize
 from ._responses import (
     DEFAULT_RESOURCES,
@@ -87,11 +88,6 @@ RULE_IDS: frozenset[str] = frozenset(
     | {r.question[0] for r in RULES if r.question}
     | {"t1.negated_risk", "post_crisis.floor", "post_crisis.escalated", "model.raised", "sem.negated"}
     | COMPOSED_IDS
-)
-
-_NEGATION_WINDOW = 3
-_SCOPE_BREAKERS = frozenset(
-    {"and", "so", "because", "cause", "cuz", "since", "then", "or", "if", "when", "til", "until", "that"}
 )
 
 
@@ -259,30 +255,15 @@ class ScreenResult(BaseModel):
         return "crisis" if self.tier >= 3 else "pause" if self.tier == 2 else "coach"
 
 
-def _neutral_mask(tokens: Sequence[str]) -> set[int]:
-    mask: set[int] = set()
-    for phrase in NEUTRAL_PHRASES:
-        n = len(phrase)
-        for i in range(len(tokens) - n + 1):
-            if tuple(tokens[i : i + n]) == phrase:
-                mask.update(range(i, i + n))
-    return mask
-
-
 def _is_negated(rule: Rule, clause: Clause, start: int, end: int, neutral: set[int]) -> bool:
     if rule.negation == "none":
         return False
-    text = clause.text
-    first = text[:start].count(" ")
-    last = first + text[start:end].count(" ")
-    toks = clause.tokens
-    for i in range(first - 1, max(-1, first - 1 - _NEGATION_WINDOW), -1):
-        if toks[i] in _SCOPE_BREAKERS:
-            break
-        if toks[i] in NEGATORS and i not in neutral:
-            return True
+    if negated_before(clause, start, neutral):
+        return True
     if rule.negation == "inner":
-        return any(toks[i] in NEGATORS and i not in neutral for i in range(first, last + 1))
+        first = clause.text[:start].count(" ")
+        last = first + clause.text[start:end].count(" ")
+        return any(clause.tokens[i] in NEGATORS and i not in neutral for i in range(first, last + 1))
     return False
 
 
@@ -509,7 +490,7 @@ def _rule_hits(
     for clause in clauses:
         if any_rule.search(clause.text) is None:
             continue
-        neutral = _neutral_mask(clause.tokens)
+        neutral = neutral_mask(clause.tokens)
         past = PAST_MARKERS.search(clause.text) is not None
         for rule in cfg.rules():
             if rule.id in disabled:

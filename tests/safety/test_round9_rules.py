@@ -1,7 +1,8 @@
 """Round 9 of issue 12: a tier-3 family that the semantic layer names only at tier 2 is tier 3 when the message
-carries the act's own vocabulary, a means, a farewell or a danger sign (``launcher.safety._corroboration``);
-distress earlier in the session arms the context rule when the act's words are in the message; "top myself"
-and "neck myself" are lethal acts; "I've made a plan" is a plan said outright after earlier risk. Each case
+carries the act's own vocabulary, a means, a farewell or a danger sign (``launcher.safety._corroboration``),
+read with the rules' own negation (``launcher.safety._negation``); those words never arm the context rule
+alone; "top myself" and "neck myself" are lethal acts; "I've made a plan" is a plan after earlier risk; wishes
+to be dead said in new words are tier 2. Each case
 was written for this test (none taken from any evaluation set or ../shared/data); each positive case was
 below its tier on the round-8 screen, and each negative one is a look-alike the new rules must leave alone.
 The semantic layer is replaced by a fixed verdict where a test is about what is done with that verdict."""
@@ -23,6 +24,7 @@ CORROBORATED = [
     "he's on the floor and not breathing properly",
     "i'll go out on the water and not swim back",
     "i'm going to do it, my mind's set",
+    "nobody knows i'm going to do it",  # "going to do" is negated by "nobody", "do it" is not
 ]
 
 NOT_CORROBORATED = [
