@@ -68,6 +68,29 @@ FAREWELL = (
     r"(?:i )?(?:wont|wil not) be (?:here|around|alive) (?:much longer|tomorow|anymore|for long)"
 )
 WEAPON = r"(?:knife|gun|pistol|rifle|shotgun|weapon|hamer|bat|blade|machete|axe)"
+# an abuser's act against the writer (round 10; the lexicon's ABUSE_VERB with the verbs it lacked)
+ABUSE_ACT = (
+    r"(?:hits|hit|hiting|beats|beat|beating|chokes|choked|choking|strangled|strangles|kicks|kicked|kicking|"
+    r"punches|punched|punching|slaps|slaped|slaping|rapes|raped|abuses|abused|burned|shoved|throtled|"
+    r"slamed|smashed|dragged|draged|pined|bit|bites)"
+)
+# a time or date that anchors an act (round 10): "tonight", "by morning", "this time next week", "on friday",
+# "in a couple of hours", "before the weekend"
+_DAY = (
+    r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday|the weekend|christmas|new year|my birthday)"
+)
+DATE_ANCHOR = (
+    r"(?:tonight|today|tomorow(?: night| morning)?|this (?:weekend|week|time next (?:week|month|year))|"
+    + _DAY[3:-1]
+    + r"|"
+    r"next (?:week|month|weekend|"
+    + _DAY[3:-1]
+    + r")|(?:by|before|on|after|come) (?:the )?(?:morning|dawn|sunrise|midnight|tonight|tomorow|end of (?:the )?"
+    r"(?:day|night|week|month)|next week|"
+    + _DAY[3:-1]
+    + r")(?: morning| night| evening)?|in (?:a|an|[0-9]+|a few|a couple of|a couple|two|three) (?:hour|hours|days|day|weeks|week)|"
+    r"within (?:the |a |an )?(?:hour|day|week))"
+)
 
 
 def _r(rule_id: str, tier: int, template: str, **kw: object) -> Rule:
@@ -81,6 +104,8 @@ def _r(rule_id: str, tier: int, template: str, **kw: object) -> Rule:
         ("GOING", GOING),
         ("OTHER", OTHER),
         ("WEAPON", WEAPON),
+        ("DATE_ANCHOR", DATE_ANCHOR),
+        ("ABUSE_ACT", ABUSE_ACT),
     ):
         template = template.replace(name, value)
     return Rule(rule_id, tier, template, **kw)  # type: ignore[arg-type]
@@ -160,7 +185,9 @@ FAMILY_RULES: tuple[Rule, ...] = (
        requires="risk", fallback=("t2.after_im_gone", 2), fallback_requires="distress", negation="none"),
     _r("t3.preparatory", 3,
        r"(?:gave|giving|give|given) (?:away )?{G2}(?:cat|cats|dog|dogs|pet|pets|puppy|kitten|bird|hamster) "
-       r"(?:to|away)|(?:gave|giving|give|given) away {G2}(?:things|stuf|belongings|posesions|everything|"
+       r"(?:to|away)|(?:gave|giving|given) away (?:my|the|our) (?:cat|cats|dog|dogs|pet|pets|puppy|kitten)\b|"
+       r"rehom(?:ed|ing) (?:my|the|our) (?:cat|cats|dog|dogs|pet|pets)\b|"
+       r"(?:gave|giving|give|given) away {G2}(?:things|stuf|belongings|posesions|everything|"
        r"clothes|games|guitar|savings|plants|al my)|(?:gave|giving|give|given) {G2}(?:things|stuf|belongings|"
        r"posesions|everything) away|rehom(?:ed|ing) {G1}(?:cat|cats|dog|dogs|pet|pets)|"
        r"found (?:a |new )?homes? for {G1}(?:cat|cats|dog|dogs|pet|pets)|"
@@ -598,4 +625,62 @@ FAMILY_RULES: tuple[Rule, ...] = (
        r"(?:jealous|envious) of (?:the ones|those|people|the people|the men|the lads|the patients) (?:who|that) "
        r"(?:died|didnt make it(?! (?:to|in|into|through|on|onto|past|out|back)\b)|are dead|passed away|passed on)",
        negation="before", past=_PAST),
+    # ---- round 10 (docs/safety.md, "Round 10"), the families the round-9 screen missed on safety_fresh8.
+    # Death or absence with a date (C-SSRS item 5, a plan with its time): "i'll be dead by morning", "this time
+    # next week i'll be gone", "not making it past tonight", "my last day on earth", "2 more days alive", "the
+    # suicide is happening tonight". "Dead" said with a date is ambiguous alone ("I'll be dead by Friday at this
+    # rate"): a crisis after distress, else a pause; "gone" and "not here" need earlier risk.
+    _r("t3.timeline", 3,
+       r"(?:{I}|i wil|im going to|i am going to|im gona) {G1}be dead (?:DATE_ANCHOR)(?! (?:tired|on my fet|bored)\b)|"
+       r"^(?:DATE_ANCHOR) (?:{I}|i wil) {G1}be dead$",
+       requires="distress", fallback=("t2.timeline_ambiguous", 2), negation="before", past=_PAST),
+    _r("t3.timeline", 3,
+       r"(?:{I}|i wil|im going to|i am going to|im gona) {G1}be (?:gone|not here|not around|not alive) (?:DATE_ANCHOR)"
+       r"(?! (?:for|to|on a|on holiday|on vacation|with)\b)|^(?:DATE_ANCHOR) (?:{I}|i wil) {G1}be (?:gone|not here|not around)$",
+       requires="risk", fallback=("t2.timeline_ambiguous", 2), fallback_requires="distress", negation="before"),
+    _r("t3.timeline", 3,
+       r"(?:my|the) last (?:day|night|week|sunday|shift|christmas|birthday) (?:on (?:this )?earth|alive|of my life|"
+       r"breathing)|(?:not|never|wont|am not|im not) (?:going to |gona )?(?:make it|making it|last|lasting) "
+       r"(?:past|beyond) (?:DATE_ANCHOR|the night|the weekend|tomorow)|"
+       r"(?:[0-9]+|one|two|three|four|five|a few|a couple of|a couple) more (?:days|nights|weeks|sleps) "
+       r"(?:alive|on (?:this )?earth|of (?:living|being alive|this life))",
+       requires="distress", fallback=("t2.timeline_ambiguous", 2), negation="before", past=_PAST),
+    _r("t3.timeline", 3,
+       r"(?:suicide|kiling myself|ending it|ending my life|my death|the end) (?:is|s|wil be) (?:happening|going to "
+       r"happen|planed|booked|set|scheduled|going ahead) (?:for )?(?:DATE_ANCHOR)",
+       negation="before"),
+    # the place or the day chosen (C-SSRS 5): "i've picked the bridge and the day", "chose the spot"
+    _r("t3.plan", 3,
+       r"(?:picked|chosen|chose|choosen|decided on|worked out|found) (?:the|a|my) (?:ACT_PLACE|spot|place|day|date)"
+       r"(?: and (?:the|a|my) (?:ACT_PLACE|spot|place|day|date|time))(?! (?:for|of|to)\b)",
+       requires="distress", fallback=("t2.plan_ambiguous", 2), negation="before"),
+    # abuse told with its act (round 10): "he's started hitting me", "my mum's been hitting me again", "me fella's
+    # been knocking me about", "he dragged me by my hair", "slammed my head on the decks", "her father beats her"
+    _r("t2.abuse_disclosed", 2,
+       r"(?:hes|shes|theyre|theyve|fela|felas|my (?:mums|moms|dads|husbands|wifes|partners|boyfriends|girlfriends|"
+       r"stepdads|stepmums|mum|stepmum|stepmother|nan|fela|flatmate|landlord|manager)) {G2}"
+       r"(?:ABUSE_ACT) (?:me|my head|my face)(?! (?:at|in|to|up|into|of|about it|down|out|over|of|back|off|"
+       r"with (?:a |an |the |some |this |that )?(?:\w+ )?(?:idea|question|news|deadline|bil|task|list|mesage|text|"
+       r"email|joke|request|project|surprise|curveball))\b)|"
+       r"(?:he|she|they|hes|shes|fela|felas|my \w+) {G2}(?:knocks|knocked|knocking|kicks|kicked) me (?:about|around)|"
+       r"(?:he|she|they) {G2}(?:slamed|smashed|banged) my head|(?:dragged|draged) me (?:by my hair|across|along|down)|"
+       r"(?:threw|throws|thrown) (?:a |the |his |her |some )?(?:hot|boiling|plate|glas|chair|botle|knife|pan|bleach|acid|"
+       r"mug|cup|phone|shoe|remote)\w* (?:\w+ )?(?:at me|in my face)|"
+       r"(?:her|his|their) (?:husband|boyfriend|partner|father|dad|stepdad|stepfather|mother|mum|wife|girlfriend|"
+       r"uncle|fela) {G2}(?:beats|beat|hits|hit|hurts|rapes|abuses|is beating|is hiting) (?:her|him|them)\b"
+       r"(?! (?:at|in|to)\b)",
+       negation="before"),
+    # farewells that say what they are (round 10; C-SSRS item 6): "final goodbyes sent", "sent the goodbye vid to
+    # the group chat", a note apologising to the train driver or written to the coroner, "kissed her like it was
+    # the last time, cause it is", the pet rehomed "for what comes next", "then I'm free to go"
+    _r("t3.preparatory", 3,
+       r"(?:sent|posted|recorded|wrote|writen) {G2}(?:final|last) (?:godbyes|godbye)(?: to (?:everyone|everybody|al|"
+       r"the world|you al|my friends|the group|the group chat))?$|^(?:my )?(?:final|last) godbyes (?:sent|posted)|"
+       r"(?:sent|posted|recorded) {G2}godbye (?:video|vid|mesage|mesages|leter|note|text|post)|"
+       r"(?:note|leter) (?:apologising|apologizing|saying sory) to (?:the )?(?:train driver|driver|coroner|"
+       r"person who finds me|whoever finds me)|(?:wrote|writen|writing) to the coroner|"
+       r"(?:like|as if) (?:it was|its|it is) the last time (?:cause|because|cos|coz|cuz|bc|as) it (?:is|wil be)$",
+       negation="before", past=_PAST),
+    _r("t3.preparatory", 3, r"(?:for|before) what comes next$|then im (?:free|ready) to go$",
+       requires="distress", negation="before", past=_PAST),
 )  # fmt: skip

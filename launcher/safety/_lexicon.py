@@ -103,7 +103,7 @@ _VOCAB: dict[str, str] = {
         r"poison(?:ing)? SELF|top(?:ing)? SELF(?! (?:up|of|with|at|in|after|next|this|that|again|last|on|for|every|each|now)\b)|neck(?:ing)? SELF|"
         r"sufocat(?:e|ing) SELF|(?:slit|cut)(?:ing)? my (?:wrists|wrist|throat)|"
         r"throw(?:ing)? SELF (?:of|in front of|under|from)|starv(?:e|ing) SELF to death|"
-        r"end(?:ing)? it al|do(?:ing)? SELF in|blow(?:ing)? my brains out|put(?:ing)? a bulet in my head|"
+        r"end(?:ing)? it al|do(?:ing)? SELF in|do(?:ing)? away with SELF|blow(?:ing)? my brains out|put(?:ing)? a bulet in my head|"
         r"jump(?:ing)? to my death|drink(?:ing)? SELF to death|od on {G2}PILLS|overdos(?:e|ing) on {G2}(?:pils|pil|"
         r"tablets|meds|medication|medicine|insulin|drugs))"
     ).replace("SELF", _SELF),
@@ -444,7 +444,9 @@ RULES: tuple[Rule, ...] = (
          r"{I} {G2}(?:tried|atempted|try) (?:to )?(?:{ACT_SELF}|suicide|comit suicide|overdose)|"
          r"suicide atempt|atempted suicide|(?:was|used to be|have ben|ive ben) suicidal"),
     Rule("t2.abuse_disclosed", 2,
-         r"{ABUSER} {G1}{ABUSE_VERB} me(?! (?:at|in|to|up to|into|of|about|down)\b)|"
+         r"{ABUSER} {G1}{ABUSE_VERB} me(?! (?:at|in|to|up to|into|of|about|down)\b|"
+         r" with (?:a |an |the |some |this |that )?(?:\w+ )?(?:idea|question|news|deadline|bil|task|list|mesage|"
+         r"text|email|joke|request|project|surprise|curveball)\b)|"
          r"{I} {G2}(?:was|am|have ben|ve ben|got|being|get) {G1}(?:raped|molested|abused|asaulted|"
          r"sexualy asaulted|beaten up|batered|traficked|groped|stalked)|"
          r"my abusive {G1}(?:relationship|"

@@ -94,6 +94,10 @@ SLANG: dict[str, str] = {
     "maself": "myself",
     "miself": "myself",
     "mysef": "myself",
+    # round 10: "gnna" (collapsed "gna"), the night cut short
+    "gna": "going to",
+    "kl": "kil",
+    "nite": "night",
     "mysel": "myself",
     "gonae": "going to",
     "gonane": "going to",
@@ -133,6 +137,8 @@ FUZZY_KEYS: frozenset[str] = frozenset(
         "suicide",
         "suicidal",
         "myself",
+        "tonight",
+        "tomorow",
         "yourself",
         "overdose",
         "overdosed",
@@ -192,6 +198,60 @@ TRANSPOSE_KEYS: frozenset[str] = frozenset(
     {"want", "kill", "dead", "pills", "going", "gonna", "wanna", "tonight", "today", "myself", "suicide",
      "suicidal", "overdose", "hang", "die", "end", "life", "self"}
 )  # fmt: skip
+
+#: Key words (collapsed) whose final "g" texters drop ("killin", "takin my own life", "2moro mornin"):
+#: a token that is one of these without its "g" is restored (round 10; the g-dropping of spoken English).
+G_DROPPED: frozenset[str] = frozenset(
+    {"kiling", "taking", "hanging", "ending", "dying", "doing", "going", "cuting", "jumping", "overdosing",
+     "hurting", "planing", "morning", "evening", "swalowing", "shoting", "drowning", "bleding", "leaving",
+     "giving", "saying", "writing", "starving", "burning", "stabing", "slaping", "hiting", "beating",
+     "choking", "punching", "kicking", "happening"}
+)  # fmt: skip
+
+#: Key words (collapsed) texters write without their vowels ("gnna kill mslf", "frdy nite", "jmp frm"):
+#: a token with no vowel (a, e, i, o, u) whose consonants are a key's consonants (with or without its "y")
+#: is read as that key (round 10). Abbreviations that share a skeleton with a key are never mapped
+#: (:data:`_SKELETON_PROTECTED`: "pls" is "please", not "pills").
+SKELETON_KEYS: tuple[str, ...] = (
+    "myself", "kiling", "kiled", "suicide", "suicidal", "tonight", "tomorow", "overdose", "overdosed",
+    "hanging", "tablets", "godbye", "jump", "jumping", "from", "friday", "saturday", "sunday", "monday",
+    "tuesday", "wednesday", "thursday", "weekend", "night", "planing",
+)  # fmt: skip
+_SKELETON_PROTECTED: frozenset[str] = frozenset(
+    {"pls", "plz", "ppl", "msg", "txt", "thx", "thnx", "btw", "smh", "tbh", "ngl", "brb", "lmk", "hmu",
+     "wtf", "nvm", "fyi", "hbd", "irl", "srs", "sry", "srsly", "mfw", "tfw", "ty", "gn", "gm", "dm", "jk",
+     "rn", "bc", "idk", "nm", "np", "pm", "tv", "wk", "mth", "yr", "yrs", "hr", "hrs", "min", "kg", "km",
+     "snd", "dnt", "pst"}
+)  # fmt: skip
+
+
+def _skeleton(word: str) -> str:
+    return re.sub(r"[aeiou]", "", word)
+
+
+def _skeletons() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key in SKELETON_KEYS:
+        for sk in {_REPEAT.sub(r"\1", _skeleton(key)), _REPEAT.sub(r"\1", _skeleton(key).replace("y", ""))}:
+            if len(sk) >= 3 and sk not in _SKELETON_PROTECTED:
+                out.setdefault(sk, key)
+    return out
+
+
+_SKELETON_MAP: dict[str, str] = _skeletons()
+
+
+def _texted(token: str) -> str:
+    """A key word restored from its texted form (round 10): the dropped final "g" ("killin" ->
+    "kiling") or the dropped vowels ("mslf" -> "myself"); else ``token``. Collapsed spelling in and out."""
+    if not token.isalpha():
+        return token
+    if token.endswith("in") and token + "g" in G_DROPPED:
+        return token + "g"
+    if len(token) >= 3 and not re.search(r"[aeiou]", token) and token not in _SKELETON_PROTECTED:
+        return _SKELETON_MAP.get(token, token)
+    return token
+
 
 #: Common words close to a key that must never be "corrected" into it.
 PROTECTED: frozenset[str] = frozenset(
@@ -460,7 +520,7 @@ def normalize(text: str) -> list[Clause]:
     for raw_clause in _CLAUSE_SPLIT.split(text):
         toks: list[str] = []
         for tok in _tokens(raw_clause):
-            tok = collapse_word(tok)
+            tok = _texted(collapse_word(tok))
             expanded = SLANG.get(tok)
             if expanded is not None:
                 toks.extend(expanded.split())

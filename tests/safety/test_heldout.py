@@ -1,13 +1,13 @@
-"""The shipped screen on the held-out set of round 9, ``bench/data/safety_fresh8`` (2,130 dialogs: 970
-tier 3, 407 tier 2, 753 ordinary; 806 multi-turn), written by two writers who read only a brief, the label
+"""The shipped screen on the held-out set of round 10, ``bench/data/safety_fresh9`` (2,425 dialogs: 1,192
+tier 3, 437 tier 2, 796 ordinary; 966 multi-turn), written by two writers who read only a brief, the label
 format, the previous set's README and the issue's list of families, and saw neither the screen, its
-training data, its tests nor the earlier sets (its README says how). It was scored once with the round-8
-screen and once with the round-9 screen, in aggregate, then again after the round's last rules (wishes to
-be dead) and after a review's fixes, each shipped whatever that score said (docs/safety.md). Its
-items are never read while changing the screen, nor copied into training data or tests. (The held-out set
-of round 8, ``bench/data/safety_fresh7``, is now a development set, pinned in ``test_devset.py``.)
+training data, its tests nor the earlier sets (its README says how). It was scored once with the round-9
+screen before any round-10 change and once with the round-10 screen as shipped, in aggregate
+(docs/safety.md). Its items are never read while changing the screen, nor copied into training data or
+tests. (The held-out set of round 9, ``bench/data/safety_fresh8``, is now a development set, pinned in
+``test_devset.py``.)
 
-The round-9 figures are pinned as floors and a ceiling, one dialog of slack each: a guard against going
+The round-10 figures are pinned as floors and a ceiling, one dialog of slack each: a guard against going
 backwards, not a claim that the screen is good enough (the target is tier-3 recall 100 %).
 """
 
@@ -19,12 +19,12 @@ import pytest
 
 from launcher.safety._evaluation import LabelledReport, evaluate_labelled, read_labelled
 
-PREFIX = Path(__file__).resolve().parents[2] / "bench" / "data" / "safety_fresh8"
-DIALOGS, TIER3, RISK, ORDINARY = 2130, 970, 1377, 753
-# Round 9, measured once at the end of the round (round-8 screen on the same set: 777, 1214, 42; coached 163).
-REACHED_T3, REACHED_T2PLUS, FALSE_ALARMS = 826, 1215, 44
+PREFIX = Path(__file__).resolve().parents[2] / "bench" / "data" / "safety_fresh9"
+DIALOGS, TIER3, RISK, ORDINARY = 2425, 1192, 1629, 796
+# Round 10, measured once at the end of the round (round-9 screen on the same set: 1040, 1480, 75; coached 149).
+REACHED_T3, REACHED_T2PLUS, FALSE_ALARMS = 1045, 1481, 75
 #: Risk messages (tier 2 or 3) the screen left below tier 2, so coaching went on: the worst outcome.
-COACHED_RISK = 162
+COACHED_RISK = 148
 
 
 @pytest.fixture(scope="module")
