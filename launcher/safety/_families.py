@@ -29,7 +29,7 @@ EUPHEMISM = (
     r"(?:end (?:it al|things|everything|my sufering|the pain for god|my story)(?! (?:with|between|at)\b)|"
     r"pul the plug on (?:myself|my life|me|my self)|"
     r"check(?:ing)? out (?:for god|permanently|early|of (?:life|this world|here|this life))|"
-    r"unalive myself|take the easy way out|go to slep (?:and )?(?:never wake up|forever|for god|permanently)|"
+    r"unalive myself|take the easy way out|(?:go )?met my maker (?:on my own terms|early|son|tonight)|go to slep (?:and )?(?:never wake up|forever|for god|permanently)|"
     r"join (?:my )?(?:mom|mum|dad|mother|father|grandma|grandpa|nan|brother|sister|son|daughter|wife|husband|"
     r"him|her|them) (?:in heaven|up there|on the other side))"
 )
@@ -683,4 +683,68 @@ FAMILY_RULES: tuple[Rule, ...] = (
        negation="before", past=_PAST),
     _r("t3.preparatory", 3, r"(?:for|before) what comes next$|then im (?:free|ready) to go$",
        requires="distress", negation="before", past=_PAST),
+    # a dose taken on purpose (round 10; the act under way): "just took loads of stuff at the party on purpose",
+    # "doing an od rn, on purpose", someone else's overdose in leetspeak ("my mate is 0d1ng")
+    _r("t3.in_progress", 3,
+       r"(?:took|taken|swalowed|drank|downed|necked|injected) {G4}(?:everything|the lot|stuf|pils|tablets|gear|drugs|"
+       r"{PILLS}|botle) {G4}(?:on purpose|deliberately|intentionaly)|"
+       r"(?:od|oding|overdose|overdosing|overdosed) {G3}(?:on purpose|deliberately|intentionaly)",
+       negation="before", past=_PAST),
+    _r("t3.other_in_danger", 3,
+       r"(?:he|she|they|hes|shes|theyre|my \w+|my \w+s) {G1}(?:is |are )?(?:oding|overdosing)(?! on (?:cofee|sugar|"
+       r"chocolate|caffeine|netflix|tv|anime|memes|work)\b)",
+       negation="before", past=_PAST),
+    # a method weighed (round 10; C-SSRS item 3): fasting until the heart gives out, fuel and matches
+    _r("t3.method", 3,
+       r"(?:stop|stoping|stoped|quit|not) (?:eating|drinking)(?: (?:and|or) (?:eating|drinking))? {G4}(?:until|til|till) "
+       r"(?:my heart (?:gives out|gives up|stops)|i die|im dead)|"
+       r"(?:kerosene|petrol|gasoline|lighter fluid|paraffin) {G4}(?:matches|a match|lighter|on myself|over myself)",
+       requires="distress", fallback=("t2.method_ambiguous", 2), negation="before", past=_PAST),
+    # means at hand said in new words (round 10; a means bought "not for cooking" is in _parts.py): the rope
+    # tied to the banister, tablets lined up on the nightstand, enough saved "to do what i want with them"
+    _r("t3.means_at_hand", 3,
+       r"rope {G3}tied (?:to|round|around) (?:the |a )?(?:banister|baniser|beam|rafter|rafters|lof hatch|curtain rail|"
+       r"door handle)(?! for (?:a |the )?(?:swing|hamock|dog|tent|washing|boxing bag|punch bag|punching bag|puley))|"
+       r"enough {G3}(?:{PILLS}|them) to (?:do (?:it|what i)|end (?:it|things|my life)|not wake up|die)",
+       negation="before", past=_PAST),
+    _r("t3.means_at_hand", 3,
+       r"(?:{PILLS}|bottle of {PILLS}) (?:ive|i have|i|ive got) (?:lined up|laid out|counted out)",
+       requires="distress", fallback=("t2.means_mention", 2), negation="before", past=_PAST),
+    # preparing for after oneself (round 10; C-SSRS item 6): birthday cards written years ahead, voices heard one
+    # more time, things promised to others
+    _r("t3.preparatory", 3,
+       r"(?:birthday|christmas) cards for (?:the next|every year for the next) (?:[0-9]+|ten|twenty|five) years|"
+       r"hear (?:their|his|her|your|my \w+s) voices? (?:one )?(?:more|last) time",
+       requires="distress", fallback=("t2.farewell", 2), negation="before", past=_PAST),
+    _r("t3.preparatory", 3,
+       r"(?:he|she|they) can (?:have|keep) my (?:bike|rom|car|games|guitar|things|stuf|clothes|phone|console|pc|"
+       r"dog|cat)\b(?! (?:while|when i am away|til|until|for the wekend|for a)\b)",
+       requires="risk", fallback=("t2.preparatory_after_distress", 2), fallback_requires="distress",
+       negation="before", past=_PAST),
+    # intent said as a decision or as another's way (round 10): "I have decided to die", "I'm going to go the same
+    # way as him" after earlier risk
+    _r("t3.intent_self_harm", 3,
+       r"(?:{I}) {G1}decided (?:to die|that i (?:want to|wil|am going to|m going to) die)(?! (?:on|in) (?:this|that) hil)",
+       negation="before", past=_PAST),
+    _r("t3.intent_self_harm", 3,
+       r"(?:going to|gona|wil|il) (?:go|end up going) the same way (?:as )?(?:him|her|them|my \w+|he did|she did)|"
+       r"(?:going to|gona|wil|il) do what (?:my \w+|he|she) did",
+       requires="risk", fallback=("t2.ambiguous_intent", 2), fallback_requires="distress", negation="before"),
+    # wishes to be dead in more frames (round 10; C-SSRS item 1): not to have been saved, the end welcomed, a killer
+    # "doing me a favour", the sea wanted to take me, disappointment that the lorry missed, "better I die", God
+    # asked to let me die, not minding dying, envy of the dead
+    _r("t2.passive_wish", 2,
+       r"wish (?:the \w+|they|he|she|someone|you|my \w+|the doctors|the paramedics) (?:hadnt|had not|didnt|did not|"
+       r"never|wouldnt have) (?:pulled me out|saved me|found me|resuscitated me|revived me|brought me back|"
+       r"got to me)(?! (?:a|an|the|my|some|your|his|her|their|one|two)\b)|wish (?:i|id|i had) (?:never|not) (?:come round|woke up|woken up|survived|made it out|come to)|"
+       r"(?:id|i would|i d|i ll|il) (?:welcome|wouldnt mind|not mind) (?:the end(?! of)|death|dying|it al ending)|"
+       r"(?:they|he|she|it|someone)(?:d| would| wil|l) be doing me a favou?r|"
+       r"(?:wanted|want|wanting|wish) the (?:sea|water|river|waves|cold|snow|ocean|lake) to (?:just )?(?:take|swalow) me|"
+       r"(?:nearly|almost) (?:hit|cliped|ran over|knocked|knocked down) me {G8}(?:disapointed|gutted|sad|upset) "
+       r"(?:that )?(?:it|they|he|she) mised(?: me)?$|"
+       r"better (?:if |that )?i (?:die|died|was dead|were dead)(?! (?:on|in) (?:this|that) hil)|"
+       r"(?:asking|begging|praying|pray|ask|beg) {G1}(?:god|the lord|allah|jesus) (?:to )?(?:just )?let me die|"
+       r"(?:wouldnt|would not) mind if i (?:did$|died|didnt wake up|never woke up|was gone)|"
+       r"envy (?:the ones|those|people|the people|anyone|everyone) (?:who|that) (?:died|are dead|passed)",
+       negation="before", past=_PAST),
 )  # fmt: skip

@@ -103,7 +103,10 @@ _VOCAB: dict[str, str] = {
         r"poison(?:ing)? SELF|top(?:ing)? SELF(?! (?:up|of|with|at|in|after|next|this|that|again|last|on|for|every|each|now)\b)|neck(?:ing)? SELF|"
         r"sufocat(?:e|ing) SELF|(?:slit|cut)(?:ing)? my (?:wrists|wrist|throat)|"
         r"throw(?:ing)? SELF (?:of|in front of|under|from)|starv(?:e|ing) SELF to death|"
-        r"end(?:ing)? it al|do(?:ing)? SELF in|do(?:ing)? away with SELF|blow(?:ing)? my brains out|put(?:ing)? a bulet in my head|"
+        r"end(?:ing)? it al|do(?:ing)? SELF in|do(?:ing)? away with SELF|finish(?:ing)? SELF of|"
+        r"eat(?:ing)? (?:my|a) (?:rifle|gun|pistol|shotgun|bulet)|"
+        r"yet(?:ing)? SELF (?:of|from|out of) (?:the earth|this planet|existence|a bridge|the bridge|a rof|the rof|"
+        r"a building|a clif)|blow(?:ing)? my brains out|put(?:ing)? a bulet in my head|"
         r"jump(?:ing)? to my death|drink(?:ing)? SELF to death|od on {G2}PILLS|overdos(?:e|ing) on {G2}(?:pils|pil|"
         r"tablets|meds|medication|medicine|insulin|drugs))"
     ).replace("SELF", _SELF),

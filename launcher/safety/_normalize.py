@@ -91,6 +91,8 @@ SLANG: dict[str, str] = {
     "kyl": "kil",
     "kyld": "kiled",
     "masel": "myself",
+    "meself": "myself",
+    "mesel": "myself",
     "maself": "myself",
     "miself": "myself",
     "mysef": "myself",
@@ -139,6 +141,8 @@ FUZZY_KEYS: frozenset[str] = frozenset(
         "myself",
         "tonight",
         "tomorow",
+        "codeine",
+        "knife",
         "yourself",
         "overdose",
         "overdosed",
@@ -205,7 +209,7 @@ G_DROPPED: frozenset[str] = frozenset(
     {"kiling", "taking", "hanging", "ending", "dying", "doing", "going", "cuting", "jumping", "overdosing",
      "hurting", "planing", "morning", "evening", "swalowing", "shoting", "drowning", "bleding", "leaving",
      "giving", "saying", "writing", "starving", "burning", "stabing", "slaping", "hiting", "beating",
-     "choking", "punching", "kicking", "happening"}
+     "choking", "punching", "kicking", "happening", "making", "shaking", "breathing"}
 )  # fmt: skip
 
 #: Key words (collapsed) texters write without their vowels ("gnna kill mslf", "frdy nite", "jmp frm"):
@@ -214,7 +218,7 @@ G_DROPPED: frozenset[str] = frozenset(
 #: (:data:`_SKELETON_PROTECTED`: "pls" is "please", not "pills").
 SKELETON_KEYS: tuple[str, ...] = (
     "myself", "kiling", "kiled", "suicide", "suicidal", "tonight", "tomorow", "overdose", "overdosed",
-    "hanging", "tablets", "godbye", "jump", "jumping", "from", "friday", "saturday", "sunday", "monday",
+    "hanging", "tablets", "godbye", "chest", "jump", "jumping", "from", "friday", "saturday", "sunday", "monday",
     "tuesday", "wednesday", "thursday", "weekend", "night", "planing",
 )  # fmt: skip
 _SKELETON_PROTECTED: frozenset[str] = frozenset(

@@ -24,8 +24,10 @@ __all__ = [
     "DOSE_TAKEN",
     "FALL_SETTING",
     "FALL_SIGN",
+    "MEANS_BOUGHT",
     "MEDICAL_SETTING",
     "MEDICAL_SIGN",
+    "NOT_FOR_USE",
     "OTHER_DEAD_BY",
     "OTHER_FAREWELL",
     "OTHER_GONE",
@@ -56,7 +58,10 @@ MEDICAL_SETTING: re.Pattern[str] = compile_template(
     r"(?:he|she|they|i|mum|mom|dad|gran|grandad|my \w+|one of the \w+) (?:just )?colapsed|high fever|"
     r"(?:pressure|pain|tightnes) (?:in|on|acros) (?:my|his|her) chest|"
     r"(?:a fit|fiting$|is fiting|having a fit|seizure|convulsing|jerking)|(?:left|right|one) side {G3}(?:numb|weak|floppy|droping)|"
-    r"waters (?:broke|have broken|went)|pregnant|[0-9]+ weks|labour|labor|contractions)"
+    r"waters (?:broke|have broken|went|have gone|have gone|gone|broken)|pregnant|[0-9]+ weks|labour|labor|contractions|"
+    # round 10: heat stroke, a faint, a toxic level of a medicine, a sugar reading
+    r"(?:in|from) (?:this|the) (?:heat|sun)|heat ?stroke|(?:blacked|blacking) out|fainted|"
+    r"(?:lithium|paracetamol|digoxin|carbon monoxide) (?:toxic|toxicity|poisoning)|sugars? (?:is |s )?(?:at )?[0-9]+)"
 )
 ACUTE_SIGN: re.Pattern[str] = compile_template(
     r"(?:vomiting|throwing up(?! (?:my hands|laughing))|ben sick (?:twice|again|thre times)|kep being sick|keps being sick|"
@@ -71,7 +76,11 @@ ACUTE_SIGN: re.Pattern[str] = compile_template(
     r"(?:purple|blotchy) {G2}rash|rash {G3}(?:purple|blotchy|wont fade|doesnt fade)|"
     r"words (?:are )?(?:coming|come) out (?:wrong|jumbled|garbled|slured)|"
     r"eyes? {G2}(?:rol|roling|roled) back|(?:the )?cord {G2}(?:coming|hanging) out|(?:fel|se|can fel|can se) the cord|"
-    r"bleding (?:a lot|heavily))"
+    r"bleding (?:a lot|heavily)|"
+    # round 10: the cord out, confusion, breathlessness, a racing heart, shaking, barely able to speak
+    r"(?:the )?cord (?:is |s )?out|(?:aint|isnt|is not) making sense|short of breath|cant (?:breath|breth)$|"
+    r"heart (?:is |s )?(?:racing|pounding)|(?:im |she is |he is |shes |hes )?(?:shaking|shaky)$|"
+    r"(?:can )?barely (?:type|talk|speak|breathe|stay awake)|cant stay awake)"
 )
 #: An old person's fall: a fall and not getting up, or a limb at a wrong angle (NHS: "fallen and can't get up").
 FALL_SETTING: re.Pattern[str] = compile_template(
@@ -104,7 +113,26 @@ MEDICAL_SIGN: re.Pattern[str] = compile_template(
     r"(?:cut|wound|arm|wrist|leg|hand|thigh|gash) {G4}(?:wont|doesnt|isnt|is not|not) stop(?:ing)? bleding|"
     r"(?:its|blod is|blod) spurting|spurting blod|(?:can|i can) se (?:the )?bone|"
     r"(?:im having|im havin|i am having|is having|s having|hes having|shes having) (?:a )?heart atack"
-    r"(?! (?:over|about|when|at|because|if|every|lol|haha)\b)"
+    r"(?! (?:over|about|when|at|because|if|every|lol|haha)\b)|"
+    # round 10 (NHS red flags): someone collapsed, one-sided weakness or a side that will not move (FAST), a
+    # thunderclap headache, a burst appendix, the throat closing
+    r"(?:my|our|his|her) (?:wifes|husbands|mums|moms|dads|partners|sons|daughters|brothers|sisters|nans|grans|"
+    r"friends|mates|wife|husband|mum|mom|dad|partner|son|daughter|brother|sister|nan|gran|friend|mate) "
+    r"(?:has |just |has just )?colapsed(?! (?:on the sofa|into bed|laughing|with laughter|from laughing)\b)|"
+    r"(?:sudden )?weaknes (?:on|down) (?:the|his|her|my|one) (?:left |right )?side|"
+    r"(?:left|right) side of (?:my|his|her|their) (?:body|face) (?:wont|cant|is not|isnt) (?:move|moving|work)|"
+    r"thunderclap|worst headache of (?:my|his|her) life|appendix {G2}(?:burst|ruptured)|"
+    r"throat (?:is |s )?(?:closing|swelling)(?! (?:up )?(?:when|every time|whenever|before|if)\b)"
+)
+#: A means bought and said not to be for its use (round 10; C-SSRS item 6, "obtained a gun"): "bought a knife
+#: today, not for cooking", "got some rope, it's not for the garden".
+MEANS_BOUGHT: re.Pattern[str] = compile_template(
+    r"(?:bought|got|buying|picked up|ordered) (?:a |the |some |a new |a length of |a bag of )?(?:knife|rope|gun|blade|"
+    r"blades|razor|razors|charcoal|hose|hosepipe|ladder and rope)"
+)
+NOT_FOR_USE: re.Pattern[str] = compile_template(
+    r"(?:^|\b(?:its|it is|and|but) )not (?:for|to use for|to use in) (?:cooking|the garden|hunting|the lof|diy|"
+    r"the kitchen|camping|climbing|the shed|the garage|work)$"
 )
 #: Someone else in danger now, said as its parts: something taken and a sign that they are not safe.
 TAKEN: re.Pattern[str] = compile_template(
@@ -123,7 +151,11 @@ OTHER_TOOK_ALL: re.Pattern[str] = compile_template(
     r"(?:shes|hes|she has|he has|theyve|they have|she|he|they|my \w+ has|my \w+) (?:just )?(?:swalowed|taken|took|downed|necked) "
     r"(?:al|the rest|a whole|the whole|every|a load|loads) {G2}(?:of )?(?:her|his|their|the|my) {G1}{PILLS}"
     r"(?!.*\b(?:with (?:breakfast|lunch|diner|tea|food|water|his tea|her tea)|like (?:he|she|they) always|as usual|"
-    r"as prescribed|this morning|every day|at breakfast|organiser|organizer|dosete|out of|blister)\b)"
+    r"as prescribed|this morning|every day|at breakfast|organiser|organizer|dosete|out of|blister)\b)|"
+    # round 10: "she's just taken the whole week's worth at once"
+    r"(?:shes|hes|she has|he has|theyve|they have|she|he|they|my \w+ has|my \w+) (?:just )?(?:swalowed|taken|took) "
+    r"(?:the |a |her |his |their )?(?:whole|entire) (?:weks|wek|months|month) (?:worth|suply)"
+    r"(?: of (?:her |his |their )?(?:meds|pils|tablets|medication))? at once"
 )
 OTHER_SIGNAL: re.Pattern[str] = compile_template(
     r"(?:said|says|saying|texted|texting|messaged|posted|told me|rang me) {G6}(?:taken (?:enough (?:pils|tablets|this time)|"
@@ -258,6 +290,22 @@ _NOT_NOW = compile_template(
 )
 
 
+_STATED_USE = compile_template(r"^(?:for|its for|it is for|just for|only for) ")
+
+
+def _bought_not_for_use(clauses: Sequence[Clause]) -> bool:
+    """A means bought and, in that clause or the next, said not to be for its use, with no other use stated
+    after ("not for cooking but for carving" is an ordinary purchase)."""
+    for i, c in enumerate(clauses):
+        if not NOT_FOR_USE.search(c.text):
+            continue
+        if i + 1 < len(clauses) and _STATED_USE.search(clauses[i + 1].text):
+            continue
+        if MEANS_BOUGHT.search(c.text) or (i > 0 and MEANS_BOUGHT.search(clauses[i - 1].text)):
+            return True
+    return False
+
+
 def adjacent(clauses: Sequence[Clause], first: re.Pattern[str], second: re.Pattern[str]) -> bool:
     """Both parts in one clause or in two clauses next to each other ("hit my head, now throwing up"):
     in a long message, words of the two kinds far apart are about different things."""
@@ -277,7 +325,8 @@ def part_hits(
 ) -> list[tuple[str, int, bool]]:
     """The tier-3 situations of a message said as their parts (at most one ``(rule id, tier, counts as
     distress)``): ``t3.composed_medical``, ``t3.composed_danger``, ``t3.composed_overdose``,
-    ``t3.composed_stockpile`` and ``t3.composed_preparatory`` (or ``t2.preparatory_parts``). ``distress``:
+    ``t3.composed_stockpile``, ``t3.composed_means`` (a means bought "not for" its use, round 10) and
+    ``t3.composed_preparatory`` (or ``t2.preparatory_parts``). ``distress``:
     tier >= 1 in the message or the recent turns; ``earlier_risk``: tier >= 2 in the recent turns;
     ``hard_means``: the message names a means other than medicine (:data:`._compose.HARD_MEANS`);
     ``past``: the message is about the remote past (no preparatory act then). Pure; never raises."""
@@ -296,6 +345,8 @@ def part_hits(
         or _any(clauses, OTHER_DEAD_BY)
     ):
         return [("t3.composed_danger", 3, False)]
+    if not past and _bought_not_for_use(clauses):
+        return [("t3.composed_means", 3, True)]
     if not past and any(
         DOSE_TAKEN.search(c.text) and _DOSE_NEEDS_PILL.search(c.text) and not DOSE_ORDINARY.search(c.text)
         for c in clauses

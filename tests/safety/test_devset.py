@@ -37,7 +37,7 @@ class Pin:
 
 
 PINS = [
-    # measured at the end of round 10 (the same as round 9's but fresh6 +1 / +1; round 8 end: 212/311/2, 199/318/3, 275/415/5, 375/558/6, 491/739/5,
+    # measured at the end of round 10 (round 9 end: the same but fresh6 507/813/13, fresh7 709/1019/20; round 8 end: 212/311/2, 199/318/3, 275/415/5, 375/558/6, 491/739/5,
     # 482/813/13; the first five: round 7 end 211/311/2, 199/318/3, 274/414/5, 373/558/6, 489/739/5, when
     # their final messages became training data; round 6 end, as development sets: 189 / 296 / 11,
     # 190 / 302 / 5, 252 / 388 / 15, 367 / 530 / 32; fresh5 was then held out: 389 / 639 / 36)
@@ -48,13 +48,13 @@ PINS = [
     Pin("safety_fresh5", 1303, 536, 752, 551, reached_t3=518, reached_t2plus=739, false_alarms=5),
     # the held-out set of round 7, read as the development set of round 8 (not training data; round 7's
     # screen on it: 435 / 783 / 13)
-    Pin("safety_fresh6", 1516, 560, 882, 634, reached_t3=508, reached_t2plus=814, false_alarms=13),
+    Pin("safety_fresh6", 1516, 560, 882, 634, reached_t3=509, reached_t2plus=815, false_alarms=13),
     # the held-out set of round 8, read as the development set of round 9 (not training data; round 8's
     # screen on it: 635 / 1011 / 20)
-    Pin("safety_fresh7", 1866, 814, 1172, 694, reached_t3=709, reached_t2plus=1019, false_alarms=20),
+    Pin("safety_fresh7", 1866, 814, 1172, 694, reached_t3=710, reached_t2plus=1019, false_alarms=20),
     # the held-out set of round 9, read as the development set of round 10 (not training data; round 9's
     # screen on it: 826 / 1215 / 44)
-    Pin("safety_fresh8", 2130, 970, 1377, 753, reached_t3=833, reached_t2plus=1230, false_alarms=44),
+    Pin("safety_fresh8", 2130, 970, 1377, 753, reached_t3=857, reached_t2plus=1257, false_alarms=44),
 ]
 
 

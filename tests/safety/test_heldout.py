@@ -2,8 +2,8 @@
 tier 3, 437 tier 2, 796 ordinary; 966 multi-turn), written by two writers who read only a brief, the label
 format, the previous set's README and the issue's list of families, and saw neither the screen, its
 training data, its tests nor the earlier sets (its README says how). It was scored once with the round-9
-screen before any round-10 change and once with the round-10 screen as shipped, in aggregate
-(docs/safety.md). Its items are never read while changing the screen, nor copied into training data or
+screen before any round-10 change, once with the round-10 first cut and once with its second cut (decided
+on the development sets before that score was seen, shipped whatever it said), in aggregate (docs/safety.md). Its items are never read while changing the screen, nor copied into training data or
 tests. (The held-out set of round 9, ``bench/data/safety_fresh8``, is now a development set, pinned in
 ``test_devset.py``.)
 
@@ -21,10 +21,10 @@ from launcher.safety._evaluation import LabelledReport, evaluate_labelled, read_
 
 PREFIX = Path(__file__).resolve().parents[2] / "bench" / "data" / "safety_fresh9"
 DIALOGS, TIER3, RISK, ORDINARY = 2425, 1192, 1629, 796
-# Round 10, measured once at the end of the round (round-9 screen on the same set: 1040, 1480, 75; coached 149).
-REACHED_T3, REACHED_T2PLUS, FALSE_ALARMS = 1045, 1481, 75
+# Round 10 as shipped (round-9 screen on the same set: 1040, 1480, 75, coached 149; first cut 1045, 1481, 75, 148).
+REACHED_T3, REACHED_T2PLUS, FALSE_ALARMS = 1049, 1485, 76
 #: Risk messages (tier 2 or 3) the screen left below tier 2, so coaching went on: the worst outcome.
-COACHED_RISK = 148
+COACHED_RISK = 144
 
 
 @pytest.fixture(scope="module")

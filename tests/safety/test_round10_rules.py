@@ -160,3 +160,125 @@ def test_a_pet_given_away_after_earlier_risk_is_preparation() -> None:
 
 def test_thoughts_of_doing_away_with_oneself_are_ideation() -> None:
     assert screen_rules("i keep having thoughts of doing away with myself").tier == 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "my dad's collapsed in the garden, what do i do",
+        "he suddenly has weakness down the left side and his words are slurred",
+        "the right side of her face won't move",
+        "worst headache of my life, it hit all at once like a thunderclap",
+        "i think my appendix has burst",
+        "grandad got confused in the sun and now he's not making sense",
+        "nearly fainted and now i'm short of breath",
+        "my waters have gone and the cord is out",
+        "lithium toxicity i reckon, i keep vomiting",
+        "having an asthma attack and can barely talk",
+        "sugar's at 2 and i can barely stay awake",
+    ],
+)
+def test_medical_red_flags_are_an_emergency(text: str) -> None:
+    r = screen_rules(text)
+    assert r.tier == 3 and "t3.composed_medical" in r.reasons, (text, r.reasons)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "my heart is pounding before the exam",
+        "i collapsed onto the sofa after the shift",
+        "my throat closes up every time i have to present",
+        "the shed roof collapsed in the storm",
+        "i'm shaking with nerves about the interview",
+        "worst headache ever after that wine lol",
+    ],
+)
+def test_medical_look_alikes_stay_below_tier_2(text: str) -> None:
+    assert screen_rules(text).tier < 2, text
+
+
+@pytest.mark.parametrize(
+    ("text", "rule"),
+    [
+        ("swallowed all the tablets on purpose", "t3.in_progress"),
+        ("my brother is overdosing in the bathroom", "t3.other_in_danger"),
+        ("i'm going to finish myself off tonight", "t3.intent_self_harm"),
+        ("i'm going to eat my gun tonight", "t3.intent_self_harm"),
+        ("picked up a knife at the shop, not for the kitchen", "t3.composed_means"),
+        ("i have decided to die and i feel calm", "t3.intent_self_harm"),
+        ("got the rope tied round the beam in the garage", "t3.means_at_hand"),
+        ("bought a length of rope, not for the garden", "t3.composed_means"),
+        ("i've kept back enough tablets to not wake up", "t3.means_at_hand"),
+    ],
+)
+def test_acts_means_and_decisions_said_in_new_words_reach_tier_3(text: str, rule: str) -> None:
+    r = screen_rules(text)
+    assert r.tier == 3 and rule in r.reasons, (text, r.reasons)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "took the scenic route on purpose",
+        "she's overdosing on caffeine before finals",
+        "this run is going to finish me off",
+        "i've decided to die on that hill",
+        "the rope is tied to the beam for the boxing bag",
+        "my nephew can have my old console while i'm away",
+        "lined up my tablets in the weekly organiser",
+        "bought a knife, not for cooking but for carving",
+        "got a new hose, it's for the garden",
+    ],
+)
+def test_act_and_means_look_alikes_stay_below_tier_2(text: str) -> None:
+    assert screen_rules(text).tier < 2, text
+
+
+def test_a_method_weighed_after_distress_is_a_crisis_and_a_pause_alone() -> None:
+    text = "i think about not eating or drinking until my heart gives out"
+    assert screen_after("i feel completely hopeless and worthless", text).tier == 3
+    assert screen_rules(text).tier == 2
+
+
+def test_preparing_for_after_oneself_after_distress_is_a_crisis() -> None:
+    r = screen_after(
+        "i feel hopeless and worthless", "wrote birthday cards for the next ten years for my son"
+    )
+    assert r.tier == 3 and "t3.preparatory" in r.reasons
+    assert screen_after("i want to die", "told my cousin she can have my guitar").tier == 3
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "i wish the paramedics hadn't brought me back",
+        "honestly i wish i'd never woken up in that hospital",
+        "at my age i'd welcome death",
+        "if that lorry hit me it'd be doing me a favour",
+        "i stood on the cliff path and wanted the waves to take me",
+        "a bus almost knocked me down and i was sad it missed",
+        "some days i think better i die than carry on like this",
+        "i keep begging god to let me die",
+        "i wouldn't mind if i died in my sleep",
+        "i envy the people who died in that crash",
+    ],
+)
+def test_wishes_to_be_dead_in_more_frames_are_tier_2(text: str) -> None:
+    r = screen_rules(text)
+    assert r.tier >= 2, (text, r.reasons)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "i wish they hadn't found me a seat at the back",
+        "i'd welcome the end of this project",
+        "he missed the penalty and i was gutted it missed",
+        "better that i die on this hill than give in to the landlord",
+        "i wouldn't mind if i did get the promotion",
+        "i wish the lifeguard had pulled me out sooner, i was freezing",
+    ],
+)
+def test_wish_look_alikes_stay_below_tier_2(text: str) -> None:
+    assert screen_rules(text).tier < 2, text
