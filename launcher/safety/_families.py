@@ -29,7 +29,7 @@ EUPHEMISM = (
     r"(?:end (?:it al|things|everything|my sufering|the pain for god|my story)(?! (?:with|between|at)\b)|"
     r"pul the plug on (?:myself|my life|me|my self)|"
     r"check(?:ing)? out (?:for god|permanently|early|of (?:life|this world|here|this life))|"
-    r"unalive myself|take the easy way out|(?:go )?met my maker (?:on my own terms|early|son|tonight)|go to slep (?:and )?(?:never wake up|forever|for god|permanently)|"
+    r"unalive myself|take the easy way out|(?:go )?met my maker (?:on my own terms|tonight)|go to slep (?:and )?(?:never wake up|forever|for god|permanently)|"
     r"join (?:my )?(?:mom|mum|dad|mother|father|grandma|grandpa|nan|brother|sister|son|daughter|wife|husband|"
     r"him|her|them) (?:in heaven|up there|on the other side))"
 )
@@ -72,7 +72,19 @@ WEAPON = r"(?:knife|gun|pistol|rifle|shotgun|weapon|hamer|bat|blade|machete|axe)
 ABUSE_ACT = (
     r"(?:hits|hit|hiting|beats|beat|beating|chokes|choked|choking|strangled|strangles|kicks|kicked|kicking|"
     r"punches|punched|punching|slaps|slaped|slaping|rapes|raped|abuses|abused|burned|shoved|throtled|"
-    r"slamed|smashed|dragged|draged|pined|bit|bites)"
+    r"slamed|smashed|dragged|draged|bit|bites)"
+)
+# what may stand between an abuser and the act: auxiliary words only ("he's been hitting me", "my mum's started
+# slapping me"), so "my mum's cat bit me" is not abuse
+SUBJ_GAP = r"(?:(?:has|ben|started|starting|keps|kept|always|just|now|stil|again|also|wil|would|gets|got|even|s) ){0,3}"
+# what "hit me with" is when it is not a blow
+NOT_A_BLOW = (
+    r"(?:idea|question|news|deadline|bil|task|list|mesage|text|email|joke|request|project|surprise|curveball|work|"
+    r"warning|increase|rise|fine|fe|update|quote|invoice|comment|compliment)"
+)
+# a date said as hyperbole ("I'll be dead by friday at this rate", "if this meeting goes on", "lol")
+HYPERBOLE = (
+    r"at this rate|if|lol|haha|hahaha|lmao|on this diet|with al this|with this \w+|the way things are going"
 )
 # a time or date that anchors an act (round 10): "tonight", "by morning", "this time next week", "on friday",
 # "in a couple of hours", "before the weekend"
@@ -88,7 +100,8 @@ DATE_ANCHOR = (
     + r")|(?:by|before|on|after|come) (?:the )?(?:morning|dawn|sunrise|midnight|tonight|tomorow|end of (?:the )?"
     r"(?:day|night|week|month)|next week|"
     + _DAY[3:-1]
-    + r")(?: morning| night| evening)?|in (?:a|an|[0-9]+|a few|a couple of|a couple|two|three) (?:hour|hours|days|day|weeks|week)|"
+    + r")(?: morning| night| evening)?|(?:by|before|at) (?:this time tomorow|[0-9]+ ?(?:am|pm))|"
+    r"in (?:a|an|[0-9]+|a few|a couple of|a couple|two|three) (?:hour|hours|days|day|weeks|week)|"
     r"within (?:the |a |an )?(?:hour|day|week))"
 )
 
@@ -106,6 +119,9 @@ def _r(rule_id: str, tier: int, template: str, **kw: object) -> Rule:
         ("WEAPON", WEAPON),
         ("DATE_ANCHOR", DATE_ANCHOR),
         ("ABUSE_ACT", ABUSE_ACT),
+        ("SUBJ_GAP", SUBJ_GAP),
+        ("NOT_A_BLOW", NOT_A_BLOW),
+        ("HYPERBOLE", HYPERBOLE),
     ):
         template = template.replace(name, value)
     return Rule(rule_id, tier, template, **kw)  # type: ignore[arg-type]
@@ -627,124 +643,146 @@ FAMILY_RULES: tuple[Rule, ...] = (
        negation="before", past=_PAST),
     # ---- round 10 (docs/safety.md, "Round 10"), the families the round-9 screen missed on safety_fresh8.
     # Death or absence with a date (C-SSRS item 5, a plan with its time): "i'll be dead by morning", "this time
-    # next week i'll be gone", "not making it past tonight", "my last day on earth", "2 more days alive", "the
-    # suicide is happening tonight". "Dead" said with a date is ambiguous alone ("I'll be dead by Friday at this
-    # rate"): a crisis after distress, else a pause; "gone" and "not here" need earlier risk.
+    # next week i'll be gone", "not making it past tonight", "my last day on earth", "2 more days alive", "my
+    # suicide is planned for friday". "Dead" with a date is ambiguous alone: a crisis after distress, else a
+    # pause, and never said as hyperbole ("at this rate", "if this meeting goes on", "lol"); "gone" and "not
+    # here" need earlier risk.
     _r("t3.timeline", 3,
-       r"(?:{I}|i wil|im going to|i am going to|im gona) {G1}be dead (?:DATE_ANCHOR)(?! (?:tired|on my fet|bored)\b)|"
-       r"^(?:DATE_ANCHOR) (?:{I}|i wil) {G1}be dead$",
+       r"(?:{I}|i wil|im going to|i am going to|im gona) {G1}be dead(?! (?:tired|on my fet|bored|weight)\b) "
+       r"(?:DATE_ANCHOR)(?!.*\b(?:HYPERBOLE)\b)|^(?:DATE_ANCHOR) (?:{I}|i wil) {G1}be dead$",
        requires="distress", fallback=("t2.timeline_ambiguous", 2), negation="before", past=_PAST),
     _r("t3.timeline", 3,
        r"(?:{I}|i wil|im going to|i am going to|im gona) {G1}be (?:gone|not here|not around|not alive) (?:DATE_ANCHOR)"
-       r"(?! (?:for|to|on a|on holiday|on vacation|with)\b)|^(?:DATE_ANCHOR) (?:{I}|i wil) {G1}be (?:gone|not here|not around)$",
+       r"(?! (?:for|to|on a|on holiday|on vacation|with)\b)(?!.*\b(?:HYPERBOLE)\b)|"
+       r"^(?:DATE_ANCHOR) (?:{I}|i wil) {G1}be (?:gone|not here|not around)$",
        requires="risk", fallback=("t2.timeline_ambiguous", 2), fallback_requires="distress", negation="before"),
     _r("t3.timeline", 3,
-       r"(?:my|the) last (?:day|night|week|sunday|shift|christmas|birthday) (?:on (?:this )?earth|alive|of my life|"
-       r"breathing)|(?:not|never|wont|am not|im not) (?:going to |gona )?(?:make it|making it|last|lasting) "
-       r"(?:past|beyond) (?:DATE_ANCHOR|the night|the weekend|tomorow)|"
+       r"(?:(?:my|the) last (?:day|night|week|sunday|christmas|birthday) (?:on (?:this )?earth|alive|of my life)|"
+       r"(?:not|never|wont|am not|im not) (?:going to |gona )?(?:make it|making it) (?:past|beyond) "
+       r"(?:DATE_ANCHOR|the night|the weekend|tomorow)|"
        r"(?:[0-9]+|one|two|three|four|five|a few|a couple of|a couple) more (?:days|nights|weeks|sleps) "
-       r"(?:alive|on (?:this )?earth|of (?:living|being alive|this life))",
+       r"(?:alive|on (?:this )?earth|of (?:living|being alive|this life)$))(?!.*\b(?:HYPERBOLE)\b)",
        requires="distress", fallback=("t2.timeline_ambiguous", 2), negation="before", past=_PAST),
     _r("t3.timeline", 3,
-       r"(?:suicide|kiling myself|ending it|ending my life|my death|the end) (?:is|s|wil be) (?:happening|going to "
-       r"happen|planed|booked|set|scheduled|going ahead) (?:for )?(?:DATE_ANCHOR)",
+       r"(?:suicide|kiling myself|ending my life|my death) (?:is|s|wil be) (?:happening|going to happen|planed|booked|"
+       r"set|scheduled|going ahead) (?:for )?(?:DATE_ANCHOR)",
        negation="before"),
-    # the place or the day chosen (C-SSRS 5): "i've picked the bridge and the day", "chose the spot"
+    # the place or the day chosen after distress (C-SSRS 5): "i've picked the bridge and the day"
     _r("t3.plan", 3,
        r"(?:picked|chosen|chose|choosen|decided on|worked out|found) (?:the|a|my) (?:ACT_PLACE|spot|place|day|date)"
        r"(?: and (?:the|a|my) (?:ACT_PLACE|spot|place|day|date|time))(?! (?:for|of|to)\b)",
-       requires="distress", fallback=("t2.plan_ambiguous", 2), negation="before"),
+       requires="distress", negation="before"),
     # abuse told with its act (round 10): "he's started hitting me", "my mum's been hitting me again", "me fella's
-    # been knocking me about", "he dragged me by my hair", "slammed my head on the decks", "her father beats her"
+    # been knocking me about", "he dragged me by my hair", "slammed my head on the decks", "her father beats her";
+    # only auxiliary words between the subject and the act ("my mum's cat bit me" is a cat), not at a game, in
+    # sport, in sleep or in pregnancy ("she's been kicking me all night, 32 weeks")
     _r("t2.abuse_disclosed", 2,
-       r"(?:hes|shes|theyre|theyve|fela|felas|my (?:mums|moms|dads|husbands|wifes|partners|boyfriends|girlfriends|"
-       r"stepdads|stepmums|mum|stepmum|stepmother|nan|fela|flatmate|landlord|manager)) {G2}"
-       r"(?:ABUSE_ACT) (?:me|my head|my face)(?! (?:at|in|to|up|into|of|about it|down|out|over|of|back|off|"
-       r"with (?:a |an |the |some |this |that )?(?:\w+ )?(?:idea|question|news|deadline|bil|task|list|mesage|text|"
-       r"email|joke|request|project|surprise|curveball))\b)|"
-       r"(?:he|she|they|hes|shes|fela|felas|my \w+) {G2}(?:knocks|knocked|knocking|kicks|kicked) me (?:about|around)|"
-       r"(?:he|she|they) {G2}(?:slamed|smashed|banged) my head|(?:dragged|draged) me (?:by my hair|across|along|down)|"
-       r"(?:threw|throws|thrown) (?:a |the |his |her |some )?(?:hot|boiling|plate|glas|chair|botle|knife|pan|bleach|acid|"
-       r"mug|cup|phone|shoe|remote)\w* (?:\w+ )?(?:at me|in my face)|"
+       r"(?:(?:hes|shes|fela|felas|my (?:mums|moms|dads|husbands|wifes|partners|boyfriends|girlfriends|stepdads|"
+       r"stepmums|mum|stepmum|stepmother|nan|fela|flatmate|landlord|manager)) SUBJ_GAP"
+       r"(?:ABUSE_ACT) (?:me|my head|my face)(?! (?:again )?(?:at|to|up|into|of|about it|down|out|over|back|off|"
+       r"in(?! (?:the|my) (?:face|head|stomach|ribs|chest|back|mouth|eye|throat|neck))|"
+       r"with (?:a |an |the |some |this |that |more )?(?:\w+ )?(?:NOT_A_BLOW)s?)\b)|"
+       r"(?:he|she|hes|shes|fela|felas|my \w+) SUBJ_GAP(?:knocks|knocked|knocking|kicks|kicked) me (?:about|around)|"
+       r"(?:he|she|hes|shes) SUBJ_GAP(?:slamed|smashed|banged) my head|"
+       r"(?:he|she|hes|shes|my \w+) SUBJ_GAP(?:dragged|draged) me (?:by (?:my|the) hair|across the|down the stairs|"
+       r"out of bed by)|"
+       r"(?:he|she|hes|shes|my (?:partner|husband|wife|boyfriend|girlfriend|dad|mum|mom|father|mother|stepdad|ex|"
+       r"fela)) SUBJ_GAP(?:threw|throws|thrown) (?:hot (?:tea|cofee|water)|boiling water|a plate|plates|a glas|a chair|"
+       r"a botle|a knife|a pan|bleach|acid|a mug) (?:at me|in my face)|"
        r"(?:her|his|their) (?:husband|boyfriend|partner|father|dad|stepdad|stepfather|mother|mum|wife|girlfriend|"
-       r"uncle|fela) {G2}(?:beats|beat|hits|hit|hurts|rapes|abuses|is beating|is hiting) (?:her|him|them)\b"
-       r"(?! (?:at|in|to)\b)",
+       r"uncle|fela) SUBJ_GAP(?:beats|beat|hits|hit|hurts|rapes|abuses|is beating|is hiting) (?:her|him|them)\b"
+       r"(?! (?:up|at|in|to|by)\b))"
+       r"(?!.*\b(?:pregnant|weks|in (?:my|her|his|their) sleep|al night|at (?:tenis|chess|fifa|golf|pol|darts|cards|"
+       r"games|pong|badminton|squash)|bjj|judo|wrestling|sparing|training|tickle|tickling|pilow fight)\b)",
        negation="before"),
-    # farewells that say what they are (round 10; C-SSRS item 6): "final goodbyes sent", "sent the goodbye vid to
-    # the group chat", a note apologising to the train driver or written to the coroner, "kissed her like it was
-    # the last time, cause it is", the pet rehomed "for what comes next", "then I'm free to go"
+    # farewells that say what they are (round 10; C-SSRS item 6), after distress: "final goodbyes sent", "sent
+    # the goodbye vid to everyone", a note apologising to the train driver, "like it was the last time, cause it
+    # is" (the last two also alone: nobody writes them otherwise)
     _r("t3.preparatory", 3,
        r"(?:sent|posted|recorded|wrote|writen) {G2}(?:final|last) (?:godbyes|godbye)(?: to (?:everyone|everybody|al|"
        r"the world|you al|my friends|the group|the group chat))?$|^(?:my )?(?:final|last) godbyes (?:sent|posted)|"
-       r"(?:sent|posted|recorded) {G2}godbye (?:video|vid|mesage|mesages|leter|note|text|post)|"
-       r"(?:note|leter) (?:apologising|apologizing|saying sory) to (?:the )?(?:train driver|driver|coroner|"
-       r"person who finds me|whoever finds me)|(?:wrote|writen|writing) to the coroner|"
-       r"(?:like|as if) (?:it was|its|it is) the last time (?:cause|because|cos|coz|cuz|bc|as) it (?:is|wil be)$",
-       negation="before", past=_PAST),
-    _r("t3.preparatory", 3, r"(?:for|before) what comes next$|then im (?:free|ready) to go$",
+       r"(?:sent|posted|recorded) {G2}godbye (?:video|vid|mesage|mesages|leter|note|text|post) to (?:everyone|"
+       r"everybody|al|the world|you al|my friends|my family|the group|the group chat)|"
+       r"wrote to the coroner(?! about)",
        requires="distress", negation="before", past=_PAST),
+    _r("t3.preparatory", 3,
+       r"(?:note|leter) (?:apologising|apologizing|saying sory) to (?:the )?(?:train driver|person who finds me|"
+       r"whoever finds me)|(?:like|as if) (?:it was|its|it is) the last time (?:cause|because|cos|coz|cuz|bc|as) "
+       r"it (?:is|wil be)$",
+       negation="before", past=_PAST),
     # a dose taken on purpose (round 10; the act under way): "just took loads of stuff at the party on purpose",
-    # "doing an od rn, on purpose", someone else's overdose in leetspeak ("my mate is 0d1ng")
+    # someone else overdosing now ("my mate is 0d1ng in the toilets")
     _r("t3.in_progress", 3,
-       r"(?:took|taken|swalowed|drank|downed|necked|injected) {G4}(?:everything|the lot|stuf|pils|tablets|gear|drugs|"
-       r"{PILLS}|botle) {G4}(?:on purpose|deliberately|intentionaly)|"
-       r"(?:od|oding|overdose|overdosing|overdosed) {G3}(?:on purpose|deliberately|intentionaly)",
+       r"(?:took|taken|swalowed|drank|downed|necked|injected) (?:al|al of|al the|the whole|the lot|loads of|a load of|"
+       r"every|a handful of|a bunch of|everything) {G3}(?:pils|tablets|stuf|gear|drugs|{PILLS}|botle|of them|"
+       r"i had|in the cupboard) {G4}(?:on purpose|deliberately|intentionaly)",
        negation="before", past=_PAST),
     _r("t3.other_in_danger", 3,
-       r"(?:he|she|they|hes|shes|theyre|my \w+|my \w+s) {G1}(?:is |are )?(?:oding|overdosing)(?! on (?:cofee|sugar|"
-       r"chocolate|caffeine|netflix|tv|anime|memes|work)\b)",
+       r"(?:he|she|they|hes|shes|theyre|my \w+) {G1}(?:is |are )?(?:oding|overdosing)(?:$| (?:on (?:{PILLS}|"
+       r"something|drugs|heroin|fentanyl|gear|pils)|in the \w+|rn|right now|now)\b)",
        negation="before", past=_PAST),
-    # a method weighed (round 10; C-SSRS item 3): fasting until the heart gives out, fuel and matches
+    # a method weighed after distress (round 10; C-SSRS item 3): fasting until the heart gives out, fuel and
+    # matches
     _r("t3.method", 3,
        r"(?:stop|stoping|stoped|quit|not) (?:eating|drinking)(?: (?:and|or) (?:eating|drinking))? {G4}(?:until|til|till) "
-       r"(?:my heart (?:gives out|gives up|stops)|i die|im dead)|"
-       r"(?:kerosene|petrol|gasoline|lighter fluid|paraffin) {G4}(?:matches|a match|lighter|on myself|over myself)",
-       requires="distress", fallback=("t2.method_ambiguous", 2), negation="before", past=_PAST),
+       r"my heart (?:gives out|gives up|stops)|"
+       r"(?:kerosene|petrol|gasoline|lighter fluid|paraffin) {G4}(?:matches|a match|lighter) {G4}(?:myself|on me|"
+       r"over me)|(?:pour|pouring|douse|dousing) {G4}(?:kerosene|petrol|gasoline|lighter fluid|paraffin) (?:on|over) "
+       r"(?:myself|me)",
+       requires="distress", negation="before", past=_PAST),
     # means at hand said in new words (round 10; a means bought "not for cooking" is in _parts.py): the rope
-    # tied to the banister, tablets lined up on the nightstand, enough saved "to do what i want with them"
+    # tied to the banister (to a beam or the rafters after distress), tablets lined up, enough tablets saved
     _r("t3.means_at_hand", 3,
-       r"rope {G3}tied (?:to|round|around) (?:the |a )?(?:banister|baniser|beam|rafter|rafters|lof hatch|curtain rail|"
-       r"door handle)(?! for (?:a |the )?(?:swing|hamock|dog|tent|washing|boxing bag|punch bag|punching bag|puley))|"
-       r"enough {G3}(?:{PILLS}|them) to (?:do (?:it|what i)|end (?:it|things|my life)|not wake up|die)",
+       r"rope {G3}tied (?:to|round|around) (?:the |a )?(?:banister|baniser|lof hatch|curtain rail|door handle)"
+       r"(?! for (?:a |the )?(?:swing|hamock|dog|tent|washing|boxing bag|punch bag|punching bag|puley))|"
+       r"enough {G3}{PILLS} to (?:do (?:it|what i)|end (?:it|things|my life)|not wake up|die)",
        negation="before", past=_PAST),
     _r("t3.means_at_hand", 3,
-       r"(?:{PILLS}|bottle of {PILLS}) (?:ive|i have|i|ive got) (?:lined up|laid out|counted out)",
-       requires="distress", fallback=("t2.means_mention", 2), negation="before", past=_PAST),
-    # preparing for after oneself (round 10; C-SSRS item 6): birthday cards written years ahead, voices heard one
-    # more time, things promised to others
+       r"rope {G3}tied (?:to|round|around) (?:the |a )?(?:beam|rafter|rafters)(?!.*\b(?:swing|hamock|climbing|"
+       r"aerial|yoga|gym|boxing|punch|puley|tent|washing)\b)|"
+       r"(?:{PILLS}|bottle of {PILLS}) (?:ive|i have|i|ive got) (?:lined up|laid out|counted out)"
+       r"(?! (?:for the wek|for the month|into|in (?:the|my) (?:organiser|organizer|dosete|pil box)))",
+       requires="distress", negation="before", past=_PAST),
+    # preparing for after oneself (round 10; C-SSRS item 6): birthday cards written years ahead, everyone called
+    # to hear their voices one more time, things promised to others after risk
     _r("t3.preparatory", 3,
        r"(?:birthday|christmas) cards for (?:the next|every year for the next) (?:[0-9]+|ten|twenty|five) years|"
-       r"hear (?:their|his|her|your|my \w+s) voices? (?:one )?(?:more|last) time",
-       requires="distress", fallback=("t2.farewell", 2), negation="before", past=_PAST),
+       r"(?:caling|caled|ringing|rang|phoning|phoned|texting) (?:everyone|everybody|al my \w+|my \w+) {G6}hear "
+       r"(?:their|his|her|your) voices? (?:one )?(?:more|last) time",
+       requires="distress", fallback=("t2.farewell", 2), fallback_requires="distress", negation="before", past=_PAST),
     _r("t3.preparatory", 3,
        r"(?:he|she|they) can (?:have|keep) my (?:bike|rom|car|games|guitar|things|stuf|clothes|phone|console|pc|"
        r"dog|cat)\b(?! (?:while|when i am away|til|until|for the wekend|for a)\b)",
        requires="risk", fallback=("t2.preparatory_after_distress", 2), fallback_requires="distress",
        negation="before", past=_PAST),
-    # intent said as a decision or as another's way (round 10): "I have decided to die", "I'm going to go the same
-    # way as him" after earlier risk
+    # intent said as a decision or as another's way (round 10): "I have decided to die", "I've decided I'm going to
+    # die tonight" (not "to die my hair"), "I'm going to go the same way as him" after earlier risk
     _r("t3.intent_self_harm", 3,
-       r"(?:{I}) {G1}decided (?:to die|that i (?:want to|wil|am going to|m going to) die)(?! (?:on|in) (?:this|that) hil)",
+       r"(?:{I}) {G1}decided (?:to die|(?:that )?(?:i|im) (?:want to|wil|am going to|going to|m going to) die)"
+       r"(?! (?:on|in) (?:this|that) hil)(?! (?:my|her|his|the|it|them) )",
        negation="before", past=_PAST),
     _r("t3.intent_self_harm", 3,
        r"(?:going to|gona|wil|il) (?:go|end up going) the same way (?:as )?(?:him|her|them|my \w+|he did|she did)|"
-       r"(?:going to|gona|wil|il) do what (?:my \w+|he|she) did",
+       r"(?:going to|gona|wil|il) do what (?:my \w+|he|she) did(?! (?:and|to|with|at|for|in|when|last)\b)",
        requires="risk", fallback=("t2.ambiguous_intent", 2), fallback_requires="distress", negation="before"),
-    # wishes to be dead in more frames (round 10; C-SSRS item 1): not to have been saved, the end welcomed, a killer
+    # wishes to be dead in more frames (round 10; C-SSRS item 1): not to have been saved, death welcomed, a killer
     # "doing me a favour", the sea wanted to take me, disappointment that the lorry missed, "better I die", God
     # asked to let me die, not minding dying, envy of the dead
     _r("t2.passive_wish", 2,
        r"wish (?:the \w+|they|he|she|someone|you|my \w+|the doctors|the paramedics) (?:hadnt|had not|didnt|did not|"
        r"never|wouldnt have) (?:pulled me out|saved me|found me|resuscitated me|revived me|brought me back|"
-       r"got to me)(?! (?:a|an|the|my|some|your|his|her|their|one|two)\b)|wish (?:i|id|i had) (?:never|not) (?:come round|woke up|woken up|survived|made it out|come to)|"
-       r"(?:id|i would|i d|i ll|il) (?:welcome|wouldnt mind|not mind) (?:the end(?! of)|death|dying|it al ending)|"
-       r"(?:they|he|she|it|someone)(?:d| would| wil|l) be doing me a favou?r|"
+       r"got to me)(?! (?:a|an|the|my|some|your|his|her|their|one|two|at|in the game)\b)|"
+       r"wish (?:i|id|i had) (?:never|not) (?:come round|woke up|woken up|survived|come to)(?: (?:after|from|in) "
+       r"(?:the|that|my) \w+)?$|"
+       r"(?:id|i would|i d|i ll|il) (?:welcome|wouldnt mind|not mind) (?:death|dying|it al ending)$|"
+       r"(?:stabbed|shot|kiled|hit|ran over|ran me over|finished) me {G6}(?:theyd|they would|hed|he would|shed|"
+       r"she would|itd|it would|youd|you would) be doing me a favou?r|"
        r"(?:wanted|want|wanting|wish) the (?:sea|water|river|waves|cold|snow|ocean|lake) to (?:just )?(?:take|swalow) me|"
        r"(?:nearly|almost) (?:hit|cliped|ran over|knocked|knocked down) me {G8}(?:disapointed|gutted|sad|upset) "
        r"(?:that )?(?:it|they|he|she) mised(?: me)?$|"
-       r"better (?:if |that )?i (?:die|died|was dead|were dead)(?! (?:on|in) (?:this|that) hil)|"
+       r"better (?:if |that )?i (?:die|died|was dead|were dead)(?! (?:on|in) (?:this|that) hil| first| last)|"
        r"(?:asking|begging|praying|pray|ask|beg) {G1}(?:god|the lord|allah|jesus) (?:to )?(?:just )?let me die|"
-       r"(?:wouldnt|would not) mind if i (?:did$|died|didnt wake up|never woke up|was gone)|"
-       r"envy (?:the ones|those|people|the people|anyone|everyone) (?:who|that) (?:died|are dead|passed)",
+       r"(?:wouldnt|would not) mind if i (?:died|didnt wake up|never woke up|was gone)(?! (?:of|laughing|from)\b)|"
+       r"envy (?:the ones|those|people|the people|anyone|everyone) (?:who|that) (?:died|are dead|passed (?:away|on))",
        negation="before", past=_PAST),
 )  # fmt: skip

@@ -103,7 +103,7 @@ _VOCAB: dict[str, str] = {
         r"poison(?:ing)? SELF|top(?:ing)? SELF(?! (?:up|of|with|at|in|after|next|this|that|again|last|on|for|every|each|now)\b)|neck(?:ing)? SELF|"
         r"sufocat(?:e|ing) SELF|(?:slit|cut)(?:ing)? my (?:wrists|wrist|throat)|"
         r"throw(?:ing)? SELF (?:of|in front of|under|from)|starv(?:e|ing) SELF to death|"
-        r"end(?:ing)? it al|do(?:ing)? SELF in|do(?:ing)? away with SELF|finish(?:ing)? SELF of|"
+        r"end(?:ing)? it al|do(?:ing)? SELF in|do(?:ing)? away with SELF|finish(?:ing)? SELF of(?! with)|"
         r"eat(?:ing)? (?:my|a) (?:rifle|gun|pistol|shotgun|bulet)|"
         r"yet(?:ing)? SELF (?:of|from|out of) (?:the earth|this planet|existence|a bridge|the bridge|a rof|the rof|"
         r"a building|a clif)|blow(?:ing)? my brains out|put(?:ing)? a bulet in my head|"
@@ -449,7 +449,7 @@ RULES: tuple[Rule, ...] = (
     Rule("t2.abuse_disclosed", 2,
          r"{ABUSER} {G1}{ABUSE_VERB} me(?! (?:at|in|to|up to|into|of|about|down)\b|"
          r" with (?:a |an |the |some |this |that )?(?:\w+ )?(?:idea|question|news|deadline|bil|task|list|mesage|"
-         r"text|email|joke|request|project|surprise|curveball)\b)|"
+         r"text|email|joke|request|project|surprise|curveball|work|warning|increase|rise|fine|update|quote|invoice)s?\b)|"
          r"{I} {G2}(?:was|am|have ben|ve ben|got|being|get) {G1}(?:raped|molested|abused|asaulted|"
          r"sexualy asaulted|beaten up|batered|traficked|groped|stalked)|"
          r"my abusive {G1}(?:relationship|"

@@ -98,7 +98,6 @@ SLANG: dict[str, str] = {
     "mysef": "myself",
     # round 10: "gnna" (collapsed "gna"), the night cut short
     "gna": "going to",
-    "kl": "kil",
     "nite": "night",
     "mysel": "myself",
     "gonae": "going to",
@@ -225,7 +224,7 @@ _SKELETON_PROTECTED: frozenset[str] = frozenset(
     {"pls", "plz", "ppl", "msg", "txt", "thx", "thnx", "btw", "smh", "tbh", "ngl", "brb", "lmk", "hmu",
      "wtf", "nvm", "fyi", "hbd", "irl", "srs", "sry", "srsly", "mfw", "tfw", "ty", "gn", "gm", "dm", "jk",
      "rn", "bc", "idk", "nm", "np", "pm", "tv", "wk", "mth", "yr", "yrs", "hr", "hrs", "min", "kg", "km",
-     "snd", "dnt", "pst"}
+     "snd", "dnt", "pst", "scd", "mnd", "gdb"}
 )  # fmt: skip
 
 

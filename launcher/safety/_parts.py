@@ -39,6 +39,8 @@ __all__ = [
     "REHEARSAL_STRONG",
     "STOCKPILE",
     "TAKEN",
+    "WEAK_SETTING",
+    "WEAK_SIGN",
     "adjacent",
     "part_hits",
 ]
@@ -58,9 +60,9 @@ MEDICAL_SETTING: re.Pattern[str] = compile_template(
     r"(?:he|she|they|i|mum|mom|dad|gran|grandad|my \w+|one of the \w+) (?:just )?colapsed|high fever|"
     r"(?:pressure|pain|tightnes) (?:in|on|acros) (?:my|his|her) chest|"
     r"(?:a fit|fiting$|is fiting|having a fit|seizure|convulsing|jerking)|(?:left|right|one) side {G3}(?:numb|weak|floppy|droping)|"
-    r"waters (?:broke|have broken|went|have gone|have gone|gone|broken)|pregnant|[0-9]+ weks|labour|labor|contractions|"
+    r"waters (?:broke|have broken|went|have gone|gone|broken)|pregnant|[0-9]+ weks|labour|labor|contractions|"
     # round 10: heat stroke, a faint, a toxic level of a medicine, a sugar reading
-    r"(?:in|from) (?:this|the) (?:heat|sun)|heat ?stroke|(?:blacked|blacking) out|fainted|"
+    r"(?:in|from) (?:this|the) (?:heat|sun)|heat ?stroke|(?:blacked|blacking) out|"
     r"(?:lithium|paracetamol|digoxin|carbon monoxide) (?:toxic|toxicity|poisoning)|sugars? (?:is |s )?(?:at )?[0-9]+)"
 )
 ACUTE_SIGN: re.Pattern[str] = compile_template(
@@ -77,10 +79,19 @@ ACUTE_SIGN: re.Pattern[str] = compile_template(
     r"words (?:are )?(?:coming|come) out (?:wrong|jumbled|garbled|slured)|"
     r"eyes? {G2}(?:rol|roling|roled) back|(?:the )?cord {G2}(?:coming|hanging) out|(?:fel|se|can fel|can se) the cord|"
     r"bleding (?:a lot|heavily)|"
-    # round 10: the cord out, confusion, breathlessness, a racing heart, shaking, barely able to speak
-    r"(?:the )?cord (?:is |s )?out|(?:aint|isnt|is not) making sense|short of breath|cant (?:breath|breth)$|"
-    r"heart (?:is |s )?(?:racing|pounding)|(?:im |she is |he is |shes |hes )?(?:shaking|shaky)$|"
-    r"(?:can )?barely (?:type|talk|speak|breathe|stay awake)|cant stay awake)"
+    # round 10: the cord out, confusion, breathlessness, barely able to speak
+    r"(?:the )?cord (?:is |s )?out|(?:aint|isnt|is not) making sense|cant (?:breath|breth)$|"
+    r"(?:can )?barely (?:type|talk|speak|breathe))"
+)
+#: Signs too common to be an emergency with any setting (a racing heart, shaking, breathlessness, barely awake):
+#: an emergency only after a blackout, with a sugar reading or a toxic level of a medicine (round 10).
+WEAK_SETTING: re.Pattern[str] = compile_template(
+    r"(?:blacked|blacking) out|(?:lithium|paracetamol|digoxin|carbon monoxide) (?:toxic|toxicity|poisoning)|"
+    r"sugars? (?:is |s )?(?:at )?[0-9]+"
+)
+WEAK_SIGN: re.Pattern[str] = compile_template(
+    r"short of breath|heart (?:is |s )?(?:racing|pounding)|(?:im|i am|she is|he is|shes|hes) (?:shaking|shaky)$|"
+    r"(?:can )?barely stay awake|cant stay awake|confused"
 )
 #: An old person's fall: a fall and not getting up, or a limb at a wrong angle (NHS: "fallen and can't get up").
 FALL_SETTING: re.Pattern[str] = compile_template(
@@ -118,10 +129,15 @@ MEDICAL_SIGN: re.Pattern[str] = compile_template(
     # thunderclap headache, a burst appendix, the throat closing
     r"(?:my|our|his|her) (?:wifes|husbands|mums|moms|dads|partners|sons|daughters|brothers|sisters|nans|grans|"
     r"friends|mates|wife|husband|mum|mom|dad|partner|son|daughter|brother|sister|nan|gran|friend|mate) "
-    r"(?:has |just |has just )?colapsed(?! (?:on the sofa|into bed|laughing|with laughter|from laughing)\b)|"
-    r"(?:sudden )?weaknes (?:on|down) (?:the|his|her|my|one) (?:left |right )?side|"
+    r"(?:has |just |has just )?colapsed(?:$| and (?:isnt|is not|wont|cant|not|hasnt)| (?:in|on) the (?:garden|flor|"
+    r"kitchen|bathrom|street|road|stairs|shower|toilet|yard|pavement|drive)\b)"
+    r"(?!.*\b(?:laugh|laughing|gigles|heap|sofa|bed|after (?:work|football|the shift|training|the gym)))|"
+    r"(?:sudden|suddenly|suddenly has|suddenly got) (?:a )?weaknes (?:on|down|in) (?:the|his|her|my|one) (?:left |right )?side"
+    r"(?!.*\b(?:squats|gym|training|workout|lunges|lifting|exercise|since (?:the|my) (?:stroke|injury|op))\b)|"
     r"(?:left|right) side of (?:my|his|her|their) (?:body|face) (?:wont|cant|is not|isnt) (?:move|moving|work)|"
-    r"thunderclap|worst headache of (?:my|his|her) life|appendix {G2}(?:burst|ruptured)|"
+    r"thunderclap headache|headache {G6}(?:like )?a thunderclap|worst headache of (?:my|his|her) life"
+    r"(?!.*\b(?:lol|haha|hangover|wine|drinking|last night)\b)|"
+    r"appendix {G2}(?:burst|ruptured)(?!.*\b(?:when i was|years ago|as a (?:kid|child)|last year)\b)|"
     r"throat (?:is |s )?(?:closing|swelling)(?! (?:up )?(?:when|every time|whenever|before|if)\b)"
 )
 #: A means bought and said not to be for its use (round 10; C-SSRS item 6, "obtained a gun"): "bought a knife
@@ -131,7 +147,7 @@ MEANS_BOUGHT: re.Pattern[str] = compile_template(
     r"blades|razor|razors|charcoal|hose|hosepipe|ladder and rope)"
 )
 NOT_FOR_USE: re.Pattern[str] = compile_template(
-    r"(?:^|\b(?:its|it is|and|but) )not (?:for|to use for|to use in) (?:cooking|the garden|hunting|the lof|diy|"
+    r"(?:^|\b(?:its|it is|and) )not (?:for|to use for|to use in) (?:cooking|the garden|hunting|the lof|diy|"
     r"the kitchen|camping|climbing|the shed|the garage|work)$"
 )
 #: Someone else in danger now, said as its parts: something taken and a sign that they are not safe.
@@ -290,7 +306,7 @@ _NOT_NOW = compile_template(
 )
 
 
-_STATED_USE = compile_template(r"^(?:for|its for|it is for|just for|only for) ")
+_STATED_USE = compile_template(r"\bfor (?:a |an |the |my |some )?\w+")
 
 
 def _bought_not_for_use(clauses: Sequence[Clause]) -> bool:
@@ -299,7 +315,7 @@ def _bought_not_for_use(clauses: Sequence[Clause]) -> bool:
     for i, c in enumerate(clauses):
         if not NOT_FOR_USE.search(c.text):
             continue
-        if i + 1 < len(clauses) and _STATED_USE.search(clauses[i + 1].text):
+        if any(_STATED_USE.search(later.text) for later in clauses[i + 1 :]):
             continue
         if MEANS_BOUGHT.search(c.text) or (i > 0 and MEANS_BOUGHT.search(clauses[i - 1].text)):
             return True
@@ -334,6 +350,7 @@ def part_hits(
         _any(clauses, MEDICAL_SIGN)
         or adjacent(clauses, MEDICAL_SETTING, ACUTE_SIGN)
         or adjacent(clauses, FALL_SETTING, FALL_SIGN)
+        or adjacent(clauses, WEAK_SETTING, WEAK_SIGN)
     ) and not _any(clauses, _NOT_NOW):
         return [("t3.composed_medical", 3, False)]
     if (

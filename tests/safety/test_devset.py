@@ -48,13 +48,13 @@ PINS = [
     Pin("safety_fresh5", 1303, 536, 752, 551, reached_t3=518, reached_t2plus=739, false_alarms=5),
     # the held-out set of round 7, read as the development set of round 8 (not training data; round 7's
     # screen on it: 435 / 783 / 13)
-    Pin("safety_fresh6", 1516, 560, 882, 634, reached_t3=509, reached_t2plus=815, false_alarms=13),
+    Pin("safety_fresh6", 1516, 560, 882, 634, reached_t3=509, reached_t2plus=814, false_alarms=13),
     # the held-out set of round 8, read as the development set of round 9 (not training data; round 8's
     # screen on it: 635 / 1011 / 20)
     Pin("safety_fresh7", 1866, 814, 1172, 694, reached_t3=710, reached_t2plus=1019, false_alarms=20),
     # the held-out set of round 9, read as the development set of round 10 (not training data; round 9's
     # screen on it: 826 / 1215 / 44)
-    Pin("safety_fresh8", 2130, 970, 1377, 753, reached_t3=857, reached_t2plus=1257, false_alarms=44),
+    Pin("safety_fresh8", 2130, 970, 1377, 753, reached_t3=855, reached_t2plus=1246, false_alarms=44),
 ]
 
 

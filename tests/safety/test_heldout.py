@@ -2,8 +2,9 @@
 tier 3, 437 tier 2, 796 ordinary; 966 multi-turn), written by two writers who read only a brief, the label
 format, the previous set's README and the issue's list of families, and saw neither the screen, its
 training data, its tests nor the earlier sets (its README says how). It was scored once with the round-9
-screen before any round-10 change, once with the round-10 first cut and once with its second cut (decided
-on the development sets before that score was seen, shipped whatever it said), in aggregate (docs/safety.md). Its items are never read while changing the screen, nor copied into training data or
+screen before any round-10 change, then with the round-10 first cut, its second cut and a code review's
+fixes (each decided on the development sets or by the review before its score was seen, and shipped whatever
+it said), in aggregate (docs/safety.md). Its items are never read while changing the screen, nor copied into training data or
 tests. (The held-out set of round 9, ``bench/data/safety_fresh8``, is now a development set, pinned in
 ``test_devset.py``.)
 
