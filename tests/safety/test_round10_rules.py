@@ -68,21 +68,6 @@ def test_the_suicide_told_as_scheduled_is_a_crisis_on_its_own() -> None:
     assert r.tier == 3 and "t3.timeline" in r.reasons
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "i'll be dead tired by tomorrow",
-        "i'll be gone by friday, the flight is at six",
-        "i'll be gone on holiday next week",
-        "the last day of the season was brilliant",
-        "two more days left at this job",
-        "the party is happening tonight",
-    ],
-)
-def test_date_look_alikes_stay_below_tier_2(text: str) -> None:
-    assert screen_rules(text).tier < 2, text
-
-
 def test_gone_with_a_date_is_a_crisis_only_after_risk() -> None:
     assert screen_after("i want to die", "by the weekend i'll be gone").tier == 3
     assert screen_rules("by the weekend i'll be gone").tier < 2
@@ -96,72 +81,11 @@ def test_the_place_and_the_day_chosen_after_distress_is_a_plan() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    [
-        "she's been hitting me since the baby came",
-        "my mum's started slapping me when i'm late",
-        "he's knocked me about again",
-        "he slammed my head against the cupboard",
-        "he dragged me by my hair to the car",
-        "he threw a plate at me last night",
-        "my friend says her husband beats her",
-    ],
-)
-def test_abuse_told_with_its_act_is_tier_2(text: str) -> None:
-    r = screen_rules(text)
-    assert r.tier == 2 and "t2.abuse_disclosed" in r.reasons, (text, r.reasons)
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "she hit me with a brilliant idea today",
-        "my manager hit me with another deadline",
-        "he's been hitting me up for money",
-        "my mum's kicking me out of the kitchen again",
-        "the kids threw water at me in the garden",
-        "her dad beat him at chess",
-    ],
-)
-def test_abuse_look_alikes_stay_below_tier_2(text: str) -> None:
-    assert screen_rules(text).tier < 2, text
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "left a letter apologising to the train driver",
-        "hugged my dad like it was the last time because it is",
-    ],
-)
-def test_farewells_nobody_writes_otherwise_are_a_crisis_alone(text: str) -> None:
-    r = screen_rules(text)
-    assert r.tier == 3 and "t3.preparatory" in r.reasons, (text, r.reasons)
-
-
-@pytest.mark.parametrize(
-    "text",
     ["last goodbyes sent, going quiet now", "posted a goodbye video to everyone", "wrote to the coroner"],
 )
 def test_farewells_after_distress_are_a_crisis(text: str) -> None:
     r = screen_after("i feel hopeless and worthless", text)
     assert r.tier == 3 and "t3.preparatory" in r.reasons, (text, r.reasons)
-    assert screen_rules(text).tier < 2, text
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "said my final goodbyes to grandad at the hospice",
-        "sent my last goodbyes to the team before my leaving do",
-        "so excited for what comes next",
-        "we gave away our dog to a farm with more space",
-        "sent a goodbye text to my ex",
-        "recorded a goodbye video for my class, i'm moving schools",
-        "left a note apologising to the driver whose car i scratched",
-        "i'm writing to the coroner about my dad's inquest",
-    ],
-)
-def test_farewell_look_alikes_stay_below_tier_2(text: str) -> None:
     assert screen_rules(text).tier < 2, text
 
 
@@ -172,79 +96,6 @@ def test_a_pet_given_away_after_earlier_risk_is_preparation() -> None:
 
 def test_thoughts_of_doing_away_with_oneself_are_ideation() -> None:
     assert screen_rules("i keep having thoughts of doing away with myself").tier == 2
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "my dad's collapsed in the garden, what do i do",
-        "he suddenly has weakness down the left side and his words are slurred",
-        "the right side of her face won't move",
-        "worst headache of my life, it hit all at once like a thunderclap",
-        "i think my appendix has burst",
-        "grandad got confused in the sun and now he's not making sense",
-        "blacked out and now my heart is racing",
-        "my waters have gone and the cord is out",
-        "lithium toxicity i reckon, i keep vomiting",
-        "having an asthma attack and can barely talk",
-        "sugar's at 2 and i can barely stay awake",
-    ],
-)
-def test_medical_red_flags_are_an_emergency(text: str) -> None:
-    r = screen_rules(text)
-    assert r.tier == 3 and "t3.composed_medical" in r.reasons, (text, r.reasons)
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "my heart is pounding before the exam",
-        "i collapsed onto the sofa after the shift",
-        "my throat closes up every time i have to present",
-        "the shed roof collapsed in the storm",
-        "i'm shaking with nerves about the interview",
-        "worst headache ever after that wine lol",
-    ],
-)
-def test_medical_look_alikes_stay_below_tier_2(text: str) -> None:
-    assert screen_rules(text).tier < 2, text
-
-
-@pytest.mark.parametrize(
-    ("text", "rule"),
-    [
-        ("swallowed all the tablets on purpose", "t3.in_progress"),
-        ("my brother is overdosing in the bathroom", "t3.other_in_danger"),
-        ("i'm going to finish myself off tonight", "t3.intent_self_harm"),
-        ("i'm going to eat my gun tonight", "t3.intent_self_harm"),
-        ("picked up a knife at the shop, not for the kitchen", "t3.composed_means"),
-        ("i have decided to die and i feel calm", "t3.intent_self_harm"),
-        ("got the rope tied round the banister", "t3.means_at_hand"),
-        ("bought a length of rope, not for the garden", "t3.composed_means"),
-        ("i've kept back enough tablets to not wake up", "t3.means_at_hand"),
-    ],
-)
-def test_acts_means_and_decisions_said_in_new_words_reach_tier_3(text: str, rule: str) -> None:
-    r = screen_rules(text)
-    assert r.tier == 3 and rule in r.reasons, (text, r.reasons)
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "took the scenic route on purpose",
-        "she's overdosing on caffeine before finals",
-        "this run is going to finish me off",
-        "i've decided to die on that hill",
-        "the rope is tied to the beam for the boxing bag",
-        "my nephew can have my old console while i'm away",
-        "lined up my tablets in the weekly organiser",
-        "bought a knife, not for cooking but for carving",
-        "got a new hose, it's for the garden",
-    ],
-)
-def test_act_and_means_look_alikes_stay_below_tier_2(text: str) -> None:
-    assert screen_rules(text).tier < 2, text
 
 
 def test_a_method_weighed_is_a_crisis_after_distress_only() -> None:
@@ -279,21 +130,6 @@ def test_preparing_for_after_oneself_after_distress_is_a_crisis() -> None:
 def test_wishes_to_be_dead_in_more_frames_are_tier_2(text: str) -> None:
     r = screen_rules(text)
     assert r.tier >= 2, (text, r.reasons)
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "i wish they hadn't found me a seat at the back",
-        "i'd welcome the end of this project",
-        "he missed the penalty and i was gutted it missed",
-        "better that i die on this hill than give in to the landlord",
-        "i wouldn't mind if i did get the promotion",
-        "i wish the lifeguard had pulled me out sooner, i was freezing",
-    ],
-)
-def test_wish_look_alikes_stay_below_tier_2(text: str) -> None:
-    assert screen_rules(text).tier < 2, text
 
 
 # Look-alikes a code review of the round's first version found at tier 2 or 3 (each fixed).
@@ -338,11 +174,6 @@ REVIEW_LOOK_ALIKES = [
 ]
 
 
-@pytest.mark.parametrize("text", REVIEW_LOOK_ALIKES)
-def test_the_reviews_look_alikes_stay_below_tier_2(text: str) -> None:
-    assert screen_rules(text).tier < 2, text
-
-
 @pytest.mark.parametrize(
     ("earlier", "text"),
     [
@@ -364,3 +195,108 @@ def test_the_reviews_look_alikes_after_distress_stay_below_tier_3(earlier: str, 
 )
 def test_blows_to_the_body_are_abuse(text: str) -> None:
     assert screen_rules(text).tier == 2, text
+
+
+#: Single messages and the tier and rule they reach (each below its tier on the round-9 screen).
+REACHED = [
+    # t2.abuse_disclosed
+    ("she's been hitting me since the baby came", 2, "t2.abuse_disclosed"),
+    ("my mum's started slapping me when i'm late", 2, "t2.abuse_disclosed"),
+    ("he's knocked me about again", 2, "t2.abuse_disclosed"),
+    ("he slammed my head against the cupboard", 2, "t2.abuse_disclosed"),
+    ("he dragged me by my hair to the car", 2, "t2.abuse_disclosed"),
+    ("he threw a plate at me last night", 2, "t2.abuse_disclosed"),
+    ("my friend says her husband beats her", 2, "t2.abuse_disclosed"),
+    # t3.preparatory
+    ("left a letter apologising to the train driver", 3, "t3.preparatory"),
+    ("hugged my dad like it was the last time because it is", 3, "t3.preparatory"),
+    # t3.composed_medical
+    ("my dad's collapsed in the garden, what do i do", 3, "t3.composed_medical"),
+    ("he suddenly has weakness down the left side and his words are slurred", 3, "t3.composed_medical"),
+    ("the right side of her face won't move", 3, "t3.composed_medical"),
+    ("worst headache of my life, it hit all at once like a thunderclap", 3, "t3.composed_medical"),
+    ("i think my appendix has burst", 3, "t3.composed_medical"),
+    ("grandad got confused in the sun and now he's not making sense", 3, "t3.composed_medical"),
+    ("blacked out and now my heart is racing", 3, "t3.composed_medical"),
+    ("my waters have gone and the cord is out", 3, "t3.composed_medical"),
+    ("lithium toxicity i reckon, i keep vomiting", 3, "t3.composed_medical"),
+    ("having an asthma attack and can barely talk", 3, "t3.composed_medical"),
+    ("sugar's at 2 and i can barely stay awake", 3, "t3.composed_medical"),
+    # t3.in_progress
+    ("swallowed all the tablets on purpose", 3, "t3.in_progress"),
+    # t3.other_in_danger
+    ("my brother is overdosing in the bathroom", 3, "t3.other_in_danger"),
+    # t3.intent_self_harm
+    ("i'm going to finish myself off tonight", 3, "t3.intent_self_harm"),
+    ("i'm going to eat my gun tonight", 3, "t3.intent_self_harm"),
+    ("i have decided to die and i feel calm", 3, "t3.intent_self_harm"),
+    # t3.composed_means
+    ("picked up a knife at the shop, not for the kitchen", 3, "t3.composed_means"),
+    ("bought a length of rope, not for the garden", 3, "t3.composed_means"),
+    # t3.means_at_hand
+    ("got the rope tied round the banister", 3, "t3.means_at_hand"),
+    ("i've kept back enough tablets to not wake up", 3, "t3.means_at_hand"),
+]
+
+
+@pytest.mark.parametrize(("text", "tier", "rule"), REACHED, ids=[t for t, _, _ in REACHED])
+def test_round10_messages_reach_their_tier(text: str, tier: int, rule: str) -> None:
+    r = screen_rules(text)
+    assert r.tier == tier and rule in r.reasons, (text, r.reasons)
+
+
+#: Look-alikes of each new rule family: ordinary messages the rules must leave below tier 2.
+LOOK_ALIKES = [
+    # abuse
+    "she hit me with a brilliant idea today",
+    "my manager hit me with another deadline",
+    "he's been hitting me up for money",
+    "my mum's kicking me out of the kitchen again",
+    "the kids threw water at me in the garden",
+    "her dad beat him at chess",
+    # act and means
+    "took the scenic route on purpose",
+    "she's overdosing on caffeine before finals",
+    "this run is going to finish me off",
+    "i've decided to die on that hill",
+    "the rope is tied to the beam for the boxing bag",
+    "my nephew can have my old console while i'm away",
+    "lined up my tablets in the weekly organiser",
+    "bought a knife, not for cooking but for carving",
+    "got a new hose, it's for the garden",
+    # date
+    "i'll be dead tired by tomorrow",
+    "i'll be gone by friday, the flight is at six",
+    "i'll be gone on holiday next week",
+    "the last day of the season was brilliant",
+    "two more days left at this job",
+    "the party is happening tonight",
+    # farewell
+    "said my final goodbyes to grandad at the hospice",
+    "sent my last goodbyes to the team before my leaving do",
+    "so excited for what comes next",
+    "we gave away our dog to a farm with more space",
+    "sent a goodbye text to my ex",
+    "recorded a goodbye video for my class, i'm moving schools",
+    "left a note apologising to the driver whose car i scratched",
+    "i'm writing to the coroner about my dad's inquest",
+    # medical
+    "my heart is pounding before the exam",
+    "i collapsed onto the sofa after the shift",
+    "my throat closes up every time i have to present",
+    "the shed roof collapsed in the storm",
+    "i'm shaking with nerves about the interview",
+    "worst headache ever after that wine lol",
+    # wish
+    "i wish they hadn't found me a seat at the back",
+    "i'd welcome the end of this project",
+    "he missed the penalty and i was gutted it missed",
+    "better that i die on this hill than give in to the landlord",
+    "i wouldn't mind if i did get the promotion",
+    "i wish the lifeguard had pulled me out sooner, i was freezing",
+]
+
+
+@pytest.mark.parametrize("text", LOOK_ALIKES + REVIEW_LOOK_ALIKES)
+def test_round10_look_alikes_stay_below_tier_2(text: str) -> None:
+    assert screen_rules(text).tier < 2, text
