@@ -406,8 +406,29 @@ class Clause:
         return " ".join(self.tokens)
 
 
+#: A number with its unit or a clock time ("3am", "10pm", "20mg", "5th", "2x"): not leetspeak (round 10; "3am" was
+#: read as "eam", so no time rule could see it).
+_NUMBER_WITH_UNIT = re.compile(r"[0-9]+(?:[.:][0-9]+)?(?:am|pm|s|mg|mcg|ml|kg|g|k|h|hr|hrs|min|mins|x)")
+_ORDINAL = re.compile(r"([0-9]*)([0-9])(st|nd|rd|th)")
+
+
+def _is_number(token: str) -> bool:
+    """A number with its unit, a clock time or an ordinal spelt right ("3rd", not "3nd": that is leet "end")."""
+    if _NUMBER_WITH_UNIT.fullmatch(token):
+        return True
+    m = _ORDINAL.fullmatch(token)
+    if m is None:
+        return False
+    tens, last, suffix = m.group(1)[-1:], m.group(2), m.group(3)
+    want = "th" if tens == "1" else {"1": "st", "2": "nd", "3": "rd"}.get(last, "th")
+    return suffix == want
+
+
 def _deleet(raw: str) -> str:
-    """Map leetspeak; "1" reads as "i" unless reading it as "l" gives a risk word ("ki11" -> "kill")."""
+    """Map leetspeak; "1" reads as "i" unless reading it as "l" gives a risk word ("ki11" -> "kill"). A number
+    with its unit or a clock time is left as written (:data:`_NUMBER_WITH_UNIT`)."""
+    if _is_number(_NON_ALNUM.sub("", raw)) and not raw[:1].isalpha():
+        return raw
     as_i = _BANG_IN_WORD.sub("i", raw.translate(_LEET))
     if "1" in raw:
         as_l = _BANG_IN_WORD.sub("i", raw.replace("1", "l").translate(_LEET))

@@ -25,6 +25,16 @@ def test_texted_key_words_are_read_as_the_words(texted: str, plain: str) -> None
     assert [c.text for c in normalize(texted)] == [plain]
 
 
+@pytest.mark.parametrize("text", ["im doing it at 3am", "took 20mg on the 5th", "1000mg twice", "3x a day"])
+def test_numbers_with_units_and_clock_times_are_not_leetspeak(text: str) -> None:
+    # "3am" was read as "eam" and "5th" as "sth", so no rule could see a time or a date written that way
+    assert [c.text for c in normalize(text)] == [text.replace("took", "tok")]
+
+
+def test_a_wrong_ordinal_is_still_leetspeak() -> None:
+    assert [c.text for c in normalize("i w1ll 3nd 1t")] == ["i wil end it"]
+
+
 @pytest.mark.parametrize(
     "text", ["pls ring me", "snd me the doc", "thx guys", "the kin of the king", "a din"]
 )
