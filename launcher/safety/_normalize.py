@@ -427,7 +427,7 @@ def _is_number(token: str) -> bool:
 def _deleet(raw: str) -> str:
     """Map leetspeak; "1" reads as "i" unless reading it as "l" gives a risk word ("ki11" -> "kill"). A number
     with its unit or a clock time is left as written (:data:`_NUMBER_WITH_UNIT`)."""
-    if _is_number(_NON_ALNUM.sub("", raw)) and not raw[:1].isalpha():
+    if _is_number(_NON_ALNUM.sub("", raw)):
         return raw
     as_i = _BANG_IN_WORD.sub("i", raw.translate(_LEET))
     if "1" in raw:
