@@ -142,6 +142,11 @@ _VOCAB: dict[str, str] = {
         r"molested|abuses|abused|abusing|asaulted|asaults|threatens to kil|threatened to kil|"
         r"threatens to hurt|threatened to hurt|burned|shoved|shoves|pushed|grabbed|forced)"
     ),
+    # what "hit me with" is when it is not a blow ("hit me with a deadline", "hitting me with questions")
+    "NOT_A_BLOW": (
+        r"(?:idea|question|news|deadline|bil|task|list|mesage|text|email|joke|request|project|surprise|curveball|work|"
+        r"warning|increase|rise|fine|fe|update|quote|invoice|comment|compliment)"
+    ),
     "QUANTITY": (
         r"(?:al of (?:my|the) \w+ at once|the whole|a whole|a bunch of|a handful of|too many|an entire|the entire|"
         r"the rest of|[0-9]{2,}|{G1}(?:bottle|box|pack|packet)s? of|"
@@ -448,8 +453,7 @@ RULES: tuple[Rule, ...] = (
          r"suicide atempt|atempted suicide|(?:was|used to be|have ben|ive ben) suicidal"),
     Rule("t2.abuse_disclosed", 2,
          r"{ABUSER} {G1}{ABUSE_VERB} me(?! (?:at|in|to|up to|into|of|about|down)\b|"
-         r" with (?:a |an |the |some |this |that )?(?:\w+ )?(?:idea|question|news|deadline|bil|task|list|mesage|"
-         r"text|email|joke|request|project|surprise|curveball|work|warning|increase|rise|fine|update|quote|invoice)s?\b)|"
+         r" with (?:a |an |the |some |this |that )?(?:\w+ )?{NOT_A_BLOW}s?\b)|"
          r"{I} {G2}(?:was|am|have ben|ve ben|got|being|get) {G1}(?:raped|molested|abused|asaulted|"
          r"sexualy asaulted|beaten up|batered|traficked|groped|stalked)|"
          r"my abusive {G1}(?:relationship|"
