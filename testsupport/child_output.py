@@ -23,7 +23,20 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["OutputLines", "interrupt", "start_coach_serve"]
+__all__ = ["FOREGROUND_SIGINT", "OutputLines", "coach_argv", "interrupt", "start_coach_serve"]
+
+# Ctrl-C reaches a foreground job whose SIGINT is at its default. A shell without job control
+# (``make test > log &``, nohup, a CI runner) starts background jobs with SIGINT *ignored*, pytest inherits
+# that, and so would a ``coach`` child: Python then installs no KeyboardInterrupt handler (rightly: a
+# background job must survive the terminal's Ctrl-C), and a test's SIGINT is a no-op. A child that a test
+# interrupts is put back in the foreground state first, whatever this process inherited.
+FOREGROUND_SIGINT = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+
+
+def coach_argv(*args: str) -> list[str]:
+    """The command line of ``coach ARGS`` run by this interpreter, with SIGINT at its default
+    (:data:`FOREGROUND_SIGINT`), for a test that sends it SIGINT."""
+    return [sys.executable, "-c", FOREGROUND_SIGINT + "from launcher.cli import app; app()", *args]
 
 
 class OutputLines:

@@ -15,6 +15,7 @@ import pytest
 
 from tests.e2e.harness import REPO
 from tests.launcher.fakes import OUTPUT_TOOLS
+from testsupport.child_output import FOREGROUND_SIGINT, coach_argv
 from testsupport.procs import processes_with
 from testsupport.script import Hang
 from testsupport.upstream import ScriptedUpstream
@@ -31,16 +32,8 @@ def _config(tmp_path: Path, up: ScriptedUpstream) -> Path:
     return cfg
 
 
-# Ctrl-C reaches a foreground job whose SIGINT is at its default. A shell without job control
-# (``make test > log &``, nohup, a CI runner) starts background jobs with SIGINT *ignored*, pytest inherits
-# that, and so would ``coach run``: Python then installs no KeyboardInterrupt handler (rightly: a
-# background job must survive the terminal's Ctrl-C), the SIGINT below is a no-op and the turn runs to its
-# deadline (exit 0). The child is put back in the foreground state first, whatever this process inherited.
-FOREGROUND_SIGINT = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
-
-
 def _coach(*args: str) -> list[str]:
-    return [sys.executable, "-c", FOREGROUND_SIGINT + "from launcher.cli import app; app()", *args]
+    return coach_argv(*args)
 
 
 def test_coach_run_json_document(tmp_path: Path, upstream: ScriptedUpstream) -> None:

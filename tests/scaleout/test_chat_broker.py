@@ -16,12 +16,11 @@ from blackboard._pg_jobs import TurnJobs
 from launcher.cli import app
 from tests.scaleout.fake_worker import FakeWorker, reply_of, synthesis_of
 from tests.scaleout.tcp_relay import TcpRelay
+from testsupport.child_output import coach_argv
 from testsupport.postgres import fresh_schema
 from testsupport.rabbitmq import fresh_prefix
 
 pytestmark = pytest.mark.timeout(120)
-
-_APP = "from launcher.cli import app; app()"
 
 
 def _config(tmp: Path, pg: Any, broker_url: str, prefix: str) -> Path:
@@ -212,7 +211,7 @@ def test_a_chat_stopped_while_it_follows_a_turn_names_the_job_and_how_to_follow_
     with fresh_schema("cb") as pg, fresh_prefix("chat") as (url, prefix):
         cfg = _config(tmp_path, pg, url, prefix)
         proc = subprocess.Popen(
-            [sys.executable, "-c", _APP, "chat", "-u", "u1", "-s", "s1", "--config", str(cfg)],
+            coach_argv("chat", "-u", "u1", "-s", "s1", "--config", str(cfg)),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

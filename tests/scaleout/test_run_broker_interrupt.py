@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from blackboard._pg_jobs import TurnJobs
+from testsupport.child_output import coach_argv
 from testsupport.postgres import fresh_schema
 from testsupport.rabbitmq import fresh_prefix
 
@@ -32,19 +33,7 @@ def test_a_front_end_stopped_while_following_names_its_job_which_stays_queued(
             f'[broker]\nurl = "{url}"\nprefix = "{prefix}"\n'
         )
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                "from launcher.cli import app; app()",
-                "run",
-                "a turn no worker takes",
-                "-u",
-                "u1",
-                "-s",
-                "s1",
-                "--config",
-                str(cfg),
-            ],
+            coach_argv("run", "a turn no worker takes", "-u", "u1", "-s", "s1", "--config", str(cfg)),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
