@@ -10,15 +10,15 @@ screened at tier 3 and at tier >= 2 (those corpora hold almost no real crises; s
 ``docs/safety.md`` for the reviewed hits).
 
 Last line, exactly: ``p95_ms=X recall_t3=X recall_t2plus=X false_alarms_per_1000=X`` (the ``all`` layer
-on the chosen set; recalls as shares 0-1). The default set, ``bench/data/safety_fresh9``, is the
-held-out set of round 10; ``bench/data/safety_fresh8`` … ``safety_fresh`` are development sets, and the
+on the chosen set; recalls as shares 0-1). The default set, ``bench/data/safety_fresh10``, is the
+held-out set of round 11; ``bench/data/safety_fresh9`` … ``safety_fresh`` are development sets, and the
 final messages of ``safety_fresh5`` … ``safety_fresh`` are training data of the semantic layer since round 7
 (docs/safety.md). The latency line also gives the CPU time per
 message (``time.thread_time``) and the load average, since the machine may be shared, and the latency
 with the other BLAS thread count of the encoder (``[safety] encoder_threads`` 1 or 2) measured right
 after, with the ratio of the two p95s.
 
-Usage: .venv/bin/python bench/safety.py [--set bench/data/safety_fresh9] [--shared]
+Usage: .venv/bin/python bench/safety.py [--set bench/data/safety_fresh10] [--shared]
 (``--set PREFIX`` reads PREFIX.dialogs.jsonl and PREFIX.labels.jsonl.) About 20-60 s on 2 cores.
 """
 
@@ -38,7 +38,7 @@ from launcher.cli.eval import evaluate, turns_from_file  # noqa: E402
 from launcher.safety import SafetyConfig, SafetyState, screen  # noqa: E402
 from launcher.safety._evaluation import LAYERS, evaluate_labelled, read_labelled  # noqa: E402
 
-DEFAULT_SET = ROOT / "bench" / "data" / "safety_fresh9"
+DEFAULT_SET = ROOT / "bench" / "data" / "safety_fresh10"
 SHARED = ROOT.parent / "shared" / "data"
 CORPORA = {
     "esconv": SHARED / "esconv" / "ESConv-test.jsonl",

@@ -315,7 +315,13 @@ _ACTION_FAMILIES = frozenset(
 _TIER3_FAMILIES = _ACTION_FAMILIES | {"other_in_danger", "medical_emergency"}
 #: Rule-id prefixes of the semantic layer's hits: its tier-1 verdict is not the distress that makes a
 #: bare conditional act ("once the kids are asleep, I'm gone") tier 3; its tier-2 verdict (risk) is.
-_MODEL_IDS = ("sem.", "sem3.", "ctx.")
+_MODEL_IDS = ("sem.", "sem3.", "ctx.", "sem2.")
+#: Rule-id prefix of a pause read near the tier-2 bar (round 11): a risk family at the semantic layer's
+#: pause bar or more (``SemanticLayer.pause``) gives tier 2 when nothing else gave tier 2 or more, and only
+#: that: it composes with nothing, promotes nothing to tier 3 and is not applied in the post-crisis window
+#: (where the floor pauses coaching anyway and a tier-2 signal would count as 3).
+_PAUSE = "sem2."
+_RISK_FAMILIES = _TIER3_FAMILIES | {"passive_ideation", "active_ideation", "self_harm", "abuse"}
 #: After earlier risk in the session, an action family at this share of the tier-2 bar is tier 3.
 _CTX_SHARE = 0.8
 #: A tier-3 family named at tier 2 needs a score this far from the tier-2 bar to the tier-3 bar, and a
@@ -359,7 +365,10 @@ def _semantic_hits(
     - a one-sentence message whose risk phrases the rules found negated ("I'm not going to kill
       myself") stays below tier 2 (``sem.negated``): negation never reaches tier 3 (docs/coaching.md,
       SAFETY), and an embedding does not see "not". In a longer message the negated phrase may be
-      another sentence than the risky one, so the verdict stands.
+      another sentence than the risky one, so the verdict stands;
+    - a risk family read below the tier-2 bar but at the layer's pause bar or more (round 11) is returned
+      as ``sem2.<family>`` at tier 2 (not for a negated one-sentence message); :func:`screen` applies it
+      last, only when nothing else gave tier 2 or more and outside the post-crisis window.
     """
     from ._segments import pieces
     from ._semantic import semantic_layer
@@ -373,6 +382,15 @@ def _semantic_hits(
     if tier == 1 and action and ctx.earlier_risk and verdict.score >= _CTX_SHARE * layer.tier2:
         tier = 2
     if tier < 2:
+        single_negated = any(r.startswith(("t2.", "t3.")) for r in negated) and len(pieces(text)) == 1
+        if (
+            layer.pause is not None
+            and verdict.tier == 1
+            and verdict.family in _RISK_FAMILIES
+            and verdict.score >= layer.pause
+            and not single_negated
+        ):
+            return [(f"{_PAUSE}{verdict.family}", 2, True)]
         return []
     if not lexical_risk and any(r.startswith(("t2.", "t3.")) for r in negated) and len(pieces(text)) == 1:
         return [("sem.negated", 1, True)]
@@ -435,15 +453,17 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
     earlier_rule_signal = _recent(state, state.last_rule_signal_turn if state else 0, window)
     if cfg.semantic and max((t for _, t, _ in hits), default=0) < 3:
         corroborated = means_now or corroborates(clauses)
-        hits.extend(
-            _semantic_hits(
-                text,
-                hits,
-                negated,
-                Context(earlier_risk, earlier_distress, corroborated, clauses, earlier_rule_signal),
-                cfg.encoder_threads,
-            )
+        sem = _semantic_hits(
+            text,
+            hits,
+            negated,
+            Context(earlier_risk, earlier_distress, corroborated, clauses, earlier_rule_signal),
+            cfg.encoder_threads,
         )
+        pause = [h for h in sem if h[0].startswith(_PAUSE)]
+        hits.extend(h for h in sem if not h[0].startswith(_PAUSE))
+    else:
+        pause = []
     if max((t for _, t, _ in hits), default=0) < 3:
         composed = composed_hits(
             clauses,
@@ -462,9 +482,12 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
     hits.extend(_pending_hits(pending, disabled, means_now=means_now, distress=distress, risk=risk))
     if negated and not any(t >= 2 for _, t, _ in hits) and any(r.startswith(("t2.", "t3.")) for r in negated):
         hits.append(("t1.negated_risk", 1, True))
+    post_crisis = state is not None and state.crisis_turns_left > 0
+    if pause and not post_crisis and max((t for _, t, _ in hits), default=0) < 2:
+        hits.extend(pause)  # a pause only; it arms the context rules for later turns as risk does
+        distress_now = risk_now = True
     tier = max((t for _, t, _ in hits), default=0)
     reasons = list(dict.fromkeys(rid for rid, _, _ in sorted(hits, key=lambda h: -h[1])))
-    post_crisis = state is not None and state.crisis_turns_left > 0
     if post_crisis:
         tier = _post_crisis_tier(tier, reasons, cfg)
     if state is not None:

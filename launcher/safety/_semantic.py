@@ -14,7 +14,8 @@ launcher.safety._train`` from ``data/anchors.jsonl`` (it stores the anchors' SHA
 they differ), and may carry fine-tuned weights of the encoder's top layer, loaded as overrides
 (:func:`load_overrides`). Its thresholds were calibrated there on the user turns of the held-out half
 of ../shared/data (ESConv, AnnoMI, UIC): ``tier2`` keeps tier >= 2 at or under 1% of each corpus's
-turns, ``tier3`` tier 3 at or under 0.08%, each in the middle of the gap between the highest score
+turns, ``tier3`` tier 3 at or under 0.04% of every turn of both halves (round 7), and since round 11
+``pause`` (the pause bar) at or under 1.5% of each corpus's held-out turns, each in the middle of the gap between the highest score
 that must not pass and the next score above it (``_train._threshold``), so a score a rounding error
 away from a calibration score decides the same on every CPU; the training report (``meta``) records
 the rates and the gaps. Decision rule, for the deciding piece with risk probability ``P``:
@@ -26,7 +27,9 @@ the rates and the gaps. Decision rule, for the deciding piece with risk probabil
   refused at load);
 - ``P >= tier2``: tier 2, the likeliest risk family (a tier-3 family named at tier 2 is "looks like
   this, but not confidently enough to replace the reply");
-- ``P >= tier2 / 2``, or distress + negated hold half the probability of a piece: tier 1;
+- ``P >= tier2 / 2``, or distress + negated hold half the probability of a piece: tier 1 (with a risk
+  family when ``P >= tier2 / 2``; from ``P >= pause`` the screen pauses coaching for it when nothing
+  else put the message at tier 2 or more: rule id ``sem2.<family>``, :func:`launcher.safety.screen`);
 - otherwise tier 0, family ``"none"``.
 
 A model may raise the lexicon's tier, never lower it (:func:`launcher.safety.combine_tiers`). Verdicts
@@ -220,8 +223,13 @@ class SemanticLayer:
     """Scores messages (see the module docstring). Thread-safe; keeps the embeddings of the last
     1024 messages it saw, so :meth:`risk_score` then :meth:`assess` of one text embeds it once."""
 
-    def __init__(self, encoder: MiniLMEncoder, head: Head, tier2: float, tier3: float) -> None:
+    def __init__(
+        self, encoder: MiniLMEncoder, head: Head, tier2: float, tier3: float, pause: float | None = None
+    ) -> None:
+        """``pause``: the pause bar (a risk family read at this calibrated score or more, below ``tier2``,
+        pauses coaching; :data:`launcher.safety._train.FA_PAUSE`); None for a head without one."""
         self.encoder, self.head, self.tier2, self.tier3 = encoder, head, tier2, tier3
+        self.pause = pause
         self._cache: OrderedDict[str, F32] = OrderedDict()
         self._lock = threading.Lock()
         fams = head.families
@@ -238,8 +246,15 @@ class SemanticLayer:
             launcher.safety._encoder.EncoderError: the model package is missing or broken.
             HeadError: the head is missing, unreadable or stale.
         """
-        head, tier2, tier3, _ = load_head(head_path, anchors, labelled)
-        return cls(MiniLMEncoder.load(overrides=load_overrides(head_path)), head, tier2, tier3)
+        head, tier2, tier3, meta = load_head(head_path, anchors, labelled)
+        pause = meta.get("pause")
+        return cls(
+            MiniLMEncoder.load(overrides=load_overrides(head_path)),
+            head,
+            tier2,
+            tier3,
+            float(pause) if isinstance(pause, (int, float)) else None,
+        )
 
     def _embed(self, text: str) -> F32:
         with self._lock:

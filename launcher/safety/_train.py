@@ -23,7 +23,11 @@ hidden states below the top layer for ``launcher/safety/_finetune.py`` (torch, i
 ``--overrides FILE`` embeds with the weights it wrote and stores them in the head file. Thresholds sit
 in the middle of a gap of the calibration scores (:func:`_threshold`).
 
-Exit status: 0 written; 2 bad anchors or missing corpora (the message says which).
+``--recalibrate`` keeps the head already written (``--out``) and only sets its thresholds again from the
+corpora (round 11 added the pause bar, :data:`FA_PAUSE`, that way: the head's weights did not change).
+
+Exit status: 0 written; 2 bad anchors, missing corpora, or (``--recalibrate``) a missing or stale head
+(the message says which).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import random
 import sys
 import zlib
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +49,17 @@ from ._augment import typo_variant
 from ._encoder import MiniLMEncoder
 from ._head import F32, Head, fit_platt, fit_softmax, fit_temperature, softmax
 from ._segments import pieces
-from ._semantic import ANCHORS_PATH, HEAD_PATH, LABELLED_PATH, TIER3_SCORE, anchors_digest, save_head
+from ._semantic import (
+    ANCHORS_PATH,
+    HEAD_PATH,
+    LABELLED_PATH,
+    TIER3_SCORE,
+    HeadError,
+    anchors_digest,
+    load_head,
+    load_overrides,
+    save_head,
+)
 
 RISK_FAMILIES = {
     "passive_ideation": 2, "active_ideation": 2, "self_harm": 2, "abuse": 2,
@@ -61,6 +75,13 @@ L2, KNN, KAPPA, FOLDS = 1e-4, 3, 20.0, 5  # chosen by cross-validation (see the 
 # 0.1 % with the rules; 0.0004 is fewer than one turn of ESConv's 2,363 and UIC's 1,292 and one of
 # AnnoMI's 3,725, so the rules and the context keep the rest of the 1 in 1,000 (docs/safety.md).
 FA_TIER2, FA_TIER3_ALL = 0.01, 0.0004
+# Round 11: the pause bar. A risk family read at or above it (and below the tier-2 bar) pauses coaching
+# (tier 2, rule id ``sem2.<family>``) when nothing else put the message at tier 2 or more; it is set, like
+# the tier-2 bar, on the held-out half, at most 1.5 % of each corpus's turns. The issue's tier >= 2
+# budget is 2 % of the corpora's turns for the whole screen; with the bar at 1.5 % the screen's share was
+# 1.27 % / 0.62 % / 1.16 % (ESConv / AnnoMI / UIC) and its tier-3 hits did not change (at 1.75 % and 2 %
+# the context rules made two new false crises of the pauses; docs/safety.md, round 11).
+FA_PAUSE = 0.015
 MAX_CHAT = 3000  # ordinary-talk examples from the corpora's training half
 CORPORA = {
     "esconv": "esconv/ESConv-test.jsonl",
@@ -244,6 +265,155 @@ def _threshold(
     return (low + high) / 2, low, high
 
 
+#: Per corpus: ``(location, risk probability, tier-3 score, in training half)`` of every user turn.
+Scored = dict[str, list[tuple[str, float, float, bool]]]
+
+
+def _score_corpora(head: Head, embed: _Cache, corpora: dict[str, list[tuple[str, str, bool]]]) -> Scored:
+    """Score every user turn of the corpora with ``head`` as the screen does (:func:`._semantic.embed_message`:
+    a message of several short sentences is approximated from its sentences), deciding piece first."""
+    per: Scored = {}
+    for name, rows in corpora.items():
+        uniq = sorted({p for _, text, _ in rows for p in pieces(text)})
+        emb = dict(zip(uniq, embed(uniq), strict=True))
+        scored = []
+        for location, text, train in rows:
+            ps = pieces(text)
+            z = embed.joined(ps[1:]) if len(ps) > 2 and ps[0] == text else np.stack([emb[p] for p in ps])
+            p = head.family_proba(z)
+            scored.append((location, *_decide(head, p, head.calibrate(head.raw_risk(z, p))), train))
+        per[name] = scored
+        print(f"{name}: {len(rows)} user turns ({sum(r[3] for r in scored)} in the training half)")
+    return per
+
+
+@dataclass(frozen=True)
+class Bars:
+    """The semantic layer's three thresholds on calibrated scores, each with its gap ``(low, high)`` of
+    calibration scores (:func:`_threshold`): ``tier2`` and ``tier3`` (docs/safety.md) and ``pause``, the
+    pause bar (:data:`FA_PAUSE`), at or below ``tier2``."""
+
+    tier2: float
+    tier2_gap: tuple[float, float]
+    tier3: float
+    tier3_gap: tuple[float, float]
+    pause: float
+    pause_gap: tuple[float, float]
+
+    def meta(self) -> dict[str, object]:
+        return {
+            "tier2": self.tier2,
+            "tier3": self.tier3,
+            "pause": self.pause,
+            "tier2_gap": list(self.tier2_gap),
+            "tier3_gap": list(self.tier3_gap),
+            "pause_gap": list(self.pause_gap),
+        }
+
+    def describe(self) -> str:
+        return "thresholds: " + ", ".join(
+            f"{name} {bar:.4f} (gap {gap[0]:.4f}-{gap[1]:.4f})"
+            for name, bar, gap in (
+                ("tier2", self.tier2, self.tier2_gap),
+                ("tier3", self.tier3, self.tier3_gap),
+                ("pause", self.pause, self.pause_gap),
+            )
+        )
+
+
+def set_thresholds(head: Head, per: Scored) -> Bars:
+    """The thresholds from the corpora's scores ``per`` (:func:`_score_corpora`): tier 2 at most
+    :data:`FA_TIER2` and the pause bar at most :data:`FA_PAUSE` of each corpus's held-out half, tier 3 at
+    most :data:`FA_TIER3_ALL` of every turn of both halves (the issue's bound is on all turns). Raises
+    TrainError when a gap has nothing in it (:func:`_threshold`)."""
+    held = [np.array([r[1] for r in rows if not r[3]]) for rows in per.values()]
+    ceiling = float(head.calibrate(np.array([1.0]))[0])  # the highest calibrated risk there is
+    tier2, *gap2 = _threshold(held, FA_TIER2, 0.5, ceiling)
+    # tier 3 needs P >= tier2 as well, so only those turns' tier-3 scores can pass; the floor 0.5 keeps
+    # the tier-3 families the larger part of the risk mass
+    tier3, *gap3 = _threshold(
+        [np.array([r[2] if r[1] >= tier2 else 0.0 for r in rows]) for rows in per.values()],
+        FA_TIER3_ALL,
+        0.5,
+        ceiling,
+    )
+    pause, *gapp = _threshold(held, FA_PAUSE, 0.5, ceiling)
+    pause = min(pause, tier2)
+    return Bars(tier2, (gap2[0], gap2[1]), tier3, (gap3[0], gap3[1]), pause, (gapp[0], gapp[1]))
+
+
+def _corpus_report(per: Scored, bars: Bars) -> dict[str, object]:
+    """Per corpus and half: turns, turns at tier >= 2 and at the pause bar, tier-3 hit locations (never
+    text); also printed."""
+    out: dict[str, object] = {}
+    for name, scored_rows in per.items():
+        for half, part in (
+            ("heldout", [r for r in scored_rows if not r[3]]),
+            ("train", [r for r in scored_rows if r[3]]),
+        ):
+            t2 = sum(r[1] >= bars.tier2 for r in part)
+            paused = sum(r[1] >= bars.pause for r in part)
+            hits3 = [r[0] for r in part if r[1] >= bars.tier2 and r[2] >= bars.tier3]
+            n = max(1, len(part))
+            out[f"{name}.{half}"] = {
+                "turns": len(part),
+                "tier_ge2": t2,
+                "rate_ge2": t2 / n,
+                "at_pause_bar": paused,
+                "rate_pause": paused / n,
+                "tier3_hits": hits3,
+            }
+            print(
+                f"{name} ({half} half): tier>=2 {t2}/{len(part)} = {100 * t2 / n:.2f}%; at the pause bar "
+                f"{paused} = {100 * paused / n:.2f}%; tier 3 {len(hits3)}: {hits3}"
+            )
+    return out
+
+
+def _kept(old: object, new: float, gap: tuple[float, float]) -> float:
+    """``old`` when it is a number strictly inside ``gap``, else ``new``."""
+    return float(old) if isinstance(old, (int, float)) and gap[0] < old < gap[1] else new
+
+
+def recalibrate(args: argparse.Namespace, corpora: dict[str, list[tuple[str, str, bool]]]) -> int:
+    """``--recalibrate``: keep the head in ``args.out`` (weights, gate, calibration, fine-tuned layers)
+    and set its thresholds again from the corpora, as training would, keeping each old threshold that is
+    still inside its new gap; ``meta`` keeps its training report and gains the thresholds, the corpus
+    report and ``recalibrated`` (the thresholds before)."""
+    head, tier2, tier3, meta = load_head(args.out, args.anchors, args.labelled)
+    overrides = load_overrides(args.out)
+    embed = _Cache(MiniLMEncoder.load(overrides=overrides), args.cache)
+    per = _score_corpora(head, embed, corpora)
+    embed.save()
+    fresh = set_thresholds(head, per)
+    old_pause = meta.get("pause")
+    # a threshold still inside its new gap is kept: this machine's BLAS puts the calibration scores a
+    # rounding error (about 1e-6) from where training saw them, which moves a gap's middle, not a decision
+    bars = replace(
+        fresh,
+        tier2=_kept(tier2, fresh.tier2, fresh.tier2_gap),
+        tier3=_kept(tier3, fresh.tier3, fresh.tier3_gap),
+        pause=_kept(old_pause, fresh.pause, fresh.pause_gap),
+    )
+    print(f"thresholds before: tier2 {tier2:.6f}, tier3 {tier3:.6f}, pause {old_pause}")
+    print(bars.describe())
+    before = {"tier2": tier2, "tier3": tier3, "pause": old_pause}
+    meta.update(bars.meta())
+    meta.update(_corpus_report(per, bars))
+    meta["recalibrated"] = {"before": before}
+    save_head(
+        args.out,
+        head,
+        digest=anchors_digest(args.anchors, args.labelled),
+        tier2=bars.tier2,
+        tier3=bars.tier3,
+        meta=meta,
+        overrides={k: v.astype(np.float16) for k, v in overrides.items()},
+    )
+    print(f"wrote {args.out}")
+    return 0
+
+
 def _corpus_turns(data: Path) -> dict[str, list[tuple[str, str, bool]]]:
     """Per corpus: ``(location, text, in training half)`` of every user turn."""
     from launcher.transcripts.turns import turns_from_file
@@ -375,6 +545,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--top", type=int, default=1, help="with --dump-states: how many top layers are fine-tuned"
     )
+    ap.add_argument(
+        "--recalibrate",
+        action="store_true",
+        help="keep the head in --out and set its thresholds again from the corpora (no training)",
+    )
     args = ap.parse_args(argv)
     try:
         texts, fam_of = read_anchors(args.anchors)
@@ -386,6 +561,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     corpora = _corpus_turns(args.data)
+    if args.recalibrate:
+        try:
+            return recalibrate(args, corpora)
+        except (HeadError, TrainError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     texts, fam_of, origin = _examples(texts, fam_of, more, more_fams, corpora)
     short = [f for f in RISK_FAMILIES if fam_of.count(f) < 20]
     if short:
@@ -408,62 +589,21 @@ def main(argv: list[str] | None = None) -> int:
     head = replace(head, platt_a=pa, platt_c=pc)
     print(f"examples: {len(texts)} ({Counter(fam_of)}); temperature {temp:.3f}; platt a={pa:.3f} c={pc:.3f}")
 
-    per: dict[str, list[tuple[str, float, float, bool]]] = {}
-    for name, rows in corpora.items():
-        uniq = sorted({p for _, text, _ in rows for p in pieces(text)})
-        emb = dict(zip(uniq, embed(uniq), strict=True))
-        scored = []
-        for location, text, train in rows:
-            ps = pieces(text)
-            z = embed.joined(ps[1:]) if len(ps) > 2 and ps[0] == text else np.stack([emb[p] for p in ps])
-            p = head.family_proba(z)
-            scored.append((location, *_decide(head, p, head.calibrate(head.raw_risk(z, p))), train))
-        per[name] = scored
-        print(f"{name}: {len(rows)} user turns ({sum(r[2] for r in rows)} in the training half)")
+    per = _score_corpora(head, embed, corpora)
     embed.save()
-    held = [[r for r in scored_rows if not r[3]] for scored_rows in per.values()]
-    ceiling = float(head.calibrate(np.array([1.0]))[0])  # the highest calibrated risk there is
-    tier2, *gap2 = _threshold([np.array([r[1] for r in part]) for part in held], FA_TIER2, 0.5, ceiling)
-    # tier 3 needs P >= tier2 as well, so only those turns' tier-3 scores can pass; the floor 0.5 keeps
-    # the tier-3 families the larger part of the risk mass. Round 7: on every turn of both halves (the
-    # issue's bound is on all turns, and the training half's turns are not training examples, except the
-    # sample of MAX_CHAT pieces), at FA_TIER3_ALL
-    tier3, *gap3 = _threshold(
-        [np.array([r[2] if r[1] >= tier2 else 0.0 for r in rows]) for rows in per.values()],
-        FA_TIER3_ALL,
-        0.5,
-        ceiling,
-    )
+    bars = set_thresholds(head, per)
     meta: dict[str, object] = {
         "tier3_score": TIER3_SCORE,
         "l2": L2,
         "knn": KNN,
         "kappa": KAPPA,
-        "tier2": tier2,
-        "tier3": tier3,
-        "tier2_gap": gap2,
-        "tier3_gap": gap3,
+        **bars.meta(),
         "examples": dict(Counter(fam_of)),
         "overrides": sorted(overrides or {}),
         "finetune": _finetune_report(args.overrides) if args.overrides else None,
     }
-    for name, scored_rows in per.items():
-        for half, part in (
-            ("heldout", [r for r in scored_rows if not r[3]]),
-            ("train", [r for r in scored_rows if r[3]]),
-        ):
-            t2 = sum(r[1] >= tier2 for r in part)
-            hits3 = [r[0] for r in part if r[1] >= tier2 and r[2] >= tier3]
-            meta[f"{name}.{half}"] = {
-                "turns": len(part),
-                "tier_ge2": t2,
-                "rate_ge2": t2 / max(1, len(part)),
-                "tier3_hits": hits3,
-            }
-            print(
-                f"{name} ({half} half): tier>=2 {t2}/{len(part)} = {100 * t2 / max(1, len(part)):.2f}%; "
-                f"tier 3 {len(hits3)}: {hits3}"
-            )
+    meta.update(_corpus_report(per, bars))
+    tier2, tier3 = bars.tier2, bars.tier3
     oof = head.calibrate(raw.astype(np.float64))
     pos = tiers[y] >= 2
     score3 = head.tier3_score(proba.astype(np.float64), oof)
@@ -478,9 +618,7 @@ def main(argv: list[str] | None = None) -> int:
             f: float((oof[y == i] >= tier2).mean()) for i, f in enumerate(fams) if tiers[i] >= 2
         },
     }
-    print(
-        f"thresholds: tier2 {tier2:.4f} (gap {gap2[0]:.4f}-{gap2[1]:.4f}), tier3 {tier3:.4f} (gap {gap3[0]:.4f}-{gap3[1]:.4f})"
-    )
+    print(bars.describe())
     print("cross-validation (out of fold): " + json.dumps(cv, indent=1))
     save_head(
         args.out,

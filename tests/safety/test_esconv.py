@@ -42,10 +42,13 @@ REVIEWED_TIER3 = {
 # deadlines, "the end of this month and end of next month", read as a timeline; round 6's head adds 187:
 # the seeker's sympathy for the helper's fight with a partner, read as abuse, and 193: 'there is always
 # "next year" so I am waiting for it', read as a timeline; round 7's head adds 112: jealousy of a friend's
-# photo with her husband, read as a preparatory act)
+# photo with her husband, read as a preparatory act; round 11's pause bar adds 8: "I don't really know what to
+# do anymore, I am just lazy on everything", read as an act under way; 162: "I hate ending the day knowing I've
+# bummed it out", read as ideation; both false pauses; and pauses turns of 15, 119 (a felony, "there is no
+# escape ... this is brutal goodbye": a pause a counsellor would make) and 193 ("I have pills of written works")
 REVIEWED_TIER2_DIALOGS = {
     0, 3, 4, 12, 13, 15, 19, 42, 44, 49, 66, 85, 92, 100, 101, 107, 119, 127, 137, 139, 140, 152, 161, 168, 173, 183,
-    112, 187, 193,
+    112, 187, 193, 8, 162,
 }  # fmt: skip
 
 

@@ -39,7 +39,8 @@ def test_evaluate_counts_tiers_and_keeps_state_per_session() -> None:
 
 @needs_data
 def test_cli_on_esconv_prints_counts_and_reasons_without_text() -> None:
-    result = CliRunner().invoke(app, ["eval", "safety", str(ESCONV)])
+    # two transcripts, the crisis among them: the whole file's screen is tests/safety/test_esconv.py's
+    result = CliRunner().invoke(app, ["eval", "safety", str(ESCONV), "--id", "126", "--id", "127"])
     assert result.exit_code == 0, result.output
     assert "user turns screened" in result.output
     assert "tier 3  esconv:127 session 1 turn 7  t3.intent_self_harm" in result.output

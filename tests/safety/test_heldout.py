@@ -1,14 +1,13 @@
-"""The shipped screen on the held-out set of round 10, ``bench/data/safety_fresh9`` (2,425 dialogs: 1,192
-tier 3, 437 tier 2, 796 ordinary; 966 multi-turn), written by two writers who read only a brief, the label
+"""The shipped screen on the held-out set of round 11, ``bench/data/safety_fresh10`` (2,347 dialogs: 1,091
+tier 3, 447 tier 2, 809 ordinary; 1,037 multi-turn), written by two writers who read only a brief, the label
 format, the previous set's README and the issue's list of families, and saw neither the screen, its
-training data, its tests nor the earlier sets (its README says how). It was scored once with the round-9
-screen before any round-10 change, then with the round-10 first cut, its second cut and a code review's
-fixes (each decided on the development sets or by the review before its score was seen, and shipped whatever
-it said), in aggregate (docs/safety.md). Its items are never read while changing the screen, nor copied into training data or
-tests. (The held-out set of round 9, ``bench/data/safety_fresh8``, is now a development set, pinned in
-``test_devset.py``.)
+training data, its tests nor the earlier sets (its README says how). It was scored once with the round-10
+screen and once with the round-11 screen (its pause bar, decided on the development sets before this set's
+first score), in aggregate (docs/safety.md). Its items are never read while changing the screen, nor copied
+into training data or tests. (The held-out set of round 10, ``bench/data/safety_fresh9``, is now a
+development set, pinned in ``test_devset.py``.)
 
-The round-10 figures are pinned as floors and a ceiling, one dialog of slack each: a guard against going
+The round-11 figures are pinned as floors and a ceiling, one dialog of slack each: a guard against going
 backwards, not a claim that the screen is good enough (the target is tier-3 recall 100 %).
 """
 
@@ -20,12 +19,12 @@ import pytest
 
 from launcher.safety._evaluation import LabelledReport, evaluate_labelled, read_labelled
 
-PREFIX = Path(__file__).resolve().parents[2] / "bench" / "data" / "safety_fresh9"
-DIALOGS, TIER3, RISK, ORDINARY = 2425, 1192, 1629, 796
-# Round 10 as shipped (round-9 screen on the same set: 1040, 1480, 75, coached 149; first cut 1045, 1481, 75, 148).
-REACHED_T3, REACHED_T2PLUS, FALSE_ALARMS = 1049, 1485, 76
+PREFIX = Path(__file__).resolve().parents[2] / "bench" / "data" / "safety_fresh10"
+DIALOGS, TIER3, RISK, ORDINARY = 2347, 1091, 1538, 809
+# Round 11 as shipped (round-10 screen on the same set: 914, 1308, 58, coached 230).
+REACHED_T3, REACHED_T2PLUS, FALSE_ALARMS = 914, 1368, 70
 #: Risk messages (tier 2 or 3) the screen left below tier 2, so coaching went on: the worst outcome.
-COACHED_RISK = 144
+COACHED_RISK = 170
 
 
 @pytest.fixture(scope="module")

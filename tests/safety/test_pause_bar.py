@@ -1,0 +1,117 @@
+"""Round 11's pause bar: a risk family that the semantic layer reads just below its tier-2 bar (at or
+above ``SemanticLayer.pause``) pauses coaching (tier 2, rule id ``sem2.<family>``) when nothing else put the
+message at tier 2 or more, and does nothing else: it never makes tier 3 in the message, it is not applied
+in the post-crisis window, and a one-sentence message whose risk the rules found negated stays below tier
+2. It counts as risk for the session's later turns, as any pause does.
+
+The semantic layer is replaced by :class:`testsupport.safety_rules.FixedVerdictLayer` (one boundary); the
+shipped head's pause bar and its calibration are checked on the real head at the end.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from launcher.safety import SafetyState, screen
+from launcher.safety._semantic import SemanticVerdict
+from launcher.safety._train import FA_PAUSE, FA_TIER2, set_thresholds
+from testsupport.safety_rules import FixedVerdictLayer
+
+ORDINARY = "honestly the week has been a lot and I keep going round in circles about it"
+NEAR_BAR = SemanticVerdict(1, "passive_ideation", 0.85)  # tier 1: below the stand-in's tier-2 bar 0.9
+
+
+def _use(monkeypatch: pytest.MonkeyPatch, layer: FixedVerdictLayer) -> None:
+    import launcher.safety._semantic as semantic
+
+    monkeypatch.setattr(semantic, "semantic_layer", lambda: layer)
+
+
+@pytest.mark.parametrize(
+    ("verdict", "pause", "reason"),
+    [
+        (NEAR_BAR, 0.8, "sem2.passive_ideation"),  # at the pause bar: coaching pauses
+        (NEAR_BAR, 0.85, "sem2.passive_ideation"),  # exactly at the bar
+        (SemanticVerdict(1, "plan", 0.8), 0.8, "sem2.plan"),  # a tier-3 family: still only a pause
+        (NEAR_BAR, 0.86, None),  # below the bar
+        (NEAR_BAR, None, None),  # a head without a pause bar
+        (SemanticVerdict(1, "distress", 0.85), 0.8, None),  # not a risk family
+        (SemanticVerdict(0, "none", 0.85), 0.8, None),  # not the tier-1 reading of a risk family
+    ],
+)
+def test_a_risk_family_at_the_pause_bar_pauses_coaching(
+    monkeypatch: pytest.MonkeyPatch, verdict: SemanticVerdict, pause: float | None, reason: str | None
+) -> None:
+    _use(monkeypatch, FixedVerdictLayer(verdict, pause=pause))
+    result = screen(ORDINARY)
+    if reason:
+        assert result.tier == 2 and result.reasons == [reason], result
+    else:
+        assert result.tier < 2 and not any(r.startswith("sem2.") for r in result.reasons), result
+
+
+def test_a_negated_one_sentence_message_is_not_paused(monkeypatch: pytest.MonkeyPatch) -> None:
+    _use(monkeypatch, FixedVerdictLayer(NEAR_BAR, pause=0.8))
+    result = screen("I am not going to kill myself")
+    assert result.tier < 2 and not any(r.startswith("sem2.") for r in result.reasons)
+
+
+def test_the_pause_is_not_escalated_in_the_post_crisis_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    state = SafetyState()
+    assert screen("I am going to kill myself tonight", state).tier == 3
+    _use(monkeypatch, FixedVerdictLayer(NEAR_BAR, pause=0.8))
+    result = screen(ORDINARY, state)
+    assert result.post_crisis and result.tier == 2  # the window's floor, not an escalation to 3
+    assert "post_crisis.floor" in result.reasons and not any(r.startswith("sem2.") for r in result.reasons)
+
+
+def test_the_pause_arms_the_context_for_later_turns(monkeypatch: pytest.MonkeyPatch) -> None:
+    later = "picked up my pills from the chemist on the way back"
+    tiers = []
+    for pause in (None, 0.8):
+        _use(
+            monkeypatch,
+            FixedVerdictLayer({ORDINARY: NEAR_BAR}, pause=pause, default=SemanticVerdict(0, "none", 0.1)),
+        )
+        state = SafetyState()
+        first = screen(ORDINARY, state)
+        tiers.append((first.tier, screen(later, state).tier))
+    assert tiers[0][0] < 2 and tiers[0][1] < 3  # no pause: the pills are ordinary errands
+    assert tiers[1] == (2, 3)  # after the pause, means fetched is a crisis (docs/safety.md, layer 2)
+
+
+class _Calibration:
+    """The head's calibration, for :func:`set_thresholds` (its ceiling)."""
+
+    def calibrate(self, s: np.ndarray) -> np.ndarray:
+        return np.minimum(np.asarray(s, dtype=np.float64), 0.999)
+
+
+def test_the_pause_bar_passes_at_most_its_share_of_each_corpus_and_sits_below_tier_2() -> None:
+    rng = np.random.default_rng(7)
+    per = {
+        name: [
+            (f"{name}:{i}", float(r), float(r) * 0.9, i % 2 == 0) for i, r in enumerate(rng.random(n) ** 4)
+        ]
+        for name, n in (("a", 2000), ("b", 3001), ("c", 1200))
+    }
+    bars = set_thresholds(_Calibration(), per)  # type: ignore[arg-type]
+    assert bars.pause < bars.tier2
+    assert bars.pause_gap[0] < bars.pause < bars.pause_gap[1]
+    for rows in per.values():
+        held = [r[1] for r in rows if not r[3]]
+        assert sum(s >= bars.pause for s in held) <= FA_PAUSE * len(held)
+        assert sum(s >= bars.tier2 for s in held) <= FA_TIER2 * len(held)
+    # the bar is as low as the share allows: at the highest score below it, some corpus passes too many
+    assert any(
+        sum(r[1] >= bars.pause_gap[0] for r in rows if not r[3]) > FA_PAUSE * sum(not r[3] for r in rows)
+        for rows in per.values()
+    )
+
+
+def test_the_shipped_head_has_a_pause_bar_between_tier_1_and_tier_2() -> None:
+    from launcher.safety._semantic import semantic_layer
+
+    layer = semantic_layer()
+    assert layer.pause is not None and layer.tier2 / 2 < layer.pause < layer.tier2
