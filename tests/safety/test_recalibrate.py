@@ -26,7 +26,9 @@ def _small_corpora(root: Path) -> Path:
     corpora folder is."""
     (root / "esconv").mkdir(parents=True)
     with (DATA / "esconv" / "ESConv-test.jsonl").open(encoding="utf-8") as f:
-        (root / "esconv" / "ESConv-test.jsonl").write_text("".join(next(f) for _ in range(6)), encoding="utf-8")
+        (root / "esconv" / "ESConv-test.jsonl").write_text(
+            "".join(next(f) for _ in range(6)), encoding="utf-8"
+        )
     (root / "annomi").mkdir()
     with (DATA / "annomi" / "AnnoMI-dev.csv").open(encoding="utf-8", newline="") as f:
         rows = list(csv.reader(f))
@@ -46,7 +48,9 @@ def test_recalibrate_keeps_the_head_and_sets_its_thresholds_from_the_corpora(tmp
     head_file = tmp_path / "head.npz"
     shutil.copy(HEAD_PATH, head_file)
     before_head, tier2, tier3, meta = load_head(head_file)
-    assert main(["--recalibrate", "--out", str(head_file), "--data", str(_small_corpora(tmp_path / "c"))]) == 0
+    assert (
+        main(["--recalibrate", "--out", str(head_file), "--data", str(_small_corpora(tmp_path / "c"))]) == 0
+    )
 
     head, new2, new3, new_meta = load_head(head_file)  # loads: the anchors' digest still fits
     for name in ("w", "b", "anchors", "anchor_risk", "tiers"):
@@ -61,10 +65,12 @@ def test_recalibrate_keeps_the_head_and_sets_its_thresholds_from_the_corpora(tmp
     assert sorted(old_layers) == sorted(new_layers) and old_layers
     assert all(np.array_equal(old_layers[k], new_layers[k]) for k in old_layers)
 
-    assert new_meta["recalibrated"] == {"before": {"tier2": tier2, "tier3": tier3, "pause": meta.get("pause")}}
+    assert new_meta["recalibrated"] == {
+        "before": {"tier2": tier2, "tier3": tier3, "pause": meta.get("pause")}
+    }
     for name, bar in (("tier2", new2), ("tier3", new3), ("pause", new_meta["pause"])):
         low, high = new_meta[f"{name}_gap"]
-        assert isinstance(bar, float) and low < bar < high or bar == 0.5, (name, bar, low, high)
+        assert (isinstance(bar, float) and low < bar < high) or bar == 0.5, (name, bar, low, high)
         old = meta.get(name)
         # kept when still inside its new gap, else the new gap's middle (or its floor)
         if isinstance(old, float) and low < old < high:
