@@ -318,8 +318,8 @@ _TIER3_FAMILIES = _ACTION_FAMILIES | {"other_in_danger", "medical_emergency"}
 _MODEL_IDS = ("sem.", "sem3.", "ctx.", "sem2.")
 #: Rule-id prefix of a pause read near the tier-2 bar (round 11): a risk family at the semantic layer's
 #: pause bar or more (``SemanticLayer.pause``) gives tier 2 when nothing else gave tier 2 or more, and only
-#: that: it composes with nothing, promotes nothing to tier 3 and is not applied in the post-crisis window
-#: (where the floor pauses coaching anyway and a tier-2 signal would count as 3).
+#: that: it composes with nothing and promotes nothing to tier 3; in the post-crisis window it is applied
+#: after that window's rules (a tier below 2 there becomes 2; it is never escalated to 3).
 _PAUSE = "sem2."
 _RISK_FAMILIES = _TIER3_FAMILIES | {"passive_ideation", "active_ideation", "self_harm", "abuse"}
 #: After earlier risk in the session, an action family at this share of the tier-2 bar is tier 3.
@@ -368,7 +368,8 @@ def _semantic_hits(
       another sentence than the risky one, so the verdict stands;
     - a risk family read below the tier-2 bar but at the layer's pause bar or more (round 11) is returned
       as ``sem2.<family>`` at tier 2 (not for a negated one-sentence message); :func:`screen` applies it
-      last, only when nothing else gave tier 2 or more and outside the post-crisis window.
+      last, only when nothing else gave tier 2 or more, after the post-crisis window's rules (never
+      escalated to 3 there).
     """
     from ._segments import pieces
     from ._semantic import semantic_layer
@@ -390,7 +391,7 @@ def _semantic_hits(
             and verdict.score >= layer.pause
             and not single_negated
         ):
-            return [(f"{_PAUSE}{verdict.family}", 2, True)]
+            return [(f"{_PAUSE}{verdict.family}", 2, verdict.family not in _NOT_OWN_RISK)]
         return []
     if not lexical_risk and any(r.startswith(("t2.", "t3.")) for r in negated) and len(pieces(text)) == 1:
         return [("sem.negated", 1, True)]
@@ -483,13 +484,18 @@ def screen(text: str, state: SafetyState | None = None, config: SafetyConfig | N
     if negated and not any(t >= 2 for _, t, _ in hits) and any(r.startswith(("t2.", "t3.")) for r in negated):
         hits.append(("t1.negated_risk", 1, True))
     post_crisis = state is not None and state.crisis_turns_left > 0
-    if pause and not post_crisis and max((t for _, t, _ in hits), default=0) < 2:
-        hits.extend(pause)  # a pause only; it arms the context rules for later turns as risk does
+    # the pause reading counts only when nothing else gave tier 2 or more; then it arms the context rules
+    # for later turns as a tier-2 verdict of its family does (someone else's emergency does not)
+    pause = pause if max((t for _, t, _ in hits), default=0) < 2 else []
+    if any(d for _, _, d in pause):
         distress_now = risk_now = True
     tier = max((t for _, t, _ in hits), default=0)
     reasons = list(dict.fromkeys(rid for rid, _, _ in sorted(hits, key=lambda h: -h[1])))
     if post_crisis:
         tier = _post_crisis_tier(tier, reasons, cfg)
+    if pause and tier < 2:  # after the post-crisis rules: a pause, never escalated to 3 there
+        tier = 2
+        reasons.append(pause[0][0])
     if state is not None:
         rule_signal = any(d and t >= 1 and not rid.startswith(_MODEL_IDS) for rid, t, d in hits)
         _advance(state, cfg, tier, distress_now=distress_now, risk_now=risk_now, rule_signal=rule_signal)

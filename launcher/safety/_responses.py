@@ -143,13 +143,16 @@ def support_text(
     """Tier-2 response: coaching paused; reflect, ask directly, offer resources, invite to keep talking.
 
     ``reasons`` (rule ids) choose the direct question: abuse or fear for one's safety (``t2.abuse*``,
-    ``t2.safety*``, the semantic layer's ``sem.abuse``) asks about safety; someone else at risk
-    (``t2.third_party_risk`` or ``sem.other_in_danger`` alone) asks whether that person is safe and how the
-    user is; everything else asks about thoughts of suicide.
+    ``t2.safety*``, the semantic layer's ``sem.abuse`` or its pause ``sem2.abuse``) asks about safety;
+    someone else at risk (``t2.third_party_risk``, ``sem.other_in_danger`` or ``sem2.other_in_danger``
+    alone) asks whether that person is safe and how the user is; everything else asks about thoughts of
+    suicide.
     """
     res = resources_for(locale, table)
-    about_safety = any(r.startswith(("t2.abuse", "t2.safety", "sem.abuse")) for r in reasons)
-    third_party = "t2.third_party_risk" in reasons or "sem.other_in_danger" in reasons
+    about_safety = any(r.startswith(("t2.abuse", "t2.safety", "sem.abuse", "sem2.abuse")) for r in reasons)
+    third_party = any(
+        r in ("t2.third_party_risk", "sem.other_in_danger", "sem2.other_in_danger") for r in reasons
+    )
     own = ("t2.abuse", "t2.safety", "t2.third_party")
     ideation = any(not r.startswith(own) and r.startswith("t2.") for r in reasons)
     if third_party and not ideation and not about_safety:

@@ -41,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -131,8 +132,28 @@ def save_head(
     extra: dict[str, Any] = {
         _OVERRIDE + k: np.asarray(v, dtype=np.float16) for k, v in (overrides or {}).items()
     }
+    # written beside ``path`` then renamed over it: a run killed mid-write leaves the old head whole (and
+    # an open file, not a name, so numpy does not append ".npz" to a path without it)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with tmp.open("wb") as f:
+            _savez(f, head, tier2, tier3, digest, meta, extra)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _savez(
+    f: Any,
+    head: Head,
+    tier2: float,
+    tier3: float,
+    digest: str,
+    meta: dict[str, object],
+    extra: dict[str, Any],
+) -> None:
     np.savez_compressed(
-        path,
+        f,
         families=np.array(head.families),
         tiers=head.tiers,
         w=head.w,
@@ -248,6 +269,12 @@ class SemanticLayer:
         """
         head, tier2, tier3, meta = load_head(head_path, anchors, labelled)
         pause = meta.get("pause")
+        if pause is not None and not (isinstance(pause, (int, float)) and 0.0 < pause <= tier2):
+            raise HeadError(
+                f"the semantic head {head_path} has a pause bar {pause!r} outside (0, tier2 = {tier2:.4f}]. "
+                f"Fix: run `python -m launcher.safety._train --recalibrate`",
+                code="head_stale",
+            )
         return cls(
             MiniLMEncoder.load(overrides=load_overrides(head_path)),
             head,

@@ -379,7 +379,8 @@ def recalibrate(args: argparse.Namespace, corpora: dict[str, list[tuple[str, str
     """``--recalibrate``: keep the head in ``args.out`` (weights, gate, calibration, fine-tuned layers)
     and set its thresholds again from the corpora, as training would, keeping each old threshold that is
     still inside its new gap; ``meta`` keeps its training report and gains the thresholds, the corpus
-    report and ``recalibrated`` (the thresholds before)."""
+    report and ``recalibrated``: ``before`` (training's thresholds, at which ``meta["cv"]`` was measured),
+    ``previous`` (those this run replaced) and ``runs``."""
     head, tier2, tier3, meta = load_head(args.out, args.anchors, args.labelled)
     overrides = load_overrides(args.out)
     embed = _Cache(MiniLMEncoder.load(overrides=overrides), args.cache)
@@ -398,9 +399,13 @@ def recalibrate(args: argparse.Namespace, corpora: dict[str, list[tuple[str, str
     print(f"thresholds before: tier2 {tier2:.6f}, tier3 {tier3:.6f}, pause {old_pause}")
     print(bars.describe())
     before = {"tier2": tier2, "tier3": tier3, "pause": old_pause}
+    earlier = meta.get("recalibrated")
+    # the first recalibration's "before" is training's thresholds, at which meta["cv"] was measured
+    trained = earlier.get("before", before) if isinstance(earlier, dict) else before
+    runs = earlier.get("runs", 1) if isinstance(earlier, dict) else 0
     meta.update(bars.meta())
     meta.update(_corpus_report(per, bars))
-    meta["recalibrated"] = {"before": before}
+    meta["recalibrated"] = {"before": trained, "previous": before, "runs": int(runs) + 1}
     save_head(
         args.out,
         head,
@@ -559,6 +564,13 @@ def main(argv: list[str] | None = None) -> int:
             raise TrainError(f"corpora not found: {', '.join(missing)}. Fix: pass --data DIR")
     except TrainError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.recalibrate and not args.out.is_file():
+        print(
+            f"error: no semantic head at {args.out} to recalibrate. Fix: name the head file to keep and "
+            "rewrite with --out, or train one with `python -m launcher.safety._train`",
+            file=sys.stderr,
+        )
         return 2
     corpora = _corpus_turns(args.data)
     if args.recalibrate:

@@ -10,11 +10,21 @@ shipped head's pause bar and its calibration are checked on the real head at the
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from launcher.safety import SafetyState, screen
-from launcher.safety._semantic import SemanticVerdict
+from launcher.safety import SafetyConfig, SafetyState, screen, support_response
+from launcher.safety._semantic import (
+    HEAD_PATH,
+    HeadError,
+    SemanticLayer,
+    SemanticVerdict,
+    load_head,
+    save_head,
+)
 from launcher.safety._train import FA_PAUSE, FA_TIER2, set_thresholds
 from testsupport.safety_rules import FixedVerdictLayer
 
@@ -79,6 +89,85 @@ def test_the_pause_arms_the_context_for_later_turns(monkeypatch: pytest.MonkeyPa
         tiers.append((first.tier, screen(later, state).tier))
     assert tiers[0][0] < 2 and tiers[0][1] < 3  # no pause: the pills are ordinary errands
     assert tiers[1] == (2, 3)  # after the pause, means fetched is a crisis (docs/safety.md, layer 2)
+
+
+LATER_ERRAND = "picked up my pills from the chemist on the way back"
+
+
+@pytest.mark.parametrize("family", ["other_in_danger", "medical_emergency"])
+def test_a_pause_about_someone_elses_emergency_does_not_arm_the_users_context(
+    monkeypatch: pytest.MonkeyPatch, family: str
+) -> None:
+    other = SemanticVerdict(1, family, 0.85)
+    _use(
+        monkeypatch, FixedVerdictLayer({ORDINARY: other}, pause=0.8, default=SemanticVerdict(0, "none", 0.1))
+    )
+    state = SafetyState()
+    first = screen(ORDINARY, state)
+    assert first.tier == 2 and first.reasons == [f"sem2.{family}"]
+    assert state.last_risk_turn == 0  # as the tier-2 verdict of that family: not the user's own risk
+    assert screen(LATER_ERRAND, state).tier < 3
+
+
+def test_with_a_post_crisis_floor_below_2_the_pause_still_pauses_but_is_not_escalated(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cfg = SafetyConfig(post_crisis_floor=0)
+    state = SafetyState()
+    assert screen("I am going to kill myself tonight", state, cfg).tier == 3
+    _use(monkeypatch, FixedVerdictLayer(NEAR_BAR, pause=0.8))
+    result = screen(ORDINARY, state, cfg)
+    assert result.post_crisis and result.tier == 2 and "sem2.passive_ideation" in result.reasons
+    assert "post_crisis.escalated" not in result.reasons
+
+
+def test_a_message_the_rules_already_pause_gets_no_pause_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    _use(monkeypatch, FixedVerdictLayer(NEAR_BAR, pause=0.8))
+    result = screen("some days I just wish I was dead")
+    assert result.tier == 2 and not any(r.startswith("sem2.") for r in result.reasons), result
+
+
+def test_the_pause_asks_the_question_of_its_family() -> None:
+    assert "are you safe right now" in support_response("en-GB", ["sem2.abuse"])
+    assert "is this person safe right now" in support_response("en-GB", ["sem2.other_in_danger"])
+    assert "thoughts of ending your life" in support_response("en-GB", ["sem2.passive_ideation"])
+
+
+def test_a_head_whose_pause_bar_is_above_its_tier_2_bar_is_refused(tmp_path: Path) -> None:
+    head, tier2, tier3, meta = load_head()
+    bad = tmp_path / "head"  # no suffix: written there exactly, not to head.npz
+    save_head(bad, head, digest=meta_digest(), tier2=tier2, tier3=tier3, meta={**meta, "pause": tier2 + 0.01})
+    assert bad.is_file() and not (tmp_path / "head.npz").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["head"]  # no temporary file left beside it
+    with pytest.raises(HeadError, match="pause bar") as err:
+        SemanticLayer.load(bad)
+    assert err.value.code == "head_stale" and "--recalibrate" in str(err.value)
+
+
+def meta_digest() -> str:
+    from launcher.safety._semantic import anchors_digest
+
+    return anchors_digest()
+
+
+def test_a_head_write_killed_midway_leaves_the_old_head_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import launcher.safety._semantic as semantic
+
+    target = tmp_path / "semantic_head.npz"
+    shutil.copy(HEAD_PATH, target)
+    before = target.read_bytes()
+    head, tier2, tier3, meta = load_head(target)
+
+    def killed(f: object, *args: object) -> None:
+        f.write(b"half a zip")  # type: ignore[attr-defined]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(semantic, "_savez", killed)
+    with pytest.raises(KeyboardInterrupt):
+        save_head(target, head, digest=meta_digest(), tier2=tier2, tier3=tier3, meta=meta)
+    assert target.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == [target.name]
 
 
 class _Calibration:

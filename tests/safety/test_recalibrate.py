@@ -65,9 +65,21 @@ def test_recalibrate_keeps_the_head_and_sets_its_thresholds_from_the_corpora(tmp
     assert sorted(old_layers) == sorted(new_layers) and old_layers
     assert all(np.array_equal(old_layers[k], new_layers[k]) for k in old_layers)
 
-    assert new_meta["recalibrated"] == {
-        "before": {"tier2": tier2, "tier3": tier3, "pause": meta.get("pause")}
+    earlier = meta.get("recalibrated")
+    trained = (
+        earlier["before"] if isinstance(earlier, dict) else {"tier2": tier2, "tier3": tier3, "pause": None}
+    )
+    assert (
+        new_meta["recalibrated"]["before"] == trained
+    )  # training's thresholds, where meta["cv"] was measured
+    assert new_meta["recalibrated"]["previous"] == {
+        "tier2": tier2,
+        "tier3": tier3,
+        "pause": meta.get("pause"),
     }
+    assert new_meta["recalibrated"]["runs"] == (
+        earlier.get("runs", 1) + 1 if isinstance(earlier, dict) else 1
+    )
     for name, bar in (("tier2", new2), ("tier3", new3), ("pause", new_meta["pause"])):
         low, high = new_meta[f"{name}_gap"]
         assert (isinstance(bar, float) and low < bar < high) or bar == 0.5, (name, bar, low, high)
@@ -97,5 +109,9 @@ def test_recalibrate_bad_input_is_a_clear_error_and_changes_nothing(
     assert main(["--recalibrate", "--out", str(head_file), "--data", str(data)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ")
-    assert ("semantic head" in err and "Fix:" in err) if problem == "no_head" else "corpora not found" in err
+    assert (
+        ("no semantic head at" in err and "--out" in err)
+        if problem == "no_head"
+        else "corpora not found" in err
+    )
     assert (head_file.read_bytes() if head_file.exists() else None) == before
