@@ -28,8 +28,10 @@ deterministic fallback if the Coach failed) and a synthesis marked ``degraded`` 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -140,13 +142,25 @@ class Supervisor:
         self.directory = directory or TurnDirectory()
         self.settings = settings or SupervisorSettings()
         self._session_locks: dict[tuple[str, str], anyio.Lock] = {}
+        # One thread for every screening: the screen's encoder keeps its scratch memory per thread (a new
+        # thread would allocate and fault it in again, which triples a short message's time), and the
+        # event loop goes on serving the other sessions' streams and tool calls meanwhile
+        self._screen_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="coach-safety-screen")
+
+    async def screen(self, text: str, state: Mapping[str, Any] | None) -> ScreenOutcome:
+        """The safety screen's verdict for ``text`` after the session's ``state`` (see :data:`ScreenFn`),
+        computed on the supervisor's screen thread (one thread; screenings queue there in order) while the
+        event loop runs on. Raises what the screen raises."""
+        return await asyncio.get_running_loop().run_in_executor(
+            self._screen_thread, self._screen, text, state
+        )
 
     async def warm_up(self) -> None:
         """Pay this process's one-time costs of a turn now, off any turn's critical path: the safety
-        screen's first call (its encoder's lazy parts, about 0.5 s). Blocks the event loop meanwhile, as
-        a turn's screening does. Never raises."""
-        try:  # on this thread, as run_turn calls it (a worker thread would warm its own state only)
-            self._screen(
+        screen's first call (its encoder's lazy parts and scratch memory, about 0.5 s), on the thread
+        every turn's screening uses (:meth:`screen`). Never raises."""
+        try:
+            await self.screen(
                 "I keep planning to exercise more, but by the evening I feel I am letting myself down.", None
             )
         except Exception:

@@ -192,7 +192,7 @@ class Turn:
         ctx = await load_context(
             self.board.store, self.user, self.session, self.resume.turn, self.settings.history_turns
         )
-        return ctx, self.sup._screen(self.text, ctx.safety_state)
+        return ctx, await self.sup.screen(self.text, ctx.safety_state)
 
     async def open(self, ctx: SessionContext, verdict: ScreenOutcome) -> None:
         """Begin the blackboard turn, store the message, and choose the agents to launch; at tier 2 the
