@@ -26,13 +26,12 @@ def screen_after(earlier: str, text: str) -> ScreenResult:
 class FixedVerdictLayer:
     """A stand-in for the semantic layer at one boundary (``launcher.safety._semantic.semantic_layer``):
     it returns one fixed verdict for any text (or, given a mapping, the verdict of the text, else the
-    ``default``), with bars ``tier2`` 0.9 and ``tier3`` 0.95 and the pause bar ``pause`` (None: none)."""
+    ``default``), with bars ``tier2`` 0.9 and ``tier3`` 0.95."""
 
     tier2, tier3 = 0.9, 0.95
 
-    def __init__(self, verdict: Any, *, pause: float | None = None, default: Any = None) -> None:
+    def __init__(self, verdict: Any, *, default: Any = None) -> None:
         self.verdict = verdict
-        self.pause = pause
         self.default = default
         self.encoder = _NoThreads()
 

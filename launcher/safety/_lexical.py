@@ -317,11 +317,10 @@ _TIER3_FAMILIES = _ACTION_FAMILIES | {"other_in_danger", "medical_emergency"}
 #: bare conditional act ("once the kids are asleep, I'm gone") tier 3; its tier-2 verdict (risk) is.
 _MODEL_IDS = ("sem.", "sem3.", "ctx.", "sem2.")
 #: Rule-id prefix of a pause read near the tier-2 bar (round 11): a risk family at the semantic layer's
-#: pause bar or more (``SemanticLayer.pause``) gives tier 2 when nothing else gave tier 2 or more, and only
+#: pause bar or more (``SemanticVerdict.paused``) gives tier 2 when nothing else gave tier 2 or more, and only
 #: that: it composes with nothing and promotes nothing to tier 3; in the post-crisis window it is applied
 #: after that window's rules (a tier below 2 there becomes 2; it is never escalated to 3).
 _PAUSE = "sem2."
-_RISK_FAMILIES = _TIER3_FAMILIES | {"passive_ideation", "active_ideation", "self_harm", "abuse"}
 #: After earlier risk in the session, an action family at this share of the tier-2 bar is tier 3.
 _CTX_SHARE = 0.8
 #: A tier-3 family named at tier 2 needs a score this far from the tier-2 bar to the tier-3 bar, and a
@@ -377,23 +376,17 @@ def _semantic_hits(
     layer = semantic_layer()
     layer.encoder.set_blas_threads(threads)
     lexical_risk = any(t >= 2 for _, t, _ in hits)
+    single_negated = any(r.startswith(("t2.", "t3.")) for r in negated) and len(pieces(text)) == 1
     verdict = layer.assess(text)
     tier = verdict.tier
     action = verdict.family in _ACTION_FAMILIES
     if tier == 1 and action and ctx.earlier_risk and verdict.score >= _CTX_SHARE * layer.tier2:
         tier = 2
     if tier < 2:
-        single_negated = any(r.startswith(("t2.", "t3.")) for r in negated) and len(pieces(text)) == 1
-        if (
-            layer.pause is not None
-            and verdict.tier == 1
-            and verdict.family in _RISK_FAMILIES
-            and verdict.score >= layer.pause
-            and not single_negated
-        ):
+        if verdict.paused and not single_negated:
             return [(f"{_PAUSE}{verdict.family}", 2, verdict.family not in _NOT_OWN_RISK)]
         return []
-    if not lexical_risk and any(r.startswith(("t2.", "t3.")) for r in negated) and len(pieces(text)) == 1:
+    if not lexical_risk and single_negated:
         return [("sem.negated", 1, True)]
     if _told_as_history(ctx.clauses):
         # "years ago i took 30 paracetamol": a past attempt is tier 2, whatever the context (round 6)

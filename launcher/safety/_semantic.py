@@ -98,12 +98,15 @@ class HeadError(LauncherError):
 class SemanticVerdict:
     """The semantic layer's view of one message: ``tier`` 0-3, ``family`` (a family of
     ``anchors.jsonl``, or ``"none"`` at tier 0) and ``score``, the calibrated risk probability 0-1 of
-    the deciding piece (see the module docstring); ``score3``, its tier-3 score ``P * m3 / m`` (0-1)."""
+    the deciding piece (see the module docstring); ``score3``, its tier-3 score ``P * m3 / m`` (0-1);
+    ``paused``: a risk family read at tier 1 with ``score`` at the layer's pause bar or more (round 11: the
+    screen pauses coaching for it when nothing else gave tier 2 or more)."""
 
     tier: int
     family: str
     score: float
     score3: float = 0.0
+    paused: bool = False
 
 
 def anchors_digest(path: Path = ANCHORS_PATH, labelled: Path = LABELLED_PATH) -> str:
@@ -323,7 +326,7 @@ class SemanticLayer:
             return SemanticVerdict(min(int(tiers[f]), 3 if three else 2), fams[f], score, score3)
         if score >= self.tier2 / 2:
             f = int(np.where(rmask, p[j], -1.0).argmax())
-            return SemanticVerdict(1, fams[f], score)
+            return SemanticVerdict(1, fams[f], score, paused=self.pause is not None and score >= self.pause)
         t1 = p[:, self._t1].sum(axis=1)
         if float(t1.max()) >= 0.5:
             f = int(np.where(self._t1, p[int(t1.argmax())], -1.0).argmax())

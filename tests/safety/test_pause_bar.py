@@ -29,7 +29,9 @@ from launcher.safety._train import FA_PAUSE, FA_TIER2, set_thresholds
 from testsupport.safety_rules import FixedVerdictLayer
 
 ORDINARY = "honestly the week has been a lot and I keep going round in circles about it"
-NEAR_BAR = SemanticVerdict(1, "passive_ideation", 0.85)  # tier 1: below the stand-in's tier-2 bar 0.9
+# tier 1, below the stand-in's tier-2 bar 0.9, at the layer's pause bar
+NEAR_BAR = SemanticVerdict(1, "passive_ideation", 0.85, paused=True)
+NOT_PAUSED = SemanticVerdict(1, "passive_ideation", 0.85)
 
 
 def _use(monkeypatch: pytest.MonkeyPatch, layer: FixedVerdictLayer) -> None:
@@ -39,21 +41,17 @@ def _use(monkeypatch: pytest.MonkeyPatch, layer: FixedVerdictLayer) -> None:
 
 
 @pytest.mark.parametrize(
-    ("verdict", "pause", "reason"),
+    ("verdict", "reason"),
     [
-        (NEAR_BAR, 0.8, "sem2.passive_ideation"),  # at the pause bar: coaching pauses
-        (NEAR_BAR, 0.85, "sem2.passive_ideation"),  # exactly at the bar
-        (SemanticVerdict(1, "plan", 0.8), 0.8, "sem2.plan"),  # a tier-3 family: still only a pause
-        (NEAR_BAR, 0.86, None),  # below the bar
-        (NEAR_BAR, None, None),  # a head without a pause bar
-        (SemanticVerdict(1, "distress", 0.85), 0.8, None),  # not a risk family
-        (SemanticVerdict(0, "none", 0.85), 0.8, None),  # not the tier-1 reading of a risk family
+        (NEAR_BAR, "sem2.passive_ideation"),  # at the pause bar: coaching pauses
+        (SemanticVerdict(1, "plan", 0.8, paused=True), "sem2.plan"),  # a tier-3 family: still only a pause
+        (NOT_PAUSED, None),  # below the bar, or a head without one
     ],
 )
 def test_a_risk_family_at_the_pause_bar_pauses_coaching(
-    monkeypatch: pytest.MonkeyPatch, verdict: SemanticVerdict, pause: float | None, reason: str | None
+    monkeypatch: pytest.MonkeyPatch, verdict: SemanticVerdict, reason: str | None
 ) -> None:
-    _use(monkeypatch, FixedVerdictLayer(verdict, pause=pause))
+    _use(monkeypatch, FixedVerdictLayer(verdict))
     result = screen(ORDINARY)
     if reason:
         assert result.tier == 2 and result.reasons == [reason], result
@@ -61,8 +59,43 @@ def test_a_risk_family_at_the_pause_bar_pauses_coaching(
         assert result.tier < 2 and not any(r.startswith("sem2.") for r in result.reasons), result
 
 
+def _layer_scoring(pause: float | None, score: float, family: str) -> SemanticLayer:
+    """The shipped head's decision rule (:meth:`SemanticLayer.assess`) with bars tier 2 = 0.9, tier 3 =
+    0.95 and ``pause``, over one piece whose calibrated risk is ``score`` and whose likeliest family is
+    ``family`` (the encoder is not run: ``_score`` gives that piece)."""
+    head, _, _, _ = load_head()
+    layer = SemanticLayer(None, head, 0.9, 0.95, pause)  # type: ignore[arg-type]
+    p = np.full((1, len(head.families)), 0.01)
+    p[0, head.families.index(family)] = 1.0
+    p /= p.sum()
+    layer._score = lambda text: (p, np.array([score]))  # type: ignore[method-assign]
+    return layer
+
+
+@pytest.mark.parametrize(
+    ("pause", "score", "family", "tier", "paused"),
+    [
+        (0.8, 0.85, "passive_ideation", 1, True),  # at the pause bar, below tier 2
+        (0.85, 0.85, "passive_ideation", 1, True),  # exactly at the bar
+        (0.8, 0.8, "plan", 1, True),  # a tier-3 family: still tier 1 with the pause flag
+        (0.86, 0.85, "passive_ideation", 1, False),  # below the bar
+        (None, 0.85, "passive_ideation", 1, False),  # a head without a pause bar
+        (0.8, 0.92, "passive_ideation", 2, False),  # at tier 2 the verdict is tier 2 itself
+        (0.4, 0.3, "distress", 1, False),  # below half the tier-2 bar: distress, never a pause
+        (0.4, 0.3, "coaching", 0, False),
+    ],
+)
+def test_the_layer_flags_a_risk_family_read_at_its_pause_bar(
+    pause: float | None, score: float, family: str, tier: int, paused: bool
+) -> None:
+    verdict = _layer_scoring(pause, score, family).assess("any text")
+    assert (verdict.tier, verdict.paused) == (tier, paused), verdict
+    if paused:
+        assert verdict.family == family
+
+
 def test_a_negated_one_sentence_message_is_not_paused(monkeypatch: pytest.MonkeyPatch) -> None:
-    _use(monkeypatch, FixedVerdictLayer(NEAR_BAR, pause=0.8))
+    _use(monkeypatch, FixedVerdictLayer(NEAR_BAR))
     result = screen("I am not going to kill myself")
     assert result.tier < 2 and not any(r.startswith("sem2.") for r in result.reasons)
 
@@ -70,7 +103,7 @@ def test_a_negated_one_sentence_message_is_not_paused(monkeypatch: pytest.Monkey
 def test_the_pause_is_not_escalated_in_the_post_crisis_window(monkeypatch: pytest.MonkeyPatch) -> None:
     state = SafetyState()
     assert screen("I am going to kill myself tonight", state).tier == 3
-    _use(monkeypatch, FixedVerdictLayer(NEAR_BAR, pause=0.8))
+    _use(monkeypatch, FixedVerdictLayer(NEAR_BAR))
     result = screen(ORDINARY, state)
     assert result.post_crisis and result.tier == 2  # the window's floor, not an escalation to 3
     assert "post_crisis.floor" in result.reasons and not any(r.startswith("sem2.") for r in result.reasons)
@@ -79,10 +112,10 @@ def test_the_pause_is_not_escalated_in_the_post_crisis_window(monkeypatch: pytes
 def test_the_pause_arms_the_context_for_later_turns(monkeypatch: pytest.MonkeyPatch) -> None:
     later = "picked up my pills from the chemist on the way back"
     tiers = []
-    for pause in (None, 0.8):
+    for first_verdict in (NOT_PAUSED, NEAR_BAR):
         _use(
             monkeypatch,
-            FixedVerdictLayer({ORDINARY: NEAR_BAR}, pause=pause, default=SemanticVerdict(0, "none", 0.1)),
+            FixedVerdictLayer({ORDINARY: first_verdict}, default=SemanticVerdict(0, "none", 0.1)),
         )
         state = SafetyState()
         first = screen(ORDINARY, state)
@@ -98,10 +131,8 @@ LATER_ERRAND = "picked up my pills from the chemist on the way back"
 def test_a_pause_about_someone_elses_emergency_does_not_arm_the_users_context(
     monkeypatch: pytest.MonkeyPatch, family: str
 ) -> None:
-    other = SemanticVerdict(1, family, 0.85)
-    _use(
-        monkeypatch, FixedVerdictLayer({ORDINARY: other}, pause=0.8, default=SemanticVerdict(0, "none", 0.1))
-    )
+    other = SemanticVerdict(1, family, 0.85, paused=True)
+    _use(monkeypatch, FixedVerdictLayer({ORDINARY: other}, default=SemanticVerdict(0, "none", 0.1)))
     state = SafetyState()
     first = screen(ORDINARY, state)
     assert first.tier == 2 and first.reasons == [f"sem2.{family}"]
@@ -115,14 +146,14 @@ def test_with_a_post_crisis_floor_below_2_the_pause_still_pauses_but_is_not_esca
     cfg = SafetyConfig(post_crisis_floor=0)
     state = SafetyState()
     assert screen("I am going to kill myself tonight", state, cfg).tier == 3
-    _use(monkeypatch, FixedVerdictLayer(NEAR_BAR, pause=0.8))
+    _use(monkeypatch, FixedVerdictLayer(NEAR_BAR))
     result = screen(ORDINARY, state, cfg)
     assert result.post_crisis and result.tier == 2 and "sem2.passive_ideation" in result.reasons
     assert "post_crisis.escalated" not in result.reasons
 
 
 def test_a_message_the_rules_already_pause_gets_no_pause_reading(monkeypatch: pytest.MonkeyPatch) -> None:
-    _use(monkeypatch, FixedVerdictLayer(NEAR_BAR, pause=0.8))
+    _use(monkeypatch, FixedVerdictLayer(NEAR_BAR))
     result = screen("some days I just wish I was dead")
     assert result.tier == 2 and not any(r.startswith("sem2.") for r in result.reasons), result
 
