@@ -22,6 +22,7 @@ from launcher.safety._semantic import (
     HeadError,
     SemanticLayer,
     SemanticVerdict,
+    anchors_digest,
     load_head,
     save_head,
 )
@@ -167,18 +168,14 @@ def test_the_pause_asks_the_question_of_its_family() -> None:
 def test_a_head_whose_pause_bar_is_above_its_tier_2_bar_is_refused(tmp_path: Path) -> None:
     head, tier2, tier3, meta = load_head()
     bad = tmp_path / "head"  # no suffix: written there exactly, not to head.npz
-    save_head(bad, head, digest=meta_digest(), tier2=tier2, tier3=tier3, meta={**meta, "pause": tier2 + 0.01})
+    save_head(
+        bad, head, digest=anchors_digest(), tier2=tier2, tier3=tier3, meta={**meta, "pause": tier2 + 0.01}
+    )
     assert bad.is_file() and not (tmp_path / "head.npz").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["head"]  # no temporary file left beside it
     with pytest.raises(HeadError, match="pause bar") as err:
         SemanticLayer.load(bad)
     assert err.value.code == "head_stale" and "--recalibrate" in str(err.value)
-
-
-def meta_digest() -> str:
-    from launcher.safety._semantic import anchors_digest
-
-    return anchors_digest()
 
 
 def test_a_head_write_killed_midway_leaves_the_old_head_whole(
@@ -197,7 +194,7 @@ def test_a_head_write_killed_midway_leaves_the_old_head_whole(
 
     monkeypatch.setattr(semantic, "_savez", killed)
     with pytest.raises(KeyboardInterrupt):
-        save_head(target, head, digest=meta_digest(), tier2=tier2, tier3=tier3, meta=meta)
+        save_head(target, head, digest=anchors_digest(), tier2=tier2, tier3=tier3, meta=meta)
     assert target.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == [target.name]
 
 
